@@ -1,0 +1,73 @@
+"""Describing the machine measurements are made on, without initialising CUDA needlessly."""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+
+from .types import Hardware
+
+logger = logging.getLogger(__name__)
+
+# Used as the "shared memory" of a CPU so that features stay defined; CPU data trains CPU models.
+_CPU_SMEM_PER_BLOCK_BYTES = 1 << 20
+
+
+def _versions() -> tuple[str, str | None, str | None]:
+    import torch
+
+    try:
+        import triton  # noqa: F401
+
+        triton_version = triton.__version__
+    except Exception:  # triton is optional on CPU machines
+        triton_version = None
+    return torch.__version__, triton_version, torch.version.cuda
+
+
+def detect_hardware(device: "str | int | None" = None) -> Hardware:
+    """The :class:`Hardware` record of a device (``"cuda"``, ``"cuda:1"``, ``"cpu"``...).
+
+    ``None`` means the current CUDA device where CUDA is available, else the CPU. Only a CUDA
+    device initialises CUDA.
+    """
+    import torch
+
+    torch_version, triton_version, cuda_version = _versions()
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    dev = torch.device(device) if not isinstance(device, int) else torch.device("cuda", device)
+    if dev.type == "cuda":
+        index = dev.index if dev.index is not None else torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(index)
+        smem = getattr(props, "shared_memory_per_block_optin", 0) or getattr(
+            props, "shared_memory_per_block", 0
+        )
+        return Hardware(
+            device_name=props.name,
+            compute_capability=(props.major, props.minor),
+            sm_count=props.multi_processor_count,
+            memory_bytes=props.total_memory,
+            smem_per_block_bytes=int(smem),
+            torch_version=torch_version,
+            triton_version=triton_version,
+            cuda_version=cuda_version,
+        )
+    if dev.type == "cpu":
+        name = platform.processor() or platform.machine() or "cpu"
+        try:
+            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            memory = 0
+        return Hardware(
+            device_name=f"CPU {name}",
+            compute_capability=None,
+            sm_count=os.cpu_count() or 1,
+            memory_bytes=int(memory),
+            smem_per_block_bytes=_CPU_SMEM_PER_BLOCK_BYTES,
+            torch_version=torch_version,
+            triton_version=triton_version,
+            cuda_version=None,
+        )
+    raise ValueError(f"detect_hardware: unsupported device {device!r}")

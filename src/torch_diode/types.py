@@ -1,0 +1,674 @@
+"""The data model: problems, kernel configs, timings, hardware and datasets.
+
+These types are the stable contract between collection, training and validation. Every type has
+``to_dict`` / ``from_dict``; datasets are saved as JSON or msgpack (optionally gzip-compressed:
+``.json``, ``.json.gz``, ``.msgpack``, ``.msgpack.gz``) and both round trips are exact.
+
+File layout (schema version 1)::
+
+    {"format": "torch-diode-dataset", "schema_version": 1,
+     "metadata": {"created": ISO-8601, "sources": [{"tool": ..., "settings": {...}, ...}]},
+     "configs": [KernelConfig, ...],            # table shared by every problem
+     "hardware": [{"hardware": Hardware,
+                   "ops": {"mm": [{"problem": Problem,
+                                   "config": [i, ...],        # index into "configs"
+                                   "time_us": [t or null, ...],  # null where failed
+                                   "failed": [bool, ...],
+                                   "samples_us": [[t, ...], ...]  # only if a pair has >1 sample
+                                   }, ...]}}]}
+
+Merging (:meth:`Dataset.merge`): entries with different :class:`Hardware` records (device or
+software versions) stay apart. Two measurements of the same (problem, config) on the same
+hardware keep all their samples; ``time_us`` is the median of the successful samples, and the
+pair counts as failed only if every sample failed.
+
+Loading a file that is truncated, corrupt, of a wrong type, missing a field, or written by a newer
+schema raises :class:`DatasetFormatError` naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import statistics
+import tempfile
+from dataclasses import dataclass, field, fields, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import msgpack
+
+SCHEMA_VERSION = 1
+FORMAT_NAME = "torch-diode-dataset"
+
+OPS = ("mm", "addmm", "bmm", "baddbmm")
+# Element types the data model knows (torch dtype names without "torch."). Kept in the same
+# order as the C++ core's dtype codes; tests check the two agree.
+DTYPES = (
+    "float32",
+    "float16",
+    "bfloat16",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "int8",
+    "int32",
+    "float64",
+)
+DATASET_SUFFIXES = (".json", ".json.gz", ".msgpack", ".msgpack.gz")
+
+Scalar = int | float | bool | str
+
+
+class DatasetFormatError(ValueError):
+    """A dataset file (or dict) does not follow the schema. Names the file and the field."""
+
+    def __init__(self, source: str | os.PathLike | None, field_path: str, message: str):
+        self.source = str(source) if source is not None else "<dict>"
+        self.field_path = field_path
+        super().__init__(f"{self.source}: field '{field_path}': {message}")
+
+
+class _Reader:
+    """Typed access to a decoded dict, raising DatasetFormatError with the field's path."""
+
+    def __init__(self, data: Any, where: str, source: str | None):
+        if not isinstance(data, dict):
+            raise DatasetFormatError(source, where, f"expected an object, got {type(data).__name__}")
+        self.data, self.where, self.source = data, where, source
+
+    def path(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def error(self, key: str, message: str) -> DatasetFormatError:
+        return DatasetFormatError(self.source, self.path(key), message)
+
+    def get(self, key: str, kind: type | tuple[type, ...], optional: bool = False) -> Any:
+        if key not in self.data:
+            if optional:
+                return None
+            raise self.error(key, "missing")
+        value = self.data[key]
+        if value is None and optional:
+            return None
+        return check_type(value, kind, self.source, self.path(key))
+
+    def sub(self, key: str) -> "_Reader":
+        return _Reader(self.get(key, dict), self.path(key), self.source)
+
+
+def check_type(value: Any, kind: type | tuple[type, ...], source: str | None, where: str) -> Any:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    # bool is an int in Python; an int field must not accept True, a float field accepts ints.
+    if isinstance(value, bool) and bool not in kinds:
+        ok = False
+    elif float in kinds and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    else:
+        ok = isinstance(value, kinds)
+    if not ok:
+        names = " or ".join(k.__name__ for k in kinds)
+        raise DatasetFormatError(source, where, f"expected {names}, got {type(value).__name__} {value!r:.60}")
+    return value
+
+
+def _int_tuple(r: _Reader, key: str, optional: bool = False) -> tuple[int, ...] | None:
+    value = r.get(key, (list, tuple), optional=optional)
+    if value is None:
+        return None
+    return tuple(check_type(v, int, r.source, f"{r.path(key)}[{i}]") for i, v in enumerate(value))
+
+
+def _choice(r: _Reader, key: str, allowed: Iterable[str]) -> str:
+    value = r.get(key, str)
+    if value not in allowed:
+        raise r.error(key, f"{value!r} is not one of {sorted(allowed)}")
+    return value
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One GEMM problem as an op sees it: ``out[B, M, N] = A[B, M, K] @ B[B, K, N] (+ bias)``.
+
+    ``B`` is 1 for mm/addmm. ``transpose_a`` means A is stored column-major (its K dimension is
+    contiguous... i.e. it is the transpose of a row-major K x M tensor); likewise ``transpose_b``.
+    ``strides_a`` / ``strides_b`` are the exact strides where they were recorded (2-D for
+    mm/addmm, 3-D for bmm/baddbmm). ``bias_shape`` is set for addmm/baddbmm only.
+    """
+
+    op: str
+    B: int
+    M: int
+    N: int
+    K: int
+    dtype_a: str
+    dtype_b: str
+    dtype_out: str
+    transpose_a: bool = False
+    transpose_b: bool = False
+    strides_a: tuple[int, ...] | None = None
+    strides_b: tuple[int, ...] | None = None
+    bias_shape: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.op not in OPS:
+            raise ValueError(f"Problem.op: {self.op!r} is not one of {OPS}")
+        for name in ("B", "M", "N", "K"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"Problem.{name}: expected a positive int, got {value!r}")
+        if self.B != 1 and self.op in ("mm", "addmm"):
+            raise ValueError(f"Problem.B: {self.op} has no batch, got B={self.B}")
+        for name in ("dtype_a", "dtype_b", "dtype_out"):
+            if getattr(self, name) not in DTYPES:
+                raise ValueError(f"Problem.{name}: {getattr(self, name)!r} is not one of {DTYPES}")
+        if self.bias_shape is not None and self.op not in ("addmm", "baddbmm"):
+            raise ValueError(f"Problem.bias_shape: {self.op} has no bias")
+
+    @property
+    def has_bias(self) -> bool:
+        return self.op in ("addmm", "baddbmm")
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.B * self.M * self.N * self.K
+
+    def short(self) -> str:
+        batch = f"{self.B}x" if self.op in ("bmm", "baddbmm") else ""
+        t = ("T" if self.transpose_a else "N") + ("T" if self.transpose_b else "N")
+        return f"{self.op} {batch}{self.M}x{self.N}x{self.K} {self.dtype_a} {t}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "op": self.op,
+            "B": self.B,
+            "M": self.M,
+            "N": self.N,
+            "K": self.K,
+            "dtype_a": self.dtype_a,
+            "dtype_b": self.dtype_b,
+            "dtype_out": self.dtype_out,
+            "transpose_a": self.transpose_a,
+            "transpose_b": self.transpose_b,
+        }
+        for name in ("strides_a", "strides_b", "bias_shape"):
+            value = getattr(self, name)
+            if value is not None:
+                d[name] = list(value)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "problem", source: str | None = None) -> "Problem":
+        r = _Reader(data, where, source)
+        kwargs = dict(
+            op=_choice(r, "op", OPS),
+            B=r.get("B", int),
+            M=r.get("M", int),
+            N=r.get("N", int),
+            K=r.get("K", int),
+            dtype_a=_choice(r, "dtype_a", DTYPES),
+            dtype_b=_choice(r, "dtype_b", DTYPES),
+            dtype_out=_choice(r, "dtype_out", DTYPES),
+            transpose_a=r.get("transpose_a", bool),
+            transpose_b=r.get("transpose_b", bool),
+            strides_a=_int_tuple(r, "strides_a", optional=True),
+            strides_b=_int_tuple(r, "strides_b", optional=True),
+            bias_shape=_int_tuple(r, "bias_shape", optional=True),
+        )
+        try:
+            return cls(**kwargs)
+        except ValueError as e:
+            field_name = str(e).split(":")[0].split(".")[-1]
+            raise DatasetFormatError(source, r.path(field_name), str(e).split(": ", 1)[-1]) from None
+
+
+_CONFIG_INT_FIELDS = ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps")
+_CONFIG_BOOL_FIELDS = ("even_k", "allow_tf32", "use_fast_accum")
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """One choice Inductor can make for a GEMM: a template plus its parameters.
+
+    Tiled templates (``triton::mm``, ``triton::mm_persistent_tma``, ...) set the block sizes;
+    ATen/cuBLAS choices (``aten::mm``, ``aten::bias_addmm``, ...) leave them ``None``. Template
+    parameters without a field of their own are kept in ``extras`` (sorted name/value pairs).
+    """
+
+    template_id: str
+    block_m: int | None = None
+    block_n: int | None = None
+    block_k: int | None = None
+    group_m: int | None = None
+    num_stages: int | None = None
+    num_warps: int | None = None
+    even_k: bool = False
+    allow_tf32: bool = False
+    use_fast_accum: bool = False
+    acc_type: str | None = None
+    extras: tuple[tuple[str, Scalar], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.template_id, str) or not self.template_id:
+            raise ValueError(f"KernelConfig.template_id: expected a non-empty str, got {self.template_id!r}")
+        if isinstance(self.extras, dict):
+            object.__setattr__(self, "extras", tuple(sorted(self.extras.items())))
+        else:
+            object.__setattr__(self, "extras", tuple(sorted(tuple(x) for x in self.extras)))
+
+    @property
+    def is_tiled(self) -> bool:
+        return self.block_m is not None
+
+    @property
+    def extras_dict(self) -> dict[str, Scalar]:
+        return dict(self.extras)
+
+    def short(self) -> str:
+        if not self.is_tiled:
+            return self.template_id
+        return (
+            f"{self.template_id} {self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
+            f"s{self.num_stages} w{self.num_warps}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"template_id": self.template_id}
+        for name in _CONFIG_INT_FIELDS:
+            if getattr(self, name) is not None:
+                d[name] = getattr(self, name)
+        for name in _CONFIG_BOOL_FIELDS:
+            d[name] = getattr(self, name)
+        if self.acc_type is not None:
+            d["acc_type"] = self.acc_type
+        if self.extras:
+            d["extras"] = dict(self.extras)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "config", source: str | None = None) -> "KernelConfig":
+        r = _Reader(data, where, source)
+        kwargs: dict[str, Any] = {"template_id": r.get("template_id", str)}
+        for name in _CONFIG_INT_FIELDS:
+            kwargs[name] = r.get(name, int, optional=True)
+        for name in _CONFIG_BOOL_FIELDS:
+            kwargs[name] = r.get(name, bool)
+        kwargs["acc_type"] = r.get("acc_type", str, optional=True)
+        extras = r.get("extras", dict, optional=True) or {}
+        for key, value in extras.items():
+            check_type(value, (int, float, bool, str), source, f"{r.path('extras')}.{key}")
+        kwargs["extras"] = tuple(sorted(extras.items()))
+        if kwargs["block_m"] is not None:
+            for name in ("block_n", "block_k", "num_stages", "num_warps"):
+                if kwargs[name] is None:
+                    raise r.error(name, "missing (required when block_m is set)")
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True)
+class TimedConfig:
+    """A config's measured runtime for one problem.
+
+    ``time_us`` is the median of ``samples_us`` (microseconds); ``failed`` marks a choice that
+    did not compile or run, whose ``time_us`` is ``inf``.
+    """
+
+    config: KernelConfig
+    time_us: float
+    failed: bool = False
+    samples_us: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.samples_us and not self.failed:
+            object.__setattr__(self, "samples_us", (float(self.time_us),))
+        if self.failed:
+            object.__setattr__(self, "time_us", math.inf)
+        elif not (self.time_us > 0 and math.isfinite(self.time_us)):
+            raise ValueError(f"TimedConfig.time_us: expected a positive finite time, got {self.time_us!r}")
+
+    @classmethod
+    def failure(cls, config: KernelConfig) -> "TimedConfig":
+        return cls(config=config, time_us=math.inf, failed=True)
+
+    def merged_with(self, other: "TimedConfig") -> "TimedConfig":
+        samples = self.samples_us + other.samples_us
+        if not samples:
+            return self
+        return TimedConfig(self.config, statistics.median(samples), False, samples)
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """The machine a dataset was measured on, with the software that generated the kernels."""
+
+    device_name: str
+    compute_capability: tuple[int, int] | None
+    sm_count: int
+    memory_bytes: int
+    smem_per_block_bytes: int
+    torch_version: str
+    triton_version: str | None = None
+    cuda_version: str | None = None
+
+    @property
+    def hardware_id(self) -> str:
+        """A file-name-safe id such as ``NVIDIA-H100-80GB-HBM3``."""
+        return "-".join("".join(c if c.isalnum() else " " for c in self.device_name).split())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "device_name": self.device_name,
+            "compute_capability": list(self.compute_capability) if self.compute_capability else None,
+            "sm_count": self.sm_count,
+            "memory_bytes": self.memory_bytes,
+            "smem_per_block_bytes": self.smem_per_block_bytes,
+            "torch_version": self.torch_version,
+            "triton_version": self.triton_version,
+            "cuda_version": self.cuda_version,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "hardware", source: str | None = None) -> "Hardware":
+        r = _Reader(data, where, source)
+        cc = _int_tuple(r, "compute_capability", optional=True)
+        if cc is not None and len(cc) != 2:
+            raise r.error("compute_capability", f"expected [major, minor], got {list(cc)}")
+        return cls(
+            device_name=r.get("device_name", str),
+            compute_capability=cc,  # type: ignore[arg-type]
+            sm_count=r.get("sm_count", int),
+            memory_bytes=r.get("memory_bytes", int),
+            smem_per_block_bytes=r.get("smem_per_block_bytes", int),
+            torch_version=r.get("torch_version", str),
+            triton_version=r.get("triton_version", str, optional=True),
+            cuda_version=r.get("cuda_version", str, optional=True),
+        )
+
+
+@dataclass
+class HardwareEntry:
+    """All measurements made on one :class:`Hardware`: op -> problem -> timed configs."""
+
+    hardware: Hardware
+    ops: dict[str, dict[Problem, list[TimedConfig]]] = field(default_factory=dict)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+@dataclass
+class Dataset:
+    """Hardware -> op -> problem -> timed configs, with metadata.
+
+    ``metadata`` holds ``created`` (ISO-8601) and ``sources``: one record per collection run or
+    merged file (tool, settings, date), so a merged dataset says where each part came from.
+    """
+
+    entries: list[HardwareEntry] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=lambda: {"created": _now(), "sources": []})
+
+    # ----- building -------------------------------------------------------------------------
+    def entry_for(self, hardware: Hardware) -> HardwareEntry:
+        for entry in self.entries:
+            if entry.hardware == hardware:
+                return entry
+        entry = HardwareEntry(hardware)
+        self.entries.append(entry)
+        return entry
+
+    def add(self, hardware: Hardware, problem: Problem, timings: Iterable[TimedConfig]) -> None:
+        """Adds measurements; a (problem, config) pair already present gains the new samples."""
+        existing = self.entry_for(hardware).ops.setdefault(problem.op, {}).setdefault(problem, [])
+        index = {t.config: i for i, t in enumerate(existing)}
+        for timed in timings:
+            i = index.get(timed.config)
+            if i is None:
+                index[timed.config] = len(existing)
+                existing.append(timed)
+            else:
+                existing[i] = existing[i].merged_with(timed)
+
+    def merge(self, other: "Dataset") -> "Dataset":
+        """Merges ``other`` into this dataset in place (see the module docstring) and returns it."""
+        for entry in other.entries:
+            for ops in entry.ops.values():
+                for problem, timings in ops.items():
+                    self.add(entry.hardware, problem, timings)
+        self.metadata.setdefault("sources", []).extend(other.metadata.get("sources", []))
+        return self
+
+    # ----- reading ----------------------------------------------------------------------------
+    def problems(self) -> Iterator[tuple[Hardware, Problem, list[TimedConfig]]]:
+        for entry in self.entries:
+            for op in sorted(entry.ops):
+                for problem, timings in entry.ops[op].items():
+                    yield entry.hardware, problem, timings
+
+    @property
+    def num_problems(self) -> int:
+        return sum(len(ops) for e in self.entries for ops in e.ops.values())
+
+    @property
+    def num_timed_configs(self) -> int:
+        return sum(len(t) for _, _, t in self.problems())
+
+    def subset(self, keep: "callable[[Hardware, Problem], bool]") -> "Dataset":
+        """A new dataset with the problems for which ``keep(hardware, problem)`` is true."""
+        out = Dataset(metadata={**self.metadata, "sources": list(self.metadata.get("sources", []))})
+        for hardware, problem, timings in self.problems():
+            if keep(hardware, problem):
+                out.entry_for(hardware).ops.setdefault(problem.op, {})[problem] = list(timings)
+        return out
+
+    # ----- (de)serialisation ------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        config_index: dict[KernelConfig, int] = {}
+        configs: list[dict[str, Any]] = []
+        hardware_list = []
+        for entry in self.entries:
+            ops_out: dict[str, list[dict[str, Any]]] = {}
+            for op in sorted(entry.ops):
+                rows = []
+                for problem, timings in entry.ops[op].items():
+                    idx = []
+                    for t in timings:
+                        i = config_index.get(t.config)
+                        if i is None:
+                            i = config_index[t.config] = len(configs)
+                            configs.append(t.config.to_dict())
+                        idx.append(i)
+                    row: dict[str, Any] = {
+                        "problem": problem.to_dict(),
+                        "config": idx,
+                        "time_us": [None if t.failed else t.time_us for t in timings],
+                        "failed": [t.failed for t in timings],
+                    }
+                    if any(len(t.samples_us) > 1 for t in timings):
+                        row["samples_us"] = [list(t.samples_us) for t in timings]
+                    rows.append(row)
+                ops_out[op] = rows
+            hardware_list.append({"hardware": entry.hardware.to_dict(), "ops": ops_out})
+        return {
+            "format": FORMAT_NAME,
+            "schema_version": SCHEMA_VERSION,
+            "metadata": self.metadata,
+            "configs": configs,
+            "hardware": hardware_list,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str | None = None) -> "Dataset":
+        r = _Reader(data, "", source)
+        fmt = r.get("format", str)
+        if fmt != FORMAT_NAME:
+            raise r.error("format", f"expected {FORMAT_NAME!r}, got {fmt!r}")
+        version = r.get("schema_version", int)
+        if version > SCHEMA_VERSION:
+            raise r.error(
+                "schema_version",
+                f"file has schema version {version}, this torch-diode reads up to {SCHEMA_VERSION}: "
+                "upgrade torch-diode",
+            )
+        if version < 1:
+            raise r.error("schema_version", f"invalid schema version {version}")
+        metadata = r.get("metadata", dict)
+        config_rows = r.get("configs", list)
+        configs = [KernelConfig.from_dict(c, f"configs[{i}]", source) for i, c in enumerate(config_rows)]
+        ds = cls(metadata=metadata)
+        for h, hw_data in enumerate(r.get("hardware", list)):
+            hr = _Reader(hw_data, f"hardware[{h}]", source)
+            hardware = Hardware.from_dict(hr.get("hardware", dict), hr.path("hardware"), source)
+            entry = ds.entry_for(hardware)
+            ops = hr.sub("ops")
+            for op, rows in ops.data.items():
+                if op not in OPS:
+                    raise ops.error(op, f"unknown op {op!r}, expected one of {OPS}")
+                check_type(rows, list, source, ops.path(op))
+                table = entry.ops.setdefault(op, {})
+                for p, row_data in enumerate(rows):
+                    pr = _Reader(row_data, f"{ops.path(op)}[{p}]", source)
+                    problem = Problem.from_dict(pr.get("problem", dict), pr.path("problem"), source)
+                    if problem.op != op:
+                        raise pr.error("problem.op", f"{problem.op!r} listed under op {op!r}")
+                    table[problem] = _read_timings(pr, configs)
+        return ds
+
+
+def _read_timings(pr: _Reader, configs: list[KernelConfig]) -> list[TimedConfig]:
+    idx = pr.get("config", list)
+    times = pr.get("time_us", list)
+    failed = pr.get("failed", list)
+    samples = pr.get("samples_us", list, optional=True)
+    for name, column in (("time_us", times), ("failed", failed), ("samples_us", samples)):
+        if column is not None and len(column) != len(idx):
+            raise pr.error(name, f"has {len(column)} entries, 'config' has {len(idx)}")
+    out = []
+    for i, ci in enumerate(idx):
+        check_type(ci, int, pr.source, f"{pr.path('config')}[{i}]")
+        if not 0 <= ci < len(configs):
+            raise pr.error(f"config[{i}]", f"index {ci} outside the configs table (size {len(configs)})")
+        is_failed = check_type(failed[i], bool, pr.source, f"{pr.path('failed')}[{i}]")
+        if is_failed:
+            out.append(TimedConfig.failure(configs[ci]))
+            continue
+        t = check_type(times[i], float, pr.source, f"{pr.path('time_us')}[{i}]")
+        if not (t > 0 and math.isfinite(t)):
+            raise pr.error(f"time_us[{i}]", f"expected a positive finite time, got {t!r}")
+        s: tuple[float, ...] = ()
+        if samples is not None:
+            column = check_type(samples[i], list, pr.source, f"{pr.path('samples_us')}[{i}]")
+            s = tuple(check_type(v, float, pr.source, f"{pr.path('samples_us')}[{i}]") for v in column)
+        out.append(TimedConfig(configs[ci], t, False, s))
+    return out
+
+
+# ----- files ------------------------------------------------------------------------------------
+def dataset_format(path: str | os.PathLike) -> tuple[str, bool]:
+    """(``"json"`` or ``"msgpack"``, gzip?) from a file name; ValueError for other suffixes."""
+    name = str(path)
+    compressed = name.endswith(".gz")
+    base = name[:-3] if compressed else name
+    if base.endswith(".json"):
+        return "json", compressed
+    if base.endswith(".msgpack"):
+        return "msgpack", compressed
+    raise ValueError(f"{name}: unknown dataset suffix, expected one of {DATASET_SUFFIXES}")
+
+
+def atomic_write_bytes(path: str | os.PathLike, payload: bytes) -> None:
+    """Writes ``payload`` to a temporary file beside ``path``, fsyncs it, then renames it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def encode(data: Any, path: str | os.PathLike) -> bytes:
+    fmt, compressed = dataset_format(path)
+    if fmt == "json":
+        raw = json.dumps(data, allow_nan=False, separators=(",", ":")).encode()
+    else:
+        raw = msgpack.packb(data, use_bin_type=True)
+    return gzip.compress(raw, compresslevel=6, mtime=0) if compressed else raw
+
+
+def decode(path: str | os.PathLike) -> Any:
+    """Reads a JSON/msgpack(.gz) file; DatasetFormatError on truncation or corruption."""
+    fmt, compressed = dataset_format(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as e:
+        raise DatasetFormatError(path, "<file>", f"cannot read: {e.strerror}") from None
+    try:
+        if compressed:
+            raw = gzip.decompress(raw)
+        if fmt == "json":
+            return json.loads(raw)
+        return msgpack.unpackb(raw, raw=False, strict_map_key=False)
+    except (OSError, EOFError, ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as e:
+        kind = "gzip" if compressed and isinstance(e, (OSError, EOFError)) else fmt
+        raise DatasetFormatError(path, "<file>", f"not valid {kind} (truncated or corrupt?): {e}") from None
+
+
+def save_dataset(dataset: Dataset, path: str | os.PathLike) -> Path:
+    """Saves atomically; the format follows the suffix (.json, .msgpack, each optionally .gz)."""
+    atomic_write_bytes(path, encode(dataset.to_dict(), path))
+    return Path(path)
+
+
+def load_dataset(path: str | os.PathLike) -> Dataset:
+    return Dataset.from_dict(decode(path), source=str(path))
+
+
+def dataset_files(path: str | os.PathLike, extensions: Iterable[str] | None = None) -> list[Path]:
+    """The dataset files at ``path``: the file itself, or a folder's files (recursively, sorted)."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    suffixes = tuple("." + e.lstrip(".") for e in extensions) if extensions else DATASET_SUFFIXES
+    return sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(suffixes) and not p.name.startswith("."))
+
+
+def load_datasets(paths: Iterable[str | os.PathLike], extensions: Iterable[str] | None = None) -> Dataset:
+    """Loads and merges files and folders of files (see :meth:`Dataset.merge`)."""
+    files = [f for p in paths for f in dataset_files(p, extensions)]
+    if not files:
+        raise FileNotFoundError(f"no dataset files in {[str(p) for p in paths]}")
+    merged = Dataset(metadata={"created": _now(), "sources": []})
+    for f in files:
+        merged.merge(load_dataset(f))
+    return merged
+
+
+__all__ = [
+    "DATASET_SUFFIXES",
+    "DTYPES",
+    "Dataset",
+    "DatasetFormatError",
+    "Hardware",
+    "HardwareEntry",
+    "KernelConfig",
+    "OPS",
+    "Problem",
+    "SCHEMA_VERSION",
+    "TimedConfig",
+    "atomic_write_bytes",
+    "dataset_files",
+    "load_dataset",
+    "load_datasets",
+    "replace",
+    "save_dataset",
+]
