@@ -80,6 +80,8 @@ def featurize_many(
     problems: Sequence[Problem], problem_index: np.ndarray, configs: Sequence[KernelConfig], hardware: Hardware
 ) -> np.ndarray:
     """Features of ``configs[i]`` paired with ``problems[problem_index[i]]``, in one C++ call."""
+    if not configs:
+        return np.zeros((0, NUM_FEATURES), dtype=np.float32)
     rows = np.stack([problem_row(p) for p in problems]) if problems else np.zeros((0, 11), np.int64)
     return _C.compute_features_batch(
         rows, np.ascontiguousarray(problem_index, dtype=np.int64), config_rows(configs), hardware_row(hardware)

@@ -79,20 +79,33 @@ def config_from_kwargs(template_id: str, kwargs: dict[str, Any]) -> KernelConfig
 
 
 def config_from_choice(choice: Any) -> KernelConfig:
-    """Reads a ChoiceCaller's template and parameters from its KernelTemplateChoice."""
-    while getattr(choice, "wrapped", None) is not None:  # DataProcessorChoiceCallerWrapper
-        choice = choice.wrapped
+    """Reads a ChoiceCaller's template and parameters from its KernelTemplateChoice.
+
+    Choices built outside the KernelTemplateChoice path (the CPU's CPP GEMM template, older
+    torch) fall back to their template object: its ``uid``, or backend and name.
+    """
+    while getattr(choice, "_wrapped", None) is not None:  # DataProcessorChoiceCallerWrapper
+        choice = choice._wrapped
     ktc = (getattr(choice, "annotations", None) or {}).get("ktc")
     if ktc is not None:
         kwargs = {**ktc.params.to_kwargs(), **(ktc.extra_kwargs or {})}
         return config_from_kwargs(ktc.template.uid, kwargs)
-    extern = getattr(choice, "choice", None)
-    if extern is not None and hasattr(extern, "uid"):  # ExternKernelCaller of an older torch
-        return KernelConfig(template_id=extern.uid)
+    template = getattr(choice, "template", None) or getattr(choice, "choice", None)
+    if template is not None and hasattr(template, "uid"):
+        return config_from_kwargs(template.uid, getattr(choice, "info_kwargs", None) or {})
+    if template is not None and hasattr(template, "name"):
+        try:
+            backend = str(choice.info_dict().get("backend", type(choice).__name__))
+        except Exception:
+            backend = type(choice).__name__
+        return config_from_kwargs(f"{backend.lower()}::{template.name}", getattr(choice, "info_kwargs", None) or {})
     return KernelConfig(template_id=f"{type(choice).__name__}::{getattr(choice, 'name', 'unknown')}")
 
 
 def _hint(expr: Any) -> int:
+    """A concrete size: the expression itself when static, else Inductor's hint for it."""
+    if isinstance(expr, int) or getattr(expr, "is_number", False):
+        return int(expr)
     from torch._inductor.virtualized import V
 
     sizevars = V.graph.sizevars

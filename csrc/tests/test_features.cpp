@@ -1,0 +1,102 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "diode/features.h"
+
+namespace {
+
+using diode::compute_features;
+
+std::vector<int64_t> problem(int64_t op, int64_t b, int64_t m, int64_t n, int64_t k, int64_t dtype = 1) {
+  return {op, b, m, n, k, dtype, dtype, dtype, 0, 0, op == 1 || op == 3 ? 1 : 0};
+}
+
+std::vector<float> run(const std::vector<int64_t>& p, const std::vector<int64_t>& configs,
+                       std::vector<int64_t> hw = {132, 232448}) {
+  const size_t rows = configs.size() / diode::kNumConfigColumns;
+  std::vector<int64_t> idx(rows, 0);
+  std::vector<float> out(rows * diode::num_features());
+  compute_features(p, idx, configs, hw, out);
+  return out;
+}
+
+int col(const char* name) {
+  const auto& names = diode::feature_names();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return static_cast<int>(i);
+  throw std::runtime_error(std::string("no feature ") + name);
+}
+
+TEST(Features, SpecTablesAreConsistent) {
+  EXPECT_EQ(diode::problem_columns().size(), static_cast<size_t>(diode::kNumProblemColumns));
+  EXPECT_EQ(diode::config_columns().size(), static_cast<size_t>(diode::kNumConfigColumns));
+  EXPECT_EQ(diode::dtype_names().size(), static_cast<size_t>(diode::kNumDTypes));
+  EXPECT_EQ(diode::template_kind_names().size(), static_cast<size_t>(diode::kNumTemplateKinds));
+  EXPECT_EQ(diode::num_features(), 57);
+}
+
+TEST(Features, TemplateKinds) {
+  EXPECT_EQ(diode::template_kind("aten::mm"), diode::TemplateKind::aten_mm);
+  EXPECT_EQ(diode::template_kind("aten::bias_addmm"), diode::TemplateKind::aten_bias_addmm);
+  EXPECT_EQ(diode::template_kind("triton::mm"), diode::TemplateKind::triton_mm);
+  EXPECT_EQ(diode::template_kind("triton::bmm"), diode::TemplateKind::triton_mm);
+  EXPECT_EQ(diode::template_kind("triton::mm_persistent_tma"), diode::TemplateKind::triton_tma);
+  EXPECT_EQ(diode::template_kind("decompose_k"), diode::TemplateKind::decompose_k);
+  EXPECT_EQ(diode::template_kind("something_new"), diode::TemplateKind::other);
+}
+
+TEST(Features, TileGeometryOfAnUnevenShape) {
+  // M=1000 with BLOCK_M=128 -> 8 tiles covering 1024 rows; N=700 with 64 -> 11 tiles (704).
+  std::vector<int64_t> cfg = {3, 128, 64, 32, 8, 3, 4, 1, 0, 0};
+  auto f = run(problem(0, 1, 1000, 700, 1024), cfg);
+  EXPECT_FLOAT_EQ(f[col("log2_tiles_m")], std::log2(9.0f));
+  EXPECT_FLOAT_EQ(f[col("log2_tiles_n")], std::log2(12.0f));
+  EXPECT_NEAR(f[col("waste_m")], 1.0 - 1000.0 / 1024.0, 1e-6);
+  EXPECT_NEAR(f[col("waste_n")], 1.0 - 700.0 / 704.0, 1e-6);
+  EXPECT_NEAR(f[col("waste_k")], 0.0, 1e-9);
+  // 88 tiles on 132 SMs: one partial wave, 2/3 full.
+  EXPECT_NEAR(f[col("wave_efficiency")], 88.0 / 132.0, 1e-6);
+  // fp16: (128*32 + 32*64) * 2 bytes = 12 KiB per stage, 36 KiB for 3 stages.
+  EXPECT_FLOAT_EQ(f[col("smem_per_stage_kib")], 12.0f);
+  EXPECT_FLOAT_EQ(f[col("smem_total_kib")], 36.0f);
+  EXPECT_FLOAT_EQ(f[col("smem_exceeds")], 0.0f);
+  EXPECT_FLOAT_EQ(f[col("template_is_triton_mm")], 1.0f);
+  EXPECT_FLOAT_EQ(f[col("op_is_mm")], 1.0f);
+}
+
+TEST(Features, AtenChoiceHasNoTileFeatures) {
+  std::vector<int64_t> cfg = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  auto f = run(problem(2, 8, 256, 256, 64), cfg);
+  EXPECT_FLOAT_EQ(f[col("is_tiled")], 0.0f);
+  EXPECT_FLOAT_EQ(f[col("log2_block_m")], 0.0f);
+  EXPECT_FLOAT_EQ(f[col("template_is_aten_mm")], 1.0f);
+  EXPECT_FLOAT_EQ(f[col("log2_batch")], std::log2(9.0f));
+}
+
+TEST(Features, SharedMemoryOverflowIsFlagged) {
+  // fp32 256x256x64, 5 stages: (256*64 + 64*256) * 4 * 5 = 640 KiB > 227 KiB.
+  std::vector<int64_t> cfg = {3, 256, 256, 64, 8, 5, 8, 1, 0, 0};
+  auto f = run(problem(0, 1, 4096, 4096, 4096, 0), cfg);
+  EXPECT_FLOAT_EQ(f[col("smem_exceeds")], 1.0f);
+  EXPECT_GT(f[col("smem_fraction")], 1.0f);
+}
+
+TEST(Features, BadArgumentsThrowInvalidArgument) {
+  std::vector<int64_t> cfg = {3, 64, 64, 32, 8, 3, 4, 1, 0, 0};
+  EXPECT_THROW(run(problem(0, 1, 0, 10, 10), cfg), std::invalid_argument);       // M = 0
+  EXPECT_THROW(run(problem(7, 1, 10, 10, 10), cfg), std::invalid_argument);      // op
+  EXPECT_THROW(run(problem(0, 1, 10, 10, 10, 99), cfg), std::invalid_argument);  // dtype
+  std::vector<int64_t> bad = {3, 64, 64, 32, 8, 0, 4, 1, 0, 0};                  // 0 stages
+  EXPECT_THROW(run(problem(0, 1, 10, 10, 10), bad), std::invalid_argument);
+  EXPECT_THROW(run(problem(0, 1, 10, 10, 10), cfg, {0, 1}), std::invalid_argument);
+  try {
+    run(problem(0, 1, 10, 10, 10), bad);
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("num_stages"), std::string::npos);
+  }
+}
+
+}  // namespace

@@ -1,0 +1,145 @@
+"""The ``diode`` command line. Thin: parses arguments and calls the library."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Sequence
+
+logger = logging.getLogger(__name__)
+
+
+def _write_report(path: str | None, report: dict) -> None:
+    if path:
+        from .types import atomic_write_bytes
+
+        atomic_write_bytes(path, (json.dumps(report, indent=2, sort_keys=True) + "\n").encode())
+        print(f"report written to {path}")
+
+
+# ----- diode dataset ... ---------------------------------------------------------------------------
+def _cmd_dataset_stats(args: argparse.Namespace) -> int:
+    from .dataset_tools import best_configs, dataset_stats
+    from .types import load_datasets
+
+    dataset = load_datasets(args.inputs, args.file_extensions)
+    stats = dataset_stats(dataset)
+    print(f"{stats['num_problems']} problems, {stats['num_timed_configs']} timed configs, {stats['num_failures']} failures")
+    for hw in stats["hardware"]:
+        print(f"hardware: {hw['device_name']} (sm {hw['sm_count']}, torch {hw['torch_version']}, "
+              f"triton {hw['triton_version']}): {hw['problems']} problems")
+    for op, counts in stats["ops"].items():
+        print(f"  op {op:8s} {counts['problems']:6d} problems {counts['timed_configs']:9d} timed configs "
+              f"{counts['failures']:7d} failures")
+    print("  dtypes: " + ", ".join(f"{k} {v}" for k, v in stats["dtypes"].items()))
+    print("  templates: " + ", ".join(f"{k} {v}" for k, v in stats["templates"].items()))
+    if args.problems:
+        print(f"\n{'problem':44s} {'choices':>7s}  {'fastest measured config':40s} {'time_us':>9s}")
+        for _, problem, best, n in best_configs(dataset):
+            print(f"{problem.short():44s} {n:7d}  {best.config.short():40s} {best.time_us:9.1f}")
+    _write_report(args.report_json, stats)
+    return 0
+
+
+def _cmd_dataset_merge(args: argparse.Namespace) -> int:
+    from .types import load_datasets, save_dataset
+
+    merged = load_datasets(args.inputs, args.file_extensions)
+    save_dataset(merged, args.output)
+    print(f"merged {len(args.inputs)} input(s): {merged.num_problems} problems, "
+          f"{merged.num_timed_configs} timed configs -> {args.output}")
+    return 0
+
+
+def _cmd_dataset_convert(args: argparse.Namespace) -> int:
+    from .types import load_dataset, save_dataset
+
+    save_dataset(load_dataset(args.input), args.output)
+    print(f"{args.input} -> {args.output}")
+    return 0
+
+
+def _cmd_dataset_split(args: argparse.Namespace) -> int:
+    from .dataset_tools import split_dataset
+    from .types import load_datasets, save_dataset
+
+    train, val = split_dataset(load_datasets(args.inputs, args.file_extensions), args.validation_fraction, args.seed)
+    save_dataset(train, args.train)
+    save_dataset(val, args.validation)
+    print(f"train: {train.num_problems} problems -> {args.train}; "
+          f"validation: {val.num_problems} problems -> {args.validation}")
+    return 0
+
+
+def _add_inputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("inputs", nargs="+", help="dataset files or folders of them")
+    p.add_argument("--file-extensions", nargs="+", default=None, metavar="EXT",
+                   help="in folders, read only files with these suffixes (e.g. msgpack json.gz)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="diode",
+        description="torch-diode: learned GEMM kernel selection for torch.compile.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    ds = sub.add_parser("dataset", help="inspect, merge, convert and split dataset files",
+                        description="Work on dataset files (.json, .msgpack, optionally .gz) and folders of them.")
+    ds_sub = ds.add_subparsers(dest="dataset_command", required=True, metavar="ACTION")
+
+    p = ds_sub.add_parser("stats", help="counts per hardware, op, dtype and template",
+                          description="Print what a dataset holds; --report-json writes the figures as JSON.")
+    _add_inputs(p)
+    p.add_argument("--report-json", metavar="R", help="write the statistics to this JSON file")
+    p.add_argument("--problems", action="store_true", help="list every problem with its fastest measured config")
+    p.set_defaults(func=_cmd_dataset_stats)
+
+    p = ds_sub.add_parser("merge", help="merge files/folders into one dataset",
+                          description="Merge datasets. Different hardware stays apart; repeated (problem, config) "
+                                      "measurements keep all samples, time_us = their median.")
+    _add_inputs(p)
+    p.add_argument("-o", "--output", required=True, help="output file (.json/.msgpack, optionally .gz)")
+    p.set_defaults(func=_cmd_dataset_merge)
+
+    p = ds_sub.add_parser("convert", help="convert between JSON and msgpack (by suffix)",
+                          description="Rewrite a dataset in the format its output suffix names.")
+    p.add_argument("input")
+    p.add_argument("output")
+    p.set_defaults(func=_cmd_dataset_convert)
+
+    p = ds_sub.add_parser("split", help="split into train/validation by problem",
+                          description="Split by problem, never by row, deterministically for a seed.")
+    _add_inputs(p)
+    p.add_argument("--train", required=True, help="output file of the training part")
+    p.add_argument("--validation", required=True, help="output file of the validation part")
+    p.add_argument("--validation-fraction", type=float, default=0.2, help="share of problems held out (default 0.2)")
+    p.add_argument("--seed", type=int, default=0, help="shuffle seed (default 0)")
+    p.set_defaults(func=_cmd_dataset_split)
+
+    from .collection.cli import add_collection_commands
+
+    add_collection_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="[%(levelname)s] %(name)s: %(message)s")
+    from .types import DatasetFormatError
+
+    try:
+        return int(args.func(args) or 0)
+    except (DatasetFormatError, FileNotFoundError, ValueError) as e:
+        print(f"diode: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""`diode collect`, `diode collect-shapeset` and `diode create-validation`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Sequence
+
+from ..types import OPS, Problem
+
+
+def _output_path(output: str, fmt: str | None) -> str:
+    if fmt is None:
+        return output
+    suffix = {"json": ".json", "msgpack": ".msgpack"}[fmt]
+    name = output[:-3] if output.endswith(".gz") else output
+    if not (name.endswith(".json") or name.endswith(".msgpack")):
+        return output + suffix
+    return output
+
+
+def _chunks(problems: Sequence[Problem], output: str, chunk_size: int | None) -> list[tuple[list[Problem], str]]:
+    """Splits the work into chunk files ``<stem>_chunkNNNN<suffix>`` of at most chunk_size problems."""
+    if not chunk_size:
+        return [(list(problems), output)]
+    path = Path(output)
+    suffix = "".join(s for s in path.suffixes[-2:] if s in (".json", ".msgpack", ".gz"))
+    stem = path.name[: -len(suffix)] if suffix else path.name
+    return [
+        (list(problems[i : i + chunk_size]), str(path.with_name(f"{stem}_chunk{i // chunk_size:04d}{suffix}")))
+        for i in range(0, len(problems), chunk_size)
+    ]
+
+
+def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict) -> int:
+    from .inductor_sweep import SweepSummary, sweep_inductor
+
+    output = _output_path(args.output, args.format)
+    total = SweepSummary()
+    for chunk, path in _chunks(problems, output, args.chunk_size):
+        s = sweep_inductor(chunk, path, device=args.device, search_space=args.search_space,
+                           backends=args.backends, settings_record=record)
+        for field in ("problems_measured", "problems_resumed", "problems_skipped", "timed_configs",
+                      "failed_configs", "seconds"):
+            setattr(total, field, getattr(total, field) + getattr(s, field))
+    print(f"summary: {len(problems)} shapes: {total.line()} -> {output}")
+    return 0
+
+
+def _spec(args: argparse.Namespace):
+    from .shapes import ShapeSpec
+
+    return ShapeSpec(
+        num_shapes=args.num_shapes, min_size=args.min_size, max_size=args.max_size,
+        power_of_two=args.power_of_two, log_normal=args.log_normal, log_normal_mean=args.log_normal_mean,
+        log_normal_sigma=args.log_normal_sigma, ops=tuple(args.ops), dtypes=tuple(args.dtypes),
+        max_batch=args.max_batch, transpose_probability=args.transpose_probability,
+    )
+
+
+def _cmd_collect(args: argparse.Namespace) -> int:
+    from .shapes import random_problems
+
+    spec = _spec(args)
+    problems = random_problems(spec, args.seed)
+    return _run(problems, args, {"command": "collect", "seed": args.seed, "shape_spec": vars(spec) | {"ops": list(spec.ops), "dtypes": list(spec.dtypes)}})
+
+
+def _cmd_collect_shapeset(args: argparse.Namespace) -> int:
+    from .shapes import load_shapeset, unique_problems
+
+    entries = load_shapeset(args.shapeset)
+    problems = unique_problems([e.problem for e in entries])
+    print(f"shapeset {args.shapeset}: {len(entries)} entries, {len(problems)} distinct problems")
+    return _run(problems, args, {"command": "collect-shapeset", "shapeset": str(args.shapeset)})
+
+
+def _cmd_create_validation(args: argparse.Namespace) -> int:
+    from ..types import load_datasets
+    from .inductor_sweep import problem_key
+    from .shapes import random_problems
+
+    excluded: set[str] = set()
+    if args.train_dataset:
+        train = load_datasets(args.train_dataset)
+        excluded = {problem_key(p) for _, p, _ in train.problems()}
+        excluded |= set(train.metadata.get("completed", []))
+    spec = _spec(args)
+    problems: list[Problem] = []
+    seed = args.seed
+    while len(problems) < args.num_shapes and seed < args.seed + 1000:
+        for p in random_problems(spec, seed):
+            if problem_key(p) not in excluded and len(problems) < args.num_shapes:
+                excluded.add(problem_key(p))
+                problems.append(p)
+        seed += 1
+    print(f"validation: {len(problems)} problems sharing none with the training set")
+    return _run(problems, args, {"command": "create-validation", "seed": args.seed,
+                                 "train_dataset": [str(p) for p in args.train_dataset or []]})
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--output", "-o", required=True, help="dataset file to write (resumed if it exists)")
+    p.add_argument("--format", choices=["json", "msgpack"], help="file format (default: from the suffix)")
+    p.add_argument("--search-space", choices=["DEFAULT", "EXHAUSTIVE"], default="DEFAULT",
+                   help="Inductor's Triton config space to benchmark (default DEFAULT)")
+    p.add_argument("--search-mode", choices=["max-autotune"], default="max-autotune",
+                   help="how choices are measured: max-autotune = Inductor's own benchmarking")
+    p.add_argument("--backends", default="ATEN,TRITON", help="max_autotune_gemm_backends (default ATEN,TRITON)")
+    p.add_argument("--device", default="cuda", help="device to measure on (default cuda)")
+    p.add_argument("--chunk-size", type=int, default=None,
+                   help="write every N shapes to their own file <stem>_chunkNNNN<suffix>")
+
+
+def _random_shape_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--num-shapes", type=int, default=100, help="number of problems (default 100)")
+    p.add_argument("--min-size", type=int, default=16, help="smallest M/N/K (default 16)")
+    p.add_argument("--max-size", type=int, default=8192, help="largest M/N/K (default 8192)")
+    p.add_argument("--power-of-two", action="store_true", help="draw sizes among powers of two")
+    p.add_argument("--log-normal", action="store_true", help="draw sizes from a log-normal distribution")
+    p.add_argument("--log-normal-mean", type=float, default=6.5, help="mean of ln(size) (default 6.5)")
+    p.add_argument("--log-normal-sigma", type=float, default=1.5, help="sigma of ln(size) (default 1.5)")
+    p.add_argument("--ops", nargs="+", choices=OPS, default=["mm", "addmm", "bmm"], help="ops to draw from")
+    p.add_argument("--dtypes", nargs="+", default=["float16", "bfloat16", "float32"], help="dtypes to draw from")
+    p.add_argument("--max-batch", type=int, default=64, help="largest batch of bmm/baddbmm (default 64)")
+    p.add_argument("--transpose-probability", type=float, default=0.0,
+                   help="probability that an operand is stored transposed (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+
+
+def add_collection_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("collect", help="measure random GEMM shapes through torch.compile",
+                       description="Draw random problems and record every autotuned choice's time.")
+    _random_shape_options(p)
+    _common(p)
+    p.set_defaults(func=_cmd_collect)
+
+    p = sub.add_parser("collect-shapeset", help="measure the GEMMs of a shapeset (public models)",
+                       description="Measure every problem of a shapeset file or shipped shapeset name.")
+    p.add_argument("--shapeset", required=True, help="shapeset JSON file, or the name of a shipped one")
+    _common(p)
+    p.set_defaults(func=_cmd_collect_shapeset)
+
+    p = sub.add_parser("create-validation", help="measure random shapes that a training set does not hold",
+                       description="Like collect, but never a problem of --train-dataset.")
+    _random_shape_options(p)
+    p.add_argument("--train-dataset", nargs="+", help="training dataset files/folders to exclude")
+    _common(p)
+    p.set_defaults(func=_cmd_create_validation)

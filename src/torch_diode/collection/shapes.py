@@ -1,0 +1,148 @@
+"""Problems to measure: random shape generators and shapesets of public models.
+
+A shapeset is a JSON file::
+
+    {"name": "llama3-8b", "description": "...",
+     "entries": [{"model": "Llama-3-8B", "layer": "attn.q_proj (prefill 2048)",
+                  "op": "mm", "B": 1, "M": 2048, "N": 4096, "K": 4096,
+                  "dtype": "bfloat16", "transpose_a": false, "transpose_b": true,
+                  "count": 32}, ...]}
+
+``dtype`` sets all three dtypes; ``dtype_a``/``dtype_b``/``dtype_out`` override it. ``B``
+defaults to 1, transposes to false, ``count`` (how often the layer occurs) to 1.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..types import DTYPES, OPS, DatasetFormatError, Problem, _Reader, check_type
+
+SHAPESET_DIR = Path(__file__).resolve().parent.parent / "shapesets"
+
+
+@dataclass(frozen=True)
+class ShapeSpec:
+    """How random shapes are drawn (the `diode collect` options)."""
+
+    num_shapes: int = 100
+    min_size: int = 16
+    max_size: int = 8192
+    power_of_two: bool = False
+    log_normal: bool = False
+    log_normal_mean: float = 6.5  # mean of ln(size): e^6.5 ~ 665
+    log_normal_sigma: float = 1.5
+    ops: tuple[str, ...] = ("mm", "addmm", "bmm")
+    dtypes: tuple[str, ...] = ("float16", "bfloat16", "float32")
+    max_batch: int = 64
+    transpose_probability: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.min_size < 1 or self.max_size < self.min_size:
+            raise ValueError(f"sizes: need 1 <= min_size <= max_size, got {self.min_size}, {self.max_size}")
+        for op in self.ops:
+            if op not in OPS:
+                raise ValueError(f"ops: {op!r} is not one of {OPS}")
+        for dtype in self.dtypes:
+            if dtype not in DTYPES:
+                raise ValueError(f"dtypes: {dtype!r} is not one of {DTYPES}")
+
+
+def _size(spec: ShapeSpec, rng: random.Random) -> int:
+    if spec.log_normal:
+        value = int(round(rng.lognormvariate(spec.log_normal_mean, spec.log_normal_sigma)))
+    elif spec.power_of_two:
+        lo, hi = math.ceil(math.log2(spec.min_size)), math.floor(math.log2(spec.max_size))
+        value = 2 ** rng.randint(lo, max(lo, hi))
+    else:
+        value = rng.randint(spec.min_size, spec.max_size)
+    return min(max(value, spec.min_size), spec.max_size)
+
+
+def random_problems(spec: ShapeSpec, seed: int) -> list[Problem]:
+    """``spec.num_shapes`` problems drawn deterministically from ``seed``."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(spec.num_shapes):
+        op = rng.choice(spec.ops)
+        dtype = rng.choice(spec.dtypes)
+        batch = 2 ** rng.randint(0, int(math.log2(spec.max_batch))) if op in ("bmm", "baddbmm") else 1
+        out.append(
+            Problem(
+                op=op, B=batch, M=_size(spec, rng), N=_size(spec, rng), K=_size(spec, rng),
+                dtype_a=dtype, dtype_b=dtype, dtype_out=dtype,
+                transpose_a=rng.random() < spec.transpose_probability,
+                transpose_b=rng.random() < spec.transpose_probability,
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class ShapesetEntry:
+    model: str
+    layer: str
+    problem: Problem
+    count: int = 1
+
+
+def load_shapeset(path: str | os.PathLike) -> list[ShapesetEntry]:
+    """Reads a shapeset file (a path, or the name of a shipped one); errors name the field."""
+    path = resolve_shapeset(path)
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise DatasetFormatError(path, "<file>", f"not a readable JSON shapeset: {e}") from None
+    r = _Reader(data, "", str(path))
+    entries = []
+    for i, item in enumerate(r.get("entries", list)):
+        er = _Reader(item, f"entries[{i}]", str(path))
+        dtype = er.get("dtype", str, optional=True)
+        problem_dict: dict[str, Any] = {
+            "op": er.get("op", str),
+            "B": er.get("B", int, optional=True) or 1,
+            "M": er.get("M", int), "N": er.get("N", int), "K": er.get("K", int),
+            "transpose_a": er.get("transpose_a", bool, optional=True) or False,
+            "transpose_b": er.get("transpose_b", bool, optional=True) or False,
+        }
+        for name in ("dtype_a", "dtype_b", "dtype_out"):
+            problem_dict[name] = er.get(name, str, optional=True) or dtype
+            if problem_dict[name] is None:
+                raise er.error(name, "missing (give 'dtype' or all of dtype_a, dtype_b, dtype_out)")
+        bias = er.get("bias_shape", list, optional=True)
+        if bias is not None:
+            problem_dict["bias_shape"] = [check_type(v, int, str(path), er.path("bias_shape")) for v in bias]
+        problem = Problem.from_dict(problem_dict, er.where, str(path))
+        entries.append(ShapesetEntry(er.get("model", str), er.get("layer", str), problem,
+                                     er.get("count", int, optional=True) or 1))
+    return entries
+
+
+def resolve_shapeset(name_or_path: str | os.PathLike) -> Path:
+    path = Path(name_or_path)
+    if path.exists():
+        return path
+    shipped = SHAPESET_DIR / f"{name_or_path}.json"
+    if shipped.exists():
+        return shipped
+    raise FileNotFoundError(f"{name_or_path}: no such shapeset file, nor a shipped shapeset "
+                            f"(shipped: {', '.join(list_shapesets()) or 'none'})")
+
+
+def list_shapesets() -> list[str]:
+    return sorted(p.stem for p in SHAPESET_DIR.glob("*.json"))
+
+
+def unique_problems(problems: Sequence[Problem]) -> list[Problem]:
+    seen, out = set(), []
+    for p in problems:
+        if p not in seen:
+            seen.add(p)
+            out.append(p)
+    return out

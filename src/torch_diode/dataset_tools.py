@@ -1,0 +1,69 @@
+"""Operations on dataset files behind ``diode dataset ...``: statistics and splitting."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from typing import Any
+
+from .types import Dataset, Hardware, Problem
+
+
+def dataset_stats(dataset: Dataset) -> dict[str, Any]:
+    """Counts per hardware, op, dtype and template. Keys are the `stats --report-json` contract."""
+    ops: dict[str, dict[str, int]] = defaultdict(lambda: {"problems": 0, "timed_configs": 0, "failures": 0})
+    dtypes: Counter[str] = Counter()
+    templates: Counter[str] = Counter()
+    hardware = []
+    num_failures = 0
+    for entry in dataset.entries:
+        hw_problems = 0
+        for op, table in entry.ops.items():
+            for problem, timings in table.items():
+                failures = sum(t.failed for t in timings)
+                ops[op]["problems"] += 1
+                ops[op]["timed_configs"] += len(timings)
+                ops[op]["failures"] += failures
+                num_failures += failures
+                dtypes[problem.dtype_a] += 1
+                templates.update(t.config.template_id for t in timings)
+                hw_problems += 1
+        hardware.append({**entry.hardware.to_dict(), "hardware_id": entry.hardware.hardware_id, "problems": hw_problems})
+    return {
+        "num_problems": dataset.num_problems,
+        "num_timed_configs": dataset.num_timed_configs,
+        "num_failures": num_failures,
+        "ops": dict(sorted(ops.items())),
+        "dtypes": dict(sorted(dtypes.items())),
+        "templates": dict(sorted(templates.items())),
+        "hardware": hardware,
+        "skipped_problems": len(dataset.metadata.get("skipped", [])),
+    }
+
+
+def best_configs(dataset: Dataset) -> list[tuple[Hardware, Problem, Any, int]]:
+    """(hardware, problem, fastest TimedConfig, number of timed configs) per problem."""
+    out = []
+    for hardware, problem, timings in dataset.problems():
+        ok = [t for t in timings if not t.failed]
+        if ok:
+            out.append((hardware, problem, min(ok, key=lambda t: t.time_us), len(timings)))
+    return out
+
+
+def split_dataset(dataset: Dataset, validation_fraction: float, seed: int) -> tuple[Dataset, Dataset]:
+    """Splits by problem (never by row): every problem's timings go to exactly one side.
+
+    Deterministic for a given seed: problems are ordered by a canonical key, then shuffled.
+    """
+    if not 0.0 < validation_fraction < 1.0:
+        raise ValueError(f"validation fraction must be in (0, 1), got {validation_fraction}")
+    keys = sorted({(hw.hardware_id, repr(p)) for hw, p, _ in dataset.problems()})
+    random.Random(seed).shuffle(keys)
+    n_val = max(1, round(len(keys) * validation_fraction)) if len(keys) > 1 else 0
+    validation = set(keys[:n_val])
+    val = dataset.subset(lambda hw, p: (hw.hardware_id, repr(p)) in validation)
+    train = dataset.subset(lambda hw, p: (hw.hardware_id, repr(p)) not in validation)
+    for part, name in ((train, "train"), (val, "validation")):
+        part.metadata["split"] = {"part": name, "validation_fraction": validation_fraction, "seed": seed}
+    return train, val

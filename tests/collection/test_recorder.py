@@ -1,0 +1,154 @@
+"""The recorder through real torch.compile on the CPU (Inductor autotunes bmm with CPP,ATEN)."""
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from torch._inductor import config as inductor_config
+from torch._inductor import select_algorithm
+
+from torch_diode.collection import Collector, collect
+from torch_diode.collection.inductor_sweep import problem_key
+from torch_diode.types import load_dataset
+
+pytestmark = pytest.mark.slow
+
+CPU_BMM = {"max_autotune": True, "max_autotune_gemm_backends": "CPP,ATEN"}
+
+
+def compile_bmm(a, b):
+    torch._dynamo.reset()
+    with inductor_config.patch(CPU_BMM):
+        return torch.compile(torch.bmm, fullgraph=True)(a, b)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """One real compile recorded by diode, with a plain saver beside it capturing the raw call."""
+    path = tmp_path_factory.mktemp("rec") / "run.json"
+    raw = []
+
+    def plain_saver(timings, name, input_nodes, choices, *rest):
+        raw.append((dict(timings), name, list(input_nodes), list(choices), len(rest)))
+
+    savers = select_algorithm.get_algorithm_selector_cache().feedback_saver_fns
+    savers.append(plain_saver)
+    caches_before = inductor_config.force_disable_caches
+    try:
+        # B is (3, 24, 16) stored column-major (the CPP template takes that layout; a transposed
+        # A gets a single choice and no benchmarking on the CPU)
+        a = torch.randn(3, 40, 24)
+        b = torch.randn(3, 16, 24).transpose(1, 2)
+        with collect(path) as collector:
+            assert inductor_config.force_disable_caches is True
+            out = compile_bmm(a, b)
+        torch.testing.assert_close(out, torch.bmm(a, b))
+        assert inductor_config.force_disable_caches == caches_before
+        assert plain_saver in savers and collector._saver not in savers  # removed only its own
+    finally:
+        savers.remove(plain_saver)
+    return path, collector, raw
+
+
+def test_every_field_is_recorded(recorded):
+    path, collector, raw = recorded
+    assert collector.stats["gemms"] == 1 and collector.stats["errors"] == 0
+    ds = load_dataset(path)
+    ((hw, problem, timings),) = list(ds.problems())
+    assert (problem.op, problem.B, problem.M, problem.N, problem.K) == ("bmm", 3, 40, 16, 24)
+    assert (problem.dtype_a, problem.dtype_b, problem.dtype_out) == ("float32",) * 3
+    assert problem.transpose_b and not problem.transpose_a
+    assert problem.strides_a == (960, 24, 1) and problem.strides_b == (384, 1, 24)
+    assert problem.bias_shape is None
+    assert hw.device_name.startswith("CPU") and hw.torch_version == torch.__version__
+    # every benchmarked choice, with the time Inductor measured (ms -> us)
+    (raw_timings, name, _, _, extra_args) = raw[0]
+    assert name == "bmm" and len(timings) == len(raw_timings) >= 2
+    assert extra_args >= 1  # torch >= 2.11 passes more than 4 arguments; the recorder accepts them
+    ids = {t.config.template_id for t in timings}
+    assert "aten::bmm" in ids
+    assert all("_0" not in i and "Wrapper" not in i for i in ids), ids  # ids come from the template, not the kernel name
+    measured = sorted(v * 1000 for v in raw_timings.values())
+    assert sorted(t.time_us for t in timings) == pytest.approx(measured)
+
+
+def test_failures_are_kept_as_failures(recorded, tmp_path):
+    _, _, raw = recorded
+    timings, name, nodes, choices, _ = raw[0]
+    first = next(iter(timings))
+    broken = {c: (math.inf if c is first else t) for c, t in timings.items()}
+    collector = Collector(tmp_path / "f.msgpack")
+    collector.record(broken, name, nodes, choices)
+    collector.flush()
+    ((_, _, recorded_timings),) = list(load_dataset(tmp_path / "f.msgpack").problems())
+    failed = [t for t in recorded_timings if t.failed]
+    assert len(failed) == 1 and math.isinf(failed[0].time_us)
+    assert collector.stats["failed_choices"] == 1
+
+
+def test_saver_signatures_and_unknown_ops(tmp_path):
+    collector = Collector(tmp_path / "s.json")
+    collector._saver({}, "int_mm", [], [])  # 4 arguments (older torch)
+    collector._saver({}, "scaled_mm", [], [], None, {})  # 6 arguments (torch 2.11)
+    assert collector.stats["skipped_int_mm"] == 1 and collector.stats["skipped_scaled_mm"] == 1
+
+
+def test_a_failing_recorder_never_breaks_compilation(tmp_path):
+    class Broken(Collector):
+        def record(self, *args, **kwargs):
+            raise RuntimeError("boom")
+
+    a, b = torch.randn(2, 16, 8), torch.randn(2, 8, 12)
+    with Broken(tmp_path / "b.json") as collector:
+        out = compile_bmm(a, b)
+    torch.testing.assert_close(out, torch.bmm(a, b))
+    assert collector.stats["errors"] == 1
+
+
+def test_resume_extends_an_existing_file(recorded, tmp_path):
+    path, _, _ = recorded
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(path.read_bytes())
+    with collect(copy):
+        compile_bmm(torch.randn(2, 32, 8), torch.randn(2, 8, 32))
+    assert load_dataset(copy).num_problems == 2
+
+
+def test_kill_minus_9_then_resume(tmp_path):
+    """kill -9 during `diode collect` loses at most the shape in flight; the same command resumes."""
+    out = tmp_path / "sweep.json"
+    cmd = [sys.executable, "-m", "torch_diode.cli", "collect", "--device", "cpu", "--backends", "CPP,ATEN",
+           "--ops", "bmm", "--dtypes", "float32", "--num-shapes", "4", "--min-size", "16", "--max-size", "48",
+           "--max-batch", "4", "--seed", "5", "--output", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 300
+    completed = []
+    while time.time() < deadline and proc.poll() is None:
+        if out.exists():
+            completed = load_dataset(out).metadata.get("completed", [])
+            if completed:
+                break
+        time.sleep(0.2)
+    assert completed, "the first shape never completed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    killed = load_dataset(out)  # the file is whole: writes are atomic
+    done_before = killed.metadata["completed"]
+    assert 1 <= len(done_before) < 4
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "temporary files left behind"
+
+    subprocess.run(cmd, check=True, capture_output=True)
+    final = load_dataset(out)
+    assert final.metadata["completed"][: len(done_before)] == done_before
+    assert len(set(final.metadata["completed"])) == 4 == len(final.metadata["completed"])
+    keys = {problem_key(p) for _, p, _ in final.problems()}
+    assert len(keys) == 4
+    # shapes measured before the kill were not measured again: one sample per choice
+    for _, p, timings in final.problems():
+        if problem_key(p) in done_before:
+            assert all(len(t.samples_us) == 1 for t in timings)

@@ -1,0 +1,504 @@
+"""The C++ feature extractor (torch_diode._C) against an independent Python reference.
+
+The reference below is written from the definitions of the features (float64 Python arithmetic on
+the data-model objects), never by calling _C, so a change to the C++ that alters a feature's
+value, order or count makes these tests fail until the reference is updated to match.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+from torch_diode import _C
+from torch_diode.features import (
+    FEATURE_NAMES,
+    NUM_FEATURES,
+    config_rows,
+    featurize,
+    featurize_many,
+    problem_row,
+)
+from torch_diode.types import DTYPES, OPS, Hardware, KernelConfig, Problem
+
+RTOL = ATOL = 1e-5
+
+# ----------------------------------------------------------------------------------------------
+# Reference implementation (tests only).
+# ----------------------------------------------------------------------------------------------
+REF_OPS = ("mm", "addmm", "bmm", "baddbmm")
+REF_DTYPE_BYTES = {
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "int8": 1,
+    "int32": 4,
+    "float64": 8,
+}
+REF_TEMPLATE_KINDS = (
+    "aten_mm",
+    "aten_addmm",
+    "aten_bias_addmm",
+    "triton_mm",
+    "triton_tma",
+    "decompose_k",
+    "contiguous_mm",
+    "cpp",
+    "other",
+)
+# The template family of each template id the tests use.
+REF_TEMPLATE_KIND_OF = {
+    "aten::mm": "aten_mm",
+    "aten::bmm": "aten_mm",
+    "aten::addmm": "aten_addmm",
+    "aten::baddbmm": "aten_addmm",
+    "aten::bias_addmm": "aten_bias_addmm",
+    "triton::mm": "triton_mm",
+    "triton::bmm": "triton_mm",
+    "triton::mm_persistent_tma": "triton_tma",
+    "decompose_k": "decompose_k",
+    "contiguous_mm": "contiguous_mm",
+    "cpp::gemm": "cpp",
+    "something_new": "other",
+}
+
+
+def lg(x: float) -> float:
+    """log2(1 + x)."""
+    return math.log2(1.0 + x)
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def reference_features(problem: Problem, config: KernelConfig, hardware: Hardware) -> "OrderedDict[str, float]":
+    """Feature name -> value (float64), in the documented feature order."""
+    f: OrderedDict[str, float] = OrderedDict()
+    B, M, N, K = problem.B, problem.M, problem.N, problem.K
+    ba = REF_DTYPE_BYTES[problem.dtype_a]
+    bb = REF_DTYPE_BYTES[problem.dtype_b]
+    bo = REF_DTYPE_BYTES[problem.dtype_out]
+
+    # ---- problem -----------------------------------------------------------------------------
+    flops = 2.0 * B * M * N * K
+    # Compulsory traffic: read A and B once, write the output once.
+    min_bytes = float(B) * (M * K * ba + K * N * bb + M * N * bo)
+    f["log2_batch"] = lg(B)
+    f["log2_m"] = lg(M)
+    f["log2_n"] = lg(N)
+    f["log2_k"] = lg(K)
+    f["log2_flops"] = lg(flops)
+    f["log2_min_bytes"] = lg(min_bytes)
+    f["log2_arith_intensity"] = lg(flops / min_bytes)
+    f["bytes_a"] = float(ba)
+    f["bytes_b"] = float(bb)
+    f["bytes_out"] = float(bo)
+    # The compute dtype is A's.
+    f["dtype_is_fp32"] = float(problem.dtype_a == "float32")
+    f["dtype_is_fp16"] = float(problem.dtype_a == "float16")
+    f["dtype_is_bf16"] = float(problem.dtype_a == "bfloat16")
+    f["dtype_is_fp8"] = float(problem.dtype_a in ("float8_e4m3fn", "float8_e5m2"))
+    f["transpose_a"] = float(problem.transpose_a)
+    f["transpose_b"] = float(problem.transpose_b)
+    for op in REF_OPS:
+        f[f"op_is_{op}"] = float(problem.op == op)
+    f["has_bias"] = float(problem.op in ("addmm", "baddbmm"))
+
+    # ---- config ------------------------------------------------------------------------------
+    kind = REF_TEMPLATE_KIND_OF[config.template_id]
+    for t in REF_TEMPLATE_KINDS:
+        f[f"template_is_{t}"] = float(kind == t)
+
+    tiled_names = (
+        "is_tiled", "log2_block_m", "log2_block_n", "log2_block_k", "log2_group_m", "num_stages",
+        "num_warps", "even_k", "allow_tf32", "use_fast_accum", "log2_tiles_m", "log2_tiles_n",
+        "log2_tiles_total", "log2_waves", "wave_efficiency", "waste_m", "waste_n", "log2_k_iters",
+        "waste_k", "smem_per_stage_kib", "smem_total_kib", "smem_fraction", "smem_exceeds",
+        "log2_acc_regs_per_thread", "log2_tile_intensity", "log2_flops_per_tile",
+        "log2_tile_bytes_per_k_iter",
+    )  # fmt: skip
+    if config.block_m is None:
+        # Untiled (ATen) choices: all block-derived features are zero, flags included.
+        for name in tiled_names:
+            f[name] = 0.0
+        return f
+
+    bm, bn, bk = config.block_m, config.block_n, config.block_k
+    stages, warps = config.num_stages, config.num_warps
+    tiles_m = ceil_div(M, bm)
+    tiles_n = ceil_div(N, bn)
+    tiles = B * tiles_m * tiles_n  # output tiles over the whole batch
+    waves = tiles / hardware.sm_count  # fractional number of waves over the SMs
+    k_iters = ceil_div(K, bk)
+    smem_stage = bm * bk * ba + bk * bn * bb  # one A tile + one B tile, bytes
+    smem_total = smem_stage * stages
+
+    f["is_tiled"] = 1.0
+    f["log2_block_m"] = lg(bm)
+    f["log2_block_n"] = lg(bn)
+    f["log2_block_k"] = lg(bk)
+    f["log2_group_m"] = lg(config.group_m)
+    f["num_stages"] = float(stages)
+    f["num_warps"] = float(warps)
+    f["even_k"] = float(config.even_k)
+    f["allow_tf32"] = float(config.allow_tf32)
+    f["use_fast_accum"] = float(config.use_fast_accum)
+    f["log2_tiles_m"] = lg(tiles_m)
+    f["log2_tiles_n"] = lg(tiles_n)
+    f["log2_tiles_total"] = lg(tiles)
+    f["log2_waves"] = lg(waves)
+    # Fraction of the SM slots in the launched waves that do work.
+    f["wave_efficiency"] = tiles / (math.ceil(tiles / hardware.sm_count) * hardware.sm_count)
+    # Fraction of the padded extent that lies outside the problem.
+    f["waste_m"] = (tiles_m * bm - M) / (tiles_m * bm)
+    f["waste_n"] = (tiles_n * bn - N) / (tiles_n * bn)
+    f["log2_k_iters"] = lg(k_iters)
+    f["waste_k"] = (k_iters * bk - K) / (k_iters * bk)
+    f["smem_per_stage_kib"] = smem_stage / 1024.0
+    f["smem_total_kib"] = smem_total / 1024.0
+    f["smem_fraction"] = smem_total / hardware.smem_per_block_bytes
+    f["smem_exceeds"] = float(smem_total > hardware.smem_per_block_bytes)
+    # fp32 accumulator elements held by each of the block's threads (32 per warp).
+    f["log2_acc_regs_per_thread"] = lg(bm * bn / (warps * 32))
+    # Output elements per input element loaded per k step: bm*bn / (bm + bn).
+    f["log2_tile_intensity"] = lg(bm * bn / (bm + bn))
+    f["log2_flops_per_tile"] = lg(2.0 * bm * bn * K)
+    f["log2_tile_bytes_per_k_iter"] = lg(smem_stage)
+    return f
+
+
+def reference_matrix(pairs, hardware: Hardware) -> np.ndarray:
+    rows = [list(reference_features(p, c, hardware).values()) for p, c in pairs]
+    return np.array(rows, dtype=np.float64).reshape(len(pairs), len(REF_FEATURE_NAMES))
+
+
+_SAMPLE_HW = Hardware("ref", (9, 0), 132, 80 << 30, 232448, "0")
+REF_FEATURE_NAMES = list(
+    reference_features(Problem("mm", 1, 8, 8, 8, "float16", "float16", "float16"), KernelConfig("aten::mm"), _SAMPLE_HW)
+)
+assert REF_FEATURE_NAMES == list(
+    reference_features(
+        Problem("mm", 1, 8, 8, 8, "float16", "float16", "float16"),
+        KernelConfig("triton::mm", 16, 16, 16, 1, 1, 4),
+        _SAMPLE_HW,
+    )
+), "reference: tiled and untiled rows must have the same columns"
+
+# ----------------------------------------------------------------------------------------------
+# Random problems and configs.
+# ----------------------------------------------------------------------------------------------
+H100 = Hardware("NVIDIA H100 80GB HBM3", (9, 0), 132, 80 << 30, 232448, "2.13.0", "3.5.0", "12.8")
+A100 = Hardware("NVIDIA A100-SXM4-40GB", (8, 0), 108, 40 << 30, 166912, "2.13.0", "3.5.0", "12.8")
+
+TILED_TEMPLATES = ("triton::mm", "triton::bmm", "triton::mm_persistent_tma", "decompose_k")
+ATEN_TEMPLATES = ("aten::mm", "aten::bias_addmm", "aten::addmm")
+BLOCKS = (16, 32, 64, 128, 256)
+
+
+def _rand_dim(rng: np.random.Generator) -> int:
+    r = rng.random()
+    if r < 0.1:
+        return int(rng.integers(1, 17))  # tiny, often below any block size
+    if r < 0.3:
+        base = int(rng.choice([64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]))
+        return max(1, min(20000, base + int(rng.integers(-1, 2))))  # exact multiples and +-1
+    return max(1, min(20000, int(round(2 ** rng.uniform(0, math.log2(20000))))))  # log-uniform
+
+
+def _rand_problem(rng: np.random.Generator) -> Problem:
+    op = OPS[int(rng.integers(len(OPS)))]
+    B = int(rng.integers(1, 65)) if op in ("bmm", "baddbmm") else 1
+    dt = str(rng.choice(["float16", "bfloat16", "float32"]))
+    out = dt if rng.random() < 0.8 else "float32"
+    return Problem(
+        op, B, _rand_dim(rng), _rand_dim(rng), _rand_dim(rng), dt, dt, out,
+        transpose_a=bool(rng.integers(2)), transpose_b=bool(rng.integers(2)),
+    )  # fmt: skip
+
+
+def _rand_config(rng: np.random.Generator) -> KernelConfig:
+    flags = dict(
+        even_k=bool(rng.integers(2)), allow_tf32=bool(rng.integers(2)), use_fast_accum=bool(rng.integers(2))
+    )
+    if rng.random() < 0.2:
+        return KernelConfig(str(rng.choice(ATEN_TEMPLATES)), **flags)
+    return KernelConfig(
+        str(rng.choice(TILED_TEMPLATES)),
+        block_m=int(rng.choice(BLOCKS)),
+        block_n=int(rng.choice(BLOCKS)),
+        block_k=int(rng.choice(BLOCKS)),
+        group_m=int(rng.choice([1, 8])),
+        num_stages=int(rng.integers(1, 6)),
+        num_warps=int(rng.choice([2, 4, 8])),
+        **flags,
+    )
+
+
+def _make_cases(seed: int = 20240611, n_problems: int = 60, configs_per_problem: int = 5):
+    """(problems, configs per problem): ~300 pairs, plus hand-picked edge cases."""
+    rng = np.random.default_rng(seed)
+    problems = [_rand_problem(rng) for _ in range(n_problems)]
+    problems += [
+        Problem("mm", 1, 1, 1, 1, "float16", "float16", "float16"),
+        Problem("addmm", 1, 20000, 20000, 20000, "bfloat16", "bfloat16", "bfloat16", True, False),
+        Problem("bmm", 7, 1000, 700, 1024, "float32", "float32", "float32", False, True),
+        Problem("baddbmm", 3, 129, 255, 17, "float16", "float16", "float32", True, True),
+        Problem("mm", 1, 4096, 4096, 8192, "float8_e4m3fn", "float8_e4m3fn", "bfloat16"),
+    ]
+    configs = [[_rand_config(rng) for _ in range(configs_per_problem)] for _ in problems]
+    # Deterministic coverage of every template id, both block extremes and the flags.
+    configs[0] += [KernelConfig(t) for t in ATEN_TEMPLATES]
+    configs[-1] += [
+        KernelConfig("triton::mm", 16, 16, 16, 1, 1, 2),
+        KernelConfig("triton::mm_persistent_tma", 256, 256, 256, 8, 5, 8, True, True, True),
+        KernelConfig("decompose_k", 32, 32, 256, 8, 4, 4, even_k=True),
+    ]
+    return problems, configs
+
+
+PROBLEMS, CONFIGS = _make_cases()
+PAIRS = [(p, c) for p, cs in zip(PROBLEMS, CONFIGS) for c in cs]
+
+
+def test_random_cases_cover_the_space():
+    assert len(PAIRS) >= 300
+    assert {p.op for p in PROBLEMS} == set(OPS)
+    assert {p.dtype_a for p in PROBLEMS} == {"float16", "bfloat16", "float32", "float8_e4m3fn"}
+    assert {c.template_id for _, c in PAIRS} == set(TILED_TEMPLATES) | set(ATEN_TEMPLATES)
+    assert any(p.transpose_a for p in PROBLEMS) and any(p.transpose_b for p in PROBLEMS)
+    dims = [d for p in PROBLEMS for d in (p.M, p.N, p.K)]
+    assert min(dims) == 1 and max(dims) == 20000
+    ref = reference_matrix(PAIRS, H100)
+    col = {n: i for i, n in enumerate(REF_FEATURE_NAMES)}
+    # Both sides of the data-dependent branches occur.
+    assert set(ref[:, col["smem_exceeds"]]) == {0.0, 1.0}
+    assert (ref[:, col["waste_m"]] > 0).any() and (ref[:, col["waste_m"]] == 0).any()
+    assert (ref[:, col["waste_k"]] > 0).any() and (ref[:, col["waste_k"]] == 0).any()
+    assert (ref[:, col["wave_efficiency"]] < 1).any() and (ref[:, col["wave_efficiency"]] == 1).any()
+
+
+# ----------------------------------------------------------------------------------------------
+# 1. Parity.
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("hardware", [H100, A100], ids=["h100", "a100"])
+def test_featurize_matches_reference(hardware):
+    for problem, configs in zip(PROBLEMS, CONFIGS):
+        got = featurize(problem, configs, hardware)
+        assert got.dtype == np.float32 and got.shape == (len(configs), NUM_FEATURES)
+        ref = reference_matrix([(problem, c) for c in configs], hardware)
+        np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL, err_msg=f"{problem.short()}")
+
+
+@pytest.mark.parametrize("hardware", [H100, A100], ids=["h100", "a100"])
+def test_featurize_many_matches_reference(hardware):
+    rng = np.random.default_rng(7)
+    order = rng.permutation(len(PAIRS))  # interleave problems so problem_index really indexes
+    index_of = {id(p): i for i, p in enumerate(PROBLEMS)}
+    pairs = [PAIRS[i] for i in order]
+    problem_index = np.array([index_of[id(p)] for p, _ in pairs], dtype=np.int64)
+    got = featurize_many(PROBLEMS, problem_index, [c for _, c in pairs], hardware)
+    assert got.dtype == np.float32 and got.shape == (len(pairs), NUM_FEATURES)
+    np.testing.assert_allclose(got, reference_matrix(pairs, hardware), rtol=RTOL, atol=ATOL)
+    # And row for row the same as the one-problem path.
+    one = np.concatenate([featurize(p, cs, hardware) for p, cs in zip(PROBLEMS, CONFIGS)])
+    np.testing.assert_array_equal(got, one[order])
+
+
+def test_featurize_many_with_a_subset_of_problems():
+    problems = PROBLEMS[:3]
+    pairs = [(problems[i % 3], CONFIGS[i % 3][i % len(CONFIGS[i % 3])]) for i in range(12)]
+    got = featurize_many(problems, np.arange(12) % 3, [c for _, c in pairs], H100)
+    np.testing.assert_allclose(got, reference_matrix(pairs, H100), rtol=RTOL, atol=ATOL)
+
+
+def test_template_kind_matches_reference():
+    names = list(_C.template_kind_names())
+    assert names == list(REF_TEMPLATE_KINDS)
+    for template_id, kind in REF_TEMPLATE_KIND_OF.items():
+        assert names[_C.template_kind(template_id)] == kind, template_id
+
+
+# ----------------------------------------------------------------------------------------------
+# 2-3. Names and enums.
+# ----------------------------------------------------------------------------------------------
+def test_feature_names():
+    assert len(FEATURE_NAMES) == NUM_FEATURES == featurize(PROBLEMS[0], CONFIGS[0], H100).shape[1]
+    assert list(_C.feature_names()) == REF_FEATURE_NAMES
+    assert list(FEATURE_NAMES) == REF_FEATURE_NAMES
+    assert len(set(REF_FEATURE_NAMES)) == len(REF_FEATURE_NAMES)
+
+
+def test_enums_agree():
+    assert tuple(_C.dtype_names()) == DTYPES
+    assert tuple(_C.op_names()) == OPS
+    assert tuple(_C.op_names()) == REF_OPS
+    assert set(DTYPES) == set(REF_DTYPE_BYTES)
+
+
+def test_row_layouts():
+    p = Problem("baddbmm", 4, 100, 200, 300, "bfloat16", "bfloat16", "float32", True, False)
+    row = problem_row(p)
+    assert row.dtype == np.int64 and row.shape == (len(_C.problem_columns()),)
+    cols = dict(zip(_C.problem_columns(), row.tolist()))
+    assert cols == {
+        "op": 3, "batch": 4, "m": 100, "n": 200, "k": 300, "dtype_a": DTYPES.index("bfloat16"),
+        "dtype_b": DTYPES.index("bfloat16"), "dtype_out": DTYPES.index("float32"),
+        "transpose_a": 1, "transpose_b": 0, "has_bias": 1,
+    }  # fmt: skip
+    c = config_rows([KernelConfig("triton::mm", 64, 32, 16, 8, 3, 4, True, False, True), KernelConfig("aten::mm")])
+    assert c.shape == (2, len(_C.config_columns()))
+    assert c[0].tolist() == [3, 64, 32, 16, 8, 3, 4, 1, 0, 1]
+    assert c[1].tolist() == [0] * 10
+
+
+# ----------------------------------------------------------------------------------------------
+# 4. Bad arguments.
+# ----------------------------------------------------------------------------------------------
+HW = np.array([132, 232448], dtype=np.int64)
+GOOD_PROBLEM = np.array([0, 1, 128, 256, 64, 1, 1, 1, 0, 0, 0], dtype=np.int64)
+GOOD_CONFIG = np.array([[3, 64, 64, 32, 8, 3, 4, 1, 0, 0]], dtype=np.int64)
+
+
+def _with(a: np.ndarray, index, value) -> np.ndarray:
+    a = a.copy()
+    a[index] = value
+    return a
+
+
+def test_good_arguments_work():
+    out = _C.compute_features(GOOD_PROBLEM, GOOD_CONFIG, HW)
+    assert out.shape == (1, NUM_FEATURES)
+
+
+@pytest.mark.parametrize(
+    "problem, configs, hardware, pattern",
+    [
+        (GOOD_PROBLEM[:10], GOOD_CONFIG, HW, r"problem must have 11 columns, got 10"),
+        (np.append(GOOD_PROBLEM, 0), GOOD_CONFIG, HW, r"problem must have 11 columns, got 12"),
+        (GOOD_PROBLEM[None, :], GOOD_CONFIG, HW, r"problem must have 1 dimension"),
+        (GOOD_PROBLEM, GOOD_CONFIG[:, :9], HW, r"configs must have 10 columns, got 9"),
+        (GOOD_PROBLEM, GOOD_CONFIG[0], HW, r"configs must have 2 dimension"),
+        (_with(GOOD_PROBLEM, 2, 0), GOOD_CONFIG, HW, r"column 'm' is 0"),
+        (_with(GOOD_PROBLEM, 4, -5), GOOD_CONFIG, HW, r"column 'k' is -5"),
+        (_with(GOOD_PROBLEM, 1, 0), GOOD_CONFIG, HW, r"column 'batch' is 0"),
+        (_with(GOOD_PROBLEM, 0, 4), GOOD_CONFIG, HW, r"column 'op' is 4"),
+        (_with(GOOD_PROBLEM, 0, -1), GOOD_CONFIG, HW, r"column 'op' is -1"),
+        (_with(GOOD_PROBLEM, 5, 8), GOOD_CONFIG, HW, r"column 'dtype_a' is 8"),
+        (_with(GOOD_PROBLEM, 7, 99), GOOD_CONFIG, HW, r"column 'dtype_out' is 99"),
+        (_with(GOOD_PROBLEM, 8, 2), GOOD_CONFIG, HW, r"column 'transpose_a' is 2"),
+        (GOOD_PROBLEM, _with(GOOD_CONFIG, (0, 1), -16), HW, r"column 'block_m' is -16"),
+        (GOOD_PROBLEM, _with(GOOD_CONFIG, (0, 2), -64), HW, r"column 'block_n' is -64"),
+        (GOOD_PROBLEM, _with(GOOD_CONFIG, (0, 3), 0), HW, r"column 'block_k' is 0"),
+        (GOOD_PROBLEM, _with(GOOD_CONFIG, (0, 5), 0), HW, r"column 'num_stages' is 0"),
+        (GOOD_PROBLEM, _with(GOOD_CONFIG, (0, 6), 0), HW, r"column 'num_warps' is 0"),
+        (GOOD_PROBLEM, _with(GOOD_CONFIG, (0, 0), 9), HW, r"column 'template_kind' is 9"),
+        (GOOD_PROBLEM, _with(GOOD_CONFIG, (0, 7), 3), HW, r"column 'even_k' is 3"),
+        (GOOD_PROBLEM, GOOD_CONFIG, np.array([0, 232448], np.int64), r"sm_count must be >= 1, got 0"),
+        (GOOD_PROBLEM, GOOD_CONFIG, np.array([132, 0], np.int64), r"smem_per_block_bytes must be >= 1"),
+        (GOOD_PROBLEM, GOOD_CONFIG, np.array([132], np.int64), r"hardware must have 2 entries"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_bad_arguments_raise_value_error(problem, configs, hardware, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        _C.compute_features(problem, configs, hardware)
+
+
+def test_bad_row_is_named():
+    configs = np.repeat(GOOD_CONFIG, 4, axis=0)
+    configs[2, 5] = 0
+    with pytest.raises(ValueError, match=r"configs row 2: column 'num_stages' is 0, expected 1\.\."):
+        _C.compute_features(GOOD_PROBLEM, configs, HW)
+
+
+def test_batch_bad_arguments():
+    problems = np.stack([GOOD_PROBLEM, _with(GOOD_PROBLEM, 0, 2)])
+    configs = np.repeat(GOOD_CONFIG, 3, axis=0)
+    ok = _C.compute_features_batch(problems, np.array([0, 1, 1], np.int64), configs, HW)
+    assert ok.shape == (3, NUM_FEATURES)
+    with pytest.raises(ValueError, match=r"problem_index row 1: column 'index' is 2, expected 0\.\.1"):
+        _C.compute_features_batch(problems, np.array([0, 2, 1], np.int64), configs, HW)
+    with pytest.raises(ValueError, match=r"problem_index row 0: column 'index' is -1"):
+        _C.compute_features_batch(problems, np.array([-1, 0, 1], np.int64), configs, HW)
+    with pytest.raises(ValueError, match=r"problem_index has 2 entries, configs has 3 rows"):
+        _C.compute_features_batch(problems, np.array([0, 1], np.int64), configs, HW)
+    with pytest.raises(ValueError, match=r"problems must have 11 columns, got 10"):
+        _C.compute_features_batch(problems[:, :10], np.array([0, 1, 1], np.int64), configs, HW)
+    with pytest.raises(ValueError, match=r"problems row 1: column 'm' is 0"):
+        _C.compute_features_batch(_with(problems, (1, 2), 0), np.array([0, 0, 0], np.int64), configs, HW)
+    with pytest.raises(ValueError, match=r"problems must be a non-empty"):
+        _C.compute_features_batch(np.zeros((0, 11), np.int64), np.zeros(0, np.int64), configs[:0], HW)
+
+
+def test_untiled_row_with_zero_stages_is_fine():
+    # num_stages 0 is an error only where the config is tiled (block_m > 0).
+    aten = np.array([[0, 0, 0, 0, 0, 0, 0, 0, 0, 0]], np.int64)
+    out = _C.compute_features(GOOD_PROBLEM, aten, HW)
+    assert out.shape == (1, NUM_FEATURES)
+
+
+# ----------------------------------------------------------------------------------------------
+# 5. Empty config list.
+# ----------------------------------------------------------------------------------------------
+def test_empty_config_list():
+    out = featurize(PROBLEMS[0], [], H100)
+    assert out.shape == (0, NUM_FEATURES) == (0, 57) and out.dtype == np.float32
+    out = _C.compute_features(GOOD_PROBLEM, np.zeros((0, 10), np.int64), HW)
+    assert out.shape == (0, 57) and out.dtype == np.float32
+    out = featurize_many(PROBLEMS[:2], np.zeros(0, np.int64), [], H100)
+    assert out.shape == (0, 57) and out.dtype == np.float32
+
+
+# ----------------------------------------------------------------------------------------------
+# 6. Threads (the binding releases the GIL around the computation).
+# ----------------------------------------------------------------------------------------------
+def test_threads_agree_with_single_threaded_result():
+    problems = np.stack([problem_row(p) for p in PROBLEMS])
+    index_of = {id(p): i for i, p in enumerate(PROBLEMS)}
+    base_index = np.array([index_of[id(p)] for p, _ in PAIRS], np.int64)
+    base_configs = config_rows([c for _, c in PAIRS])
+    reps = -(-200_000 // len(PAIRS))
+    problem_index = np.ascontiguousarray(np.tile(base_index, reps))
+    configs = np.ascontiguousarray(np.tile(base_configs, (reps, 1)))
+    hw = np.array([H100.sm_count, H100.smem_per_block_bytes], np.int64)
+
+    expected = _C.compute_features_batch(problems, problem_index, configs, hw)
+    assert expected.shape == (len(configs), NUM_FEATURES)
+    # The big batch is the small one repeated, and the small one matches the reference.
+    np.testing.assert_allclose(
+        expected[: len(PAIRS)], reference_matrix(PAIRS, H100), rtol=RTOL, atol=ATOL
+    )
+    np.testing.assert_array_equal(expected, np.tile(expected[: len(PAIRS)], (reps, 1)))
+
+    results: dict[int, np.ndarray] = {}
+    errors: list[BaseException] = []
+
+    def work(slot: int) -> None:
+        try:
+            for _ in range(2):
+                results[slot] = _C.compute_features_batch(problems, problem_index, configs, hw)
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    counter = 0
+    while any(t.is_alive() for t in threads):
+        counter += 1  # pure-Python work in the main thread while the extractor runs
+        if counter % 10_000 == 0:
+            for t in threads:
+                t.join(timeout=0)
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert sorted(results) == [0, 1]
+    for r in results.values():
+        np.testing.assert_array_equal(r, expected)

@@ -1,0 +1,40 @@
+"""Importing torch_diode has no side effects: no CUDA initialisation, no Inductor changes."""
+
+import subprocess
+import sys
+import textwrap
+
+
+def run(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True).stdout
+
+
+def test_import_does_not_initialise_cuda_or_touch_inductor():
+    out = run(
+        """
+        import torch
+        def forbidden(*a, **k):
+            raise SystemExit("CUDA was initialised on import")
+        torch.cuda._lazy_init = forbidden
+        torch.cuda.init = forbidden
+        import torch._inductor.config as c
+        from torch._inductor import select_algorithm as sa
+        before = dict(c.get_config_copy())
+        import torch_diode, torch_diode.features, torch_diode.cli, torch_diode.collection.inductor_sweep
+        after = dict(c.get_config_copy())
+        # diode neither changed a config value nor created the algorithm selector (savers)
+        print(before == after and sa._ALGORITHM_SELECTOR_CACHE is None, torch.cuda.is_initialized())
+        """
+    )
+    assert out.split() == ["True", "False"]
+
+
+def test_import_does_not_load_heavy_modules():
+    out = run(
+        """
+        import sys
+        import torch_diode
+        print(sorted(m for m in ("torch", "matplotlib", "torch._inductor") if m in sys.modules))
+        """
+    )
+    assert out.strip() == "[]"

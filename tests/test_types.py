@@ -1,0 +1,228 @@
+"""The data model: exact round trips, merge semantics, and clear errors on bad files."""
+
+import gzip
+import json
+import math
+from pathlib import Path
+
+import msgpack
+import pytest
+
+from torch_diode.types import (
+    SCHEMA_VERSION,
+    Dataset,
+    DatasetFormatError,
+    Hardware,
+    KernelConfig,
+    Problem,
+    TimedConfig,
+    load_dataset,
+    load_datasets,
+    save_dataset,
+)
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "h100_sample.json.gz"
+
+H100 = Hardware("NVIDIA H100 80GB HBM3", (9, 0), 132, 85017493504, 232448, "2.11.0+cu130", "3.6.0", "13.0")
+CPU = Hardware("CPU x86_64", None, 2, 1 << 34, 1 << 20, "2.13.0+cpu")
+
+MM = Problem("mm", 1, 1000, 700, 1024, "float16", "float16", "float16", transpose_b=True, strides_a=(1024, 1), strides_b=(1, 1024))
+BADD = Problem("baddbmm", 8, 256, 256, 64, "bfloat16", "bfloat16", "float32", bias_shape=(1, 1, 256))
+TRITON = KernelConfig("triton::mm", 64, 64, 32, 8, 3, 4, even_k=True, acc_type="tl.float32", extras={"prefix_args": 1, "epilogue_fn_hash": "x"})
+ATEN = KernelConfig("aten::mm")
+
+
+def make_dataset() -> Dataset:
+    ds = Dataset(metadata={"created": "2026-11-22T00:00:00+00:00", "sources": [{"tool": "test", "settings": {"n": 1}}]})
+    ds.add(H100, MM, [TimedConfig(TRITON, 11.25), TimedConfig(ATEN, 12.5), TimedConfig.failure(KernelConfig("triton::mm", 256, 256, 128, 8, 5, 8))])
+    ds.add(H100, BADD, [TimedConfig(ATEN, 9.0, samples_us=(8.0, 9.0, 10.0)), TimedConfig(TRITON, 1 / 3)])
+    ds.add(CPU, MM, [TimedConfig(ATEN, 500.0)])
+    return ds
+
+
+@pytest.mark.parametrize("suffix", [".json", ".json.gz", ".msgpack", ".msgpack.gz"])
+def test_round_trip_is_exact(tmp_path, suffix):
+    ds = make_dataset()
+    path = save_dataset(ds, tmp_path / f"d{suffix}")
+    back = load_dataset(path)
+    assert back.to_dict() == ds.to_dict()
+    assert [(h, p, t) for h, p, t in back.problems()] == [(h, p, t) for h, p, t in ds.problems()]
+    # floats survive bit-exactly, failures stay failures
+    timings = back.entries[0].ops["baddbmm"][BADD]
+    assert timings[1].time_us == 1 / 3
+    failed = back.entries[0].ops["mm"][MM][2]
+    assert failed.failed and math.isinf(failed.time_us)
+
+
+def test_json_and_msgpack_hold_the_same_data(tmp_path):
+    ds = make_dataset()
+    a = load_dataset(save_dataset(ds, tmp_path / "a.json"))
+    b = load_dataset(save_dataset(ds, tmp_path / "b.msgpack"))
+    assert a.to_dict() == b.to_dict()
+
+
+def test_configs_are_stored_once(tmp_path):
+    d = make_dataset().to_dict()
+    templates = [c["template_id"] for c in d["configs"]]
+    assert templates.count("aten::mm") == 1  # shared by three problems
+
+
+def test_sample_dataset_is_real_and_loads():
+    ds = load_dataset(SAMPLE)
+    assert ds.num_problems >= 10
+    (hw,) = [e.hardware for e in ds.entries]
+    assert hw.device_name.startswith("NVIDIA H100") and hw.sm_count == 132
+    ops = {p.op for _, p, _ in ds.problems()}
+    assert ops == {"mm", "addmm", "bmm", "baddbmm"}
+    for _, problem, timings in ds.problems():
+        ids = {t.config.template_id for t in timings}
+        assert any(i.startswith("aten::") for i in ids) and any(i.startswith("triton::") for i in ids)
+        assert all(t.failed or t.time_us > 0 for t in timings)
+
+
+# ----- merge semantics ------------------------------------------------------------------------
+def test_merge_keeps_hardware_apart_and_pools_samples():
+    a = Dataset()
+    a.add(H100, MM, [TimedConfig(ATEN, 10.0), TimedConfig.failure(TRITON)])
+    b = Dataset()
+    b.add(H100, MM, [TimedConfig(ATEN, 14.0), TimedConfig(TRITON, 7.0)])
+    b.add(CPU, MM, [TimedConfig(ATEN, 400.0)])
+    a.merge(b)
+    assert [e.hardware for e in a.entries] == [H100, CPU]
+    aten, triton = a.entries[0].ops["mm"][MM]
+    assert aten.samples_us == (10.0, 14.0) and aten.time_us == 12.0  # median of both samples
+    assert not triton.failed and triton.time_us == 7.0  # a success beats a failure
+    assert a.entries[1].ops["mm"][MM][0].time_us == 400.0
+
+
+def test_merge_of_three_samples_takes_the_median():
+    ds = Dataset()
+    for t in (30.0, 10.0, 11.0):
+        ds.add(H100, MM, [TimedConfig(ATEN, t)])
+    (timed,) = ds.entries[0].ops["mm"][MM]
+    assert timed.time_us == 11.0 and sorted(timed.samples_us) == [10.0, 11.0, 30.0]
+
+
+def test_merge_records_sources_and_different_software_stays_apart():
+    other = Hardware(**{**H100.__dict__, "torch_version": "2.13.0"})
+    a, b = Dataset(metadata={"sources": [{"tool": "a"}]}), Dataset(metadata={"sources": [{"tool": "b"}]})
+    a.add(H100, MM, [TimedConfig(ATEN, 1.0)])
+    b.add(other, MM, [TimedConfig(ATEN, 2.0)])
+    a.merge(b)
+    assert len(a.entries) == 2
+    assert [s["tool"] for s in a.metadata["sources"]] == ["a", "b"]
+
+
+def test_load_datasets_merges_a_folder(tmp_path):
+    save_dataset(make_dataset(), tmp_path / "x" / "one.json")
+    save_dataset(make_dataset(), tmp_path / "x" / "sub" / "two.msgpack.gz")
+    merged = load_datasets([tmp_path / "x"])
+    assert merged.num_problems == make_dataset().num_problems
+    aten = merged.entries[0].ops["mm"][MM][1]
+    assert aten.samples_us == (12.5, 12.5)
+    only_json = load_datasets([tmp_path / "x"], extensions=["json"])
+    assert only_json.entries[0].ops["mm"][MM][1].samples_us == (12.5,)
+
+
+# ----- errors ---------------------------------------------------------------------------------
+def _write_json(path: Path, data) -> Path:
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _good() -> dict:
+    return make_dataset().to_dict()
+
+
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda d: d["hardware"][0]["ops"]["mm"][0]["problem"].pop("M"), "hardware[0].ops.mm[0].problem.M"),
+        (lambda d: d["hardware"][0]["ops"]["mm"][0]["problem"].__setitem__("K", "64"), "hardware[0].ops.mm[0].problem.K"),
+        (lambda d: d["hardware"][0]["ops"]["mm"][0]["problem"].__setitem__("N", True), "hardware[0].ops.mm[0].problem.N"),
+        (lambda d: d["hardware"][0]["ops"]["mm"][0]["problem"].__setitem__("dtype_a", "float17"), "hardware[0].ops.mm[0].problem.dtype_a"),
+        (lambda d: d["hardware"][0]["ops"]["mm"][0]["problem"].__setitem__("M", 0), "hardware[0].ops.mm[0].problem.M"),
+        (lambda d: d["hardware"][0]["hardware"].pop("sm_count"), "hardware[0].hardware.sm_count"),
+        (lambda d: d["configs"][0].__setitem__("block_m", 64.5), "configs[0].block_m"),
+        (lambda d: d["configs"][0].pop("even_k"), "configs[0].even_k"),
+        (lambda d: d["hardware"][0]["ops"]["mm"][0]["time_us"].__setitem__(0, "fast"), "hardware[0].ops.mm[0].time_us[0]"),
+        (lambda d: d["hardware"][0]["ops"]["mm"][0]["time_us"].__setitem__(0, -1.0), "hardware[0].ops.mm[0].time_us[0]"),
+        (lambda d: d["hardware"][0]["ops"]["mm"][0]["config"].__setitem__(0, 999), "hardware[0].ops.mm[0].config[0]"),
+        (lambda d: d["hardware"][0]["ops"]["mm"][0]["failed"].pop(), "hardware[0].ops.mm[0].failed"),
+        (lambda d: d["hardware"][0]["ops"].__setitem__("conv", []), "hardware[0].ops.conv"),
+        (lambda d: d.pop("configs"), "configs"),
+        (lambda d: d.__setitem__("format", "something-else"), "format"),
+    ],
+)
+def test_bad_fields_name_the_file_and_field(tmp_path, mutate, field):
+    data = _good()
+    mutate(data)
+    path = _write_json(tmp_path / "bad.json", data)
+    with pytest.raises(DatasetFormatError) as info:
+        load_dataset(path)
+    assert info.value.field_path == field
+    assert str(path) in str(info.value) and field in str(info.value)
+
+
+def test_newer_schema_is_refused(tmp_path):
+    data = _good()
+    data["schema_version"] = SCHEMA_VERSION + 1
+    with pytest.raises(DatasetFormatError, match="upgrade torch-diode") as info:
+        load_dataset(_write_json(tmp_path / "new.json", data))
+    assert info.value.field_path == "schema_version"
+
+
+@pytest.mark.parametrize("suffix", [".json", ".msgpack", ".json.gz", ".msgpack.gz"])
+def test_truncated_files_are_refused(tmp_path, suffix):
+    path = save_dataset(make_dataset(), tmp_path / f"d{suffix}")
+    raw = path.read_bytes()
+    path.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(DatasetFormatError, match="truncated or corrupt") as info:
+        load_dataset(path)
+    assert str(path) in str(info.value)
+
+
+def test_garbage_and_wrong_top_level_type(tmp_path):
+    (tmp_path / "g.msgpack").write_bytes(b"\xc1\xc1\xc1")
+    with pytest.raises(DatasetFormatError):
+        load_dataset(tmp_path / "g.msgpack")
+    (tmp_path / "l.msgpack").write_bytes(msgpack.packb([1, 2, 3]))
+    with pytest.raises(DatasetFormatError, match="expected an object"):
+        load_dataset(tmp_path / "l.msgpack")
+    (tmp_path / "z.json.gz").write_bytes(gzip.compress(b"{not json"))
+    with pytest.raises(DatasetFormatError, match="not valid json"):
+        load_dataset(tmp_path / "z.json.gz")
+
+
+def test_unknown_suffix_and_missing_file(tmp_path):
+    with pytest.raises(ValueError, match="unknown dataset suffix"):
+        save_dataset(make_dataset(), tmp_path / "d.csv")
+    with pytest.raises(DatasetFormatError, match="cannot read"):
+        load_dataset(tmp_path / "missing.json")
+
+
+def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path, monkeypatch):
+    path = save_dataset(make_dataset(), tmp_path / "d.json")
+    before = path.read_bytes()
+    import torch_diode.types as types_module
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(types_module.os, "fsync", boom)
+    with pytest.raises(OSError, match="disk full"):
+        save_dataset(Dataset(), path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["d.json"]  # no temporary left behind
+
+
+def test_problem_and_config_validation():
+    with pytest.raises(ValueError, match="Problem.op"):
+        Problem("conv", 1, 1, 1, 1, "float16", "float16", "float16")
+    with pytest.raises(ValueError, match="Problem.B"):
+        Problem("mm", 2, 1, 1, 1, "float16", "float16", "float16")
+    with pytest.raises(ValueError, match="bias_shape"):
+        Problem("mm", 1, 1, 1, 1, "float16", "float16", "float16", bias_shape=(1,))
+    with pytest.raises(ValueError, match="time_us"):
+        TimedConfig(ATEN, float("nan"))
+    assert KernelConfig("triton::mm", 16, 16, 16, 1, 1, 2, extras=[("b", 1), ("a", 2)]).extras == (("a", 2), ("b", 1))
