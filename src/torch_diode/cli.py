@@ -37,9 +37,12 @@ def _cmd_dataset_stats(args: argparse.Namespace) -> int:
     print("  dtypes: " + ", ".join(f"{k} {v}" for k, v in stats["dtypes"].items()))
     print("  templates: " + ", ".join(f"{k} {v}" for k, v in stats["templates"].items()))
     if args.problems:
-        print(f"\n{'problem':44s} {'choices':>7s}  {'fastest measured config':40s} {'time_us':>9s}")
-        for _, problem, best, n in best_configs(dataset):
-            print(f"{problem.short():44s} {n:7d}  {best.config.short():40s} {best.time_us:9.1f}")
+        print(f"\n{'problem':36s} {'choices':>7s}  {'fastest measured config':36s} {'time_us':>9s} "
+              f"{'best ATen us':>12s} {'ATen/best':>9s}")
+        for _, problem, best, n, aten in best_configs(dataset):
+            aten_us = f"{aten.time_us:12.1f}" if aten else f"{'-':>12s}"
+            ratio = f"{aten.time_us / best.time_us:9.2f}" if aten else f"{'-':>9s}"
+            print(f"{problem.short():36s} {n:7d}  {best.config.short():36s} {best.time_us:9.1f} {aten_us} {ratio}")
     _write_report(args.report_json, stats)
     return 0
 

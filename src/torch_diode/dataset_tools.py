@@ -41,13 +41,16 @@ def dataset_stats(dataset: Dataset) -> dict[str, Any]:
     }
 
 
-def best_configs(dataset: Dataset) -> list[tuple[Hardware, Problem, Any, int]]:
-    """(hardware, problem, fastest TimedConfig, number of timed configs) per problem."""
+def best_configs(dataset: Dataset) -> list[tuple[Hardware, Problem, Any, int, Any]]:
+    """(hardware, problem, fastest TimedConfig, number of timed configs, fastest ATen
+    TimedConfig or None) per problem."""
     out = []
     for hardware, problem, timings in dataset.problems():
         ok = [t for t in timings if not t.failed]
+        aten = [t for t in ok if t.config.template_id.startswith("aten::")]
         if ok:
-            out.append((hardware, problem, min(ok, key=lambda t: t.time_us), len(timings)))
+            best_aten = min(aten, key=lambda t: t.time_us) if aten else None
+            out.append((hardware, problem, min(ok, key=lambda t: t.time_us), len(timings), best_aten))
     return out
 
 
