@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Sequence
 
@@ -19,25 +20,20 @@ def _output_path(output: str, fmt: str | None) -> str:
     return output
 
 
-def _chunks(problems: Sequence[Problem], output: str, chunk_size: int | None) -> list[tuple[list[Problem], str]]:
-    """Splits the work into chunk files ``<stem>_chunkNNNN<suffix>`` of at most chunk_size problems."""
-    if not chunk_size:
-        return [(list(problems), output)]
-    path = Path(output)
-    suffix = "".join(s for s in path.suffixes[-2:] if s in (".json", ".msgpack", ".gz"))
-    stem = path.name[: -len(suffix)] if suffix else path.name
-    return [
-        (list(problems[i : i + chunk_size]), str(path.with_name(f"{stem}_chunk{i // chunk_size:04d}{suffix}")))
-        for i in range(0, len(problems), chunk_size)
-    ]
-
-
 def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict) -> int:
-    from .inductor_sweep import SweepSummary, sweep_inductor
+    from .inductor_sweep import SweepSummary, chunked, sweep_inductor
 
     output = _output_path(args.output, args.format)
+    if args.search_mode == "fast":
+        from .fast_sweep import FastSweep
+
+        sweep = FastSweep(exhaustive_sample=args.exhaustive_sample, seed=getattr(args, "seed", 0), reps=args.reps,
+                          workers=args.workers, device=args.device)
+        total = sweep.run(problems, output, chunk_size=args.chunk_size or 25, settings_record=record)
+        print(f"summary: {len(problems)} shapes: {total.line()} -> {output}")
+        return 0
     total = SweepSummary()
-    for chunk, path in _chunks(problems, output, args.chunk_size):
+    for chunk, path in chunked(problems, output, args.chunk_size):
         s = sweep_inductor(chunk, path, device=args.device, search_space=args.search_space,
                            backends=args.backends, settings_record=record)
         for field in ("problems_measured", "problems_resumed", "problems_skipped", "timed_configs",
@@ -104,12 +100,19 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=["json", "msgpack"], help="file format (default: from the suffix)")
     p.add_argument("--search-space", choices=["DEFAULT", "EXHAUSTIVE"], default="DEFAULT",
                    help="Inductor's Triton config space to benchmark (default DEFAULT)")
-    p.add_argument("--search-mode", choices=["max-autotune"], default="max-autotune",
-                   help="how choices are measured: max-autotune = Inductor's own benchmarking")
+    p.add_argument("--search-mode", choices=["max-autotune", "fast"], default="max-autotune",
+                   help="max-autotune: each shape compiled by Inductor, which benchmarks its choices; fast: "
+                        "Inductor's kernels compiled once per config and timed on every shape (GPU only), "
+                        "ATen + DEFAULT + a sample of EXHAUSTIVE")
+    p.add_argument("--exhaustive-sample", type=int, default=350,
+                   help="fast mode: EXHAUSTIVE configs per shape besides ATen and DEFAULT (-1: all; default 350)")
+    p.add_argument("--reps", type=int, default=10, help="fast mode: timed repetitions per choice (default 10)")
+    p.add_argument("--workers", type=int, default=max(1, min(16, (os.cpu_count() or 2) - 1)),
+                   help="fast mode: parallel compile processes")
     p.add_argument("--backends", default="ATEN,TRITON", help="max_autotune_gemm_backends (default ATEN,TRITON)")
     p.add_argument("--device", default="cuda", help="device to measure on (default cuda)")
     p.add_argument("--chunk-size", type=int, default=None,
-                   help="write every N shapes to their own file <stem>_chunkNNNN<suffix>")
+                   help="write every N shapes to their own file <stem>_chunkNNNN<suffix> (fast mode: 25)")
 
 
 def _random_shape_options(p: argparse.ArgumentParser) -> None:

@@ -12,7 +12,8 @@ import logging
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
 
 from ..types import Problem
 from .recorder import Collector
@@ -91,6 +92,20 @@ class SweepSummary:
             f"{self.problems_skipped} skipped; {self.timed_configs} timed configs "
             f"({self.failed_configs} failed) in {self.seconds:.1f} s"
         )
+
+
+def chunked(problems: Sequence[Problem], output: str | os.PathLike, chunk_size: int | None) -> list[tuple[list[Problem], str]]:
+    """Splits the work into files ``<stem>_chunkNNNN<suffix>`` of at most ``chunk_size`` problems
+    (one file, ``output`` itself, without a chunk size)."""
+    if not chunk_size:
+        return [(list(problems), str(output))]
+    path = Path(output)
+    suffix = "".join(s for s in path.suffixes[-2:] if s in (".json", ".msgpack", ".gz"))
+    stem = path.name[: -len(suffix)] if suffix else path.name
+    return [
+        (list(problems[i : i + chunk_size]), str(path.with_name(f"{stem}_chunk{i // chunk_size:04d}{suffix}")))
+        for i in range(0, len(problems), chunk_size)
+    ]
 
 
 def problem_key(problem: Problem) -> str:

@@ -283,6 +283,12 @@ class Collector:
                 self.stats["failed_choices"] += 1
             else:
                 timed.append(TimedConfig(config, float(time_ms) * 1000.0))
+        # Choices that failed to precompile are dropped from `timings` but listed in `choices`.
+        timed_ids = {id(c) for c in timings}
+        for choice in caller_list:
+            if id(choice) not in timed_ids:
+                timed.append(TimedConfig.failure(config_from_choice(choice)))
+                self.stats["failed_choices"] += 1
         self.dataset.add(self._hardware_of(list(input_nodes)[-1]), problem, timed)
         self.stats["gemms"] += 1
         self.stats["choices"] += len(timed)

@@ -1,0 +1,181 @@
+"""Fast collection path vs Inductor's own autotuning, in one run on one GPU.
+
+1. Inductor reference: each shape compiled by stock torch.compile max-autotune with the
+   EXHAUSTIVE search space, restricted by a choice handler to ATen + the DEFAULT configs + a
+   seeded sample of EXHAUSTIVE configs (the full space takes >5 min per shape); every timing is
+   recorded by torch_diode.collect. Rate = timings / wall minute (precompile + benchmark).
+2. Fast path on exactly the configs Inductor measured for those shapes: per-shape Spearman rank
+   correlation and relative differences of the times.
+3. Fast path throughput on a batch of random problems (ATen + DEFAULT + --exhaustive-sample
+   EXHAUSTIVE configs each), compile included: timings / wall minute.
+
+    python benchmarks/collector_fidelity.py --out $OUT/collector_h100.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from torch_diode.collection import collect
+from torch_diode.collection.fast_sweep import FastSweep, aten_launcher, choices_for, layout_tensors, precompile, time_launchers, variant_key, hardware_l2_bytes
+from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings
+from torch_diode.collection.shapes import ShapeSpec, random_problems
+from torch_diode.types import Problem, load_dataset
+
+FIDELITY_SHAPES = [
+    Problem("mm", 1, 1024, 4096, 2048, "float16", "float16", "float16"),
+    Problem("mm", 1, 16, 4096, 4096, "bfloat16", "bfloat16", "bfloat16"),
+    Problem("mm", 1, 1000, 700, 1024, "float16", "float16", "float16", transpose_b=True),
+    Problem("mm", 1, 333, 4096, 1000, "bfloat16", "bfloat16", "bfloat16", transpose_a=True),
+    Problem("addmm", 1, 2048, 1024, 1024, "float16", "float16", "float16"),
+    Problem("bmm", 16, 512, 512, 64, "float16", "float16", "float16"),
+    Problem("mm", 1, 512, 512, 512, "float32", "float32", "float32"),
+]
+
+
+def config_tuple(c) -> tuple:
+    return (c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps, c.group_m)
+
+
+def restricted_handler(allowed: set[tuple]):
+    """An InductorChoices keeping ATen and the Triton configs in ``allowed`` only."""
+    from torch._inductor.choices import InductorChoices
+
+    class Restricted(InductorChoices):
+        def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides=None):
+            out = super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+            keep = []
+            for ktc in out:
+                if not ktc.template.uid.startswith("triton::"):
+                    keep.append(ktc)
+                    continue
+                kw = ktc.params.to_kwargs()
+                key = (kw.get("BLOCK_M"), kw.get("BLOCK_N"), kw.get("BLOCK_K"), kw.get("num_stages"), kw.get("num_warps"), kw.get("GROUP_M"))
+                if key in allowed:
+                    keep.append(ktc)
+            return keep or out
+
+    return Restricted()
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def inductor_reference(shapes, sample: int, seed: int, path: Path) -> tuple[float, int]:
+    from torch._inductor.virtualized import V
+
+    start, count = time.perf_counter(), 0
+    for problem in shapes:
+        allowed = {config_tuple(c) for c in choices_for(problem, sample, seed) if c.is_tiled}
+        with V.set_choices_handler(restricted_handler(allowed)), collect(path) as col:
+            before = col.stats["choices"]
+            compile_and_run(problem, "cuda", inductor_settings("EXHAUSTIVE", "ATEN,TRITON"))
+            count += col.stats["choices"] - before
+    return time.perf_counter() - start, count
+
+
+def fast_on(problem: Problem, configs, reps: int, flush) -> list:
+    from torch_diode.collection.triton_mm import make_launcher
+
+    a, b, out, bias = layout_tensors(problem, "cuda")
+    launchers = [aten_launcher(problem, c, a, b, out, bias) if not c.is_tiled else make_launcher(a, b, out, bias, c) for c in configs]
+    return time_launchers(launchers, reps, flush)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True, help="JSON report")
+    parser.add_argument("--inductor-sample", type=int, default=40, help="EXHAUSTIVE configs per shape for Inductor")
+    parser.add_argument("--rate-problems", type=int, default=32)
+    parser.add_argument("--exhaustive-sample", type=int, default=350)
+    parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp())
+
+    # 1. Inductor
+    ind_seconds, ind_count = inductor_reference(FIDELITY_SHAPES, args.inductor_sample, args.seed, tmp / "inductor.json")
+    reference = load_dataset(tmp / "inductor.json")
+
+    # 2. fast path on the same configs
+    rows = []
+    flush = torch.empty(hardware_l2_bytes() // 4, dtype=torch.int32, device="cuda")
+    recorded = list(reference.problems())
+    pairs = [(p, t.config) for _, p, ts in recorded for t in ts if t.config.is_tiled]
+    compiled = precompile(pairs, FastSweep().workers, progress=False)
+    for _, problem, timings in recorded:
+        configs = [t.config for t in timings]
+        fast_ms = fast_on(problem, configs, args.reps, flush)
+        both = [(t.time_us, f * 1000) for t, f in zip(timings, fast_ms) if not t.failed and f is not None
+                and (not t.config.is_tiled or compiled.get(variant_key(problem, t.config)) is None)]
+        tri = [(t.time_us, f * 1000) for t, f in zip(timings, fast_ms) if t.config.is_tiled and not t.failed and f is not None]
+        aten = [(t.config.template_id, t.time_us, f * 1000) for t, f in zip(timings, fast_ms) if not t.config.is_tiled and not t.failed and f is not None]
+        ind, fast = np.array([b[0] for b in both]), np.array([b[1] for b in both])
+        rel = np.abs(fast - ind) / ind
+        tind, tfast = np.array([b[0] for b in tri]), np.array([b[1] for b in tri])
+        rows.append({
+            "problem": problem.short(), "choices_compared": len(both),
+            "spearman": spearman(ind, fast), "spearman_triton_only": spearman(tind, tfast),
+            "median_abs_rel_diff": float(np.median(rel)), "rel_diffs": rel.tolist(),
+            "aten": [{"template_id": a, "inductor_us": i, "fast_us": f} for a, i, f in aten],
+            "inductor_best_us": float(ind.min()), "fast_best_us": float(fast.min()),
+            "same_best_choice": int(np.argmin(ind)) == int(np.argmin(fast)),
+            "fast_choice_of_inductor_best_slowdown": float(ind[np.argmin(fast)] / ind.min()),
+        })
+
+    # 3. fast path rate
+    problems = random_problems(ShapeSpec(num_shapes=args.rate_problems, log_normal=True, ops=("mm", "addmm", "bmm"),
+                                         dtypes=("float16", "bfloat16", "float32"), max_batch=16, min_size=16, max_size=8192), seed=123)
+    sweep = FastSweep(exhaustive_sample=args.exhaustive_sample, reps=args.reps, progress=False)
+    t0 = time.perf_counter()
+    summary = sweep.run(problems, tmp / "fast.msgpack")
+    fast_seconds = time.perf_counter() - t0
+
+    all_rel = np.concatenate([np.array(r["rel_diffs"]) for r in rows])
+    report = {
+        "command": " ".join(sys.argv),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": __import__("triton").__version__,
+        "timings_per_gpu_minute": summary.timed_configs / (fast_seconds / 60),
+        "inductor_exhaustive_timings_per_gpu_minute": ind_count / (ind_seconds / 60),
+        "spearman_median": float(np.median([r["spearman"] for r in rows])),
+        "spearman_triton_only_median": float(np.median([r["spearman_triton_only"] for r in rows])),
+        "median_abs_rel_diff": float(np.median(all_rel)),
+        "p90_abs_rel_diff": float(np.quantile(all_rel, 0.9)),
+        "fast": {"problems": summary.problems_measured, "timed_configs": summary.timed_configs,
+                 "failed_configs": summary.failed_configs, "seconds": fast_seconds, "reps": args.reps,
+                 "exhaustive_sample": args.exhaustive_sample},
+        "inductor": {"shapes": len(FIDELITY_SHAPES), "timings": ind_count, "seconds": ind_seconds,
+                     "exhaustive_sample_per_shape": args.inductor_sample},
+        "per_shape": rows,
+    }
+    report["speedup"] = report["timings_per_gpu_minute"] / report["inductor_exhaustive_timings_per_gpu_minute"]
+    Path(args.out).write_text(json.dumps(report, indent=1))
+    print(f"\n{'problem':34s} {'n':>4s} {'spearman':>8s} {'tri-only':>8s} {'med|rel|':>8s} {'ind best':>9s} {'fast best':>9s} {'pick slowdown':>13s}  aten (ind/fast us)")
+    for r in rows:
+        aten = ", ".join(f"{a['template_id'][6:]} {a['inductor_us']:.1f}/{a['fast_us']:.1f}" for a in r["aten"])
+        print(f"{r['problem']:34s} {r['choices_compared']:4d} {r['spearman']:8.3f} {r['spearman_triton_only']:8.3f} {r['median_abs_rel_diff']:8.3f} "
+              f"{r['inductor_best_us']:9.1f} {r['fast_best_us']:9.1f} {r['fast_choice_of_inductor_best_slowdown']:13.3f}  {aten}")
+    print(f"\nfast: {report['timings_per_gpu_minute']:.0f} timings/min ({summary.line()}); "
+          f"inductor EXHAUSTIVE: {report['inductor_exhaustive_timings_per_gpu_minute']:.0f} timings/min; "
+          f"speedup {report['speedup']:.1f}x")
+    print(f"spearman_median {report['spearman_median']:.3f}  median_abs_rel_diff {report['median_abs_rel_diff']:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

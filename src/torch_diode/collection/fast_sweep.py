@@ -1,0 +1,288 @@
+"""The fast collection path: Inductor's kernels, compiled once per config, timed on many shapes.
+
+For each problem the choices are those ``torch.compile`` would offer: ATen (cuBLAS), Inductor's
+DEFAULT Triton configs and a sample of its EXHAUSTIVE configs, all scaled to the shape exactly as
+Inductor scales them (:mod:`.config_space`). The Triton configs run as :mod:`.triton_mm`'s copies
+of Inductor's mm/bmm templates. Speed comes from three things:
+
+1. every distinct kernel variant is compiled once, in parallel worker processes, and shared by
+   all problems through Triton's on-disk cache;
+2. timing follows Inductor's own method (flush the L2 cache, CUDA events around one launch,
+   minimum over repetitions) with fewer repetitions, all queued before a single synchronisation;
+3. the EXHAUSTIVE sample is chosen by a seeded hash of each raw config, so different shapes
+   pick the same configs and reuse the same compiled kernels.
+
+Results go to chunk files (``<stem>_chunkNNNN<suffix>``) written atomically after every problem;
+a rerun skips problems already done, so a killed run loses at most the problem in flight.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from ..types import KernelConfig, Problem, TimedConfig
+from .config_space import aten_configs, scaled_configs, triton_configs
+from .inductor_sweep import SweepSummary, _done_keys, _mark, chunked, problem_key
+from .recorder import Collector
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_EXHAUSTIVE_SAMPLE = 350
+DEFAULT_REPS = 10
+
+
+def _config_rank(config: KernelConfig, seed: int) -> int:
+    key = f"{seed}:{config.block_m}:{config.block_n}:{config.block_k}:{config.num_stages}:{config.num_warps}:{config.group_m}"
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little")
+
+
+def choices_for(problem: Problem, exhaustive_sample: int, seed: int) -> list[KernelConfig]:
+    """ATen + the DEFAULT list + up to ``exhaustive_sample`` EXHAUSTIVE configs (no duplicates)."""
+    default = triton_configs(problem, "DEFAULT")
+    seen = set(default)
+    exhaustive = [c for c in triton_configs(problem, "EXHAUSTIVE") if c not in seen]
+    if exhaustive_sample >= 0 and len(exhaustive) > exhaustive_sample:
+        exhaustive = sorted(exhaustive, key=lambda c: _config_rank(c, seed))[:exhaustive_sample]
+    return aten_configs(problem) + default + exhaustive
+
+
+# ----- tensors ----------------------------------------------------------------------------------
+def layout_tensors(problem: Problem, device: str, fill: bool = True) -> tuple[Any, Any, Any, Any]:
+    """(a, b, out, bias-expanded-to-out or None) laid out as the problem says."""
+    import torch
+
+    dtype = {n: getattr(torch, getattr(problem, n)) for n in ("dtype_a", "dtype_b", "dtype_out")}
+
+    def make(shape: tuple[int, ...], dt: Any) -> Any:
+        if fill and device != "meta":
+            return torch.randn(shape, device=device, dtype=torch.float32).to(dt)
+        return torch.empty(shape, device=device, dtype=dt)
+
+    batch = (problem.B,) if problem.op in ("bmm", "baddbmm") else ()
+    a = make(batch + ((problem.K, problem.M) if problem.transpose_a else (problem.M, problem.K)), dtype["dtype_a"])
+    b = make(batch + ((problem.N, problem.K) if problem.transpose_b else (problem.K, problem.N)), dtype["dtype_b"])
+    a = a.transpose(-1, -2) if problem.transpose_a else a
+    b = b.transpose(-1, -2) if problem.transpose_b else b
+    out = torch.empty(batch + (problem.M, problem.N), device=device, dtype=dtype["dtype_out"])
+    bias = None
+    if problem.has_bias:
+        shape = tuple(problem.bias_shape) if problem.bias_shape else (problem.N,)
+        bias = make(shape, dtype["dtype_out"]).expand(out.shape)
+    return a, b, out, bias
+
+
+def aten_launcher(problem: Problem, config: KernelConfig, a: Any, b: Any, out: Any, bias: Any) -> Callable[[], Any]:
+    """How Inductor calls each ATen choice (``out=`` variants, bias expanded or 1-D)."""
+    import torch
+
+    tid = config.template_id
+    if tid in ("aten::mm", "aten::bmm"):
+        fn = torch.mm if tid == "aten::mm" else torch.bmm
+        return lambda: fn(a, b, out=out)
+    if tid == "aten::bias_addmm":
+        bias_1d = bias[0] if bias.stride(0) == 0 else bias
+        return lambda: torch.addmm(bias_1d, a, b, out=out)
+    if tid == "aten::addmm":
+        return lambda: torch.addmm(bias, a, b, out=out)
+    if tid == "aten::baddbmm":
+        return lambda: torch.baddbmm(bias, a, b, out=out)
+    raise ValueError(f"no ATen launcher for {tid}")
+
+
+# ----- precompilation ---------------------------------------------------------------------------
+def _stride_class(v: int) -> str:
+    return "1" if v == 1 else ("16" if v % 16 == 0 else "x")
+
+
+def variant_key(problem: Problem, config: KernelConfig) -> tuple:
+    """What makes Triton compile a new binary: the kernel, dtypes, constexprs and the stride
+    classes it specialises on (1, multiple of 16, other)."""
+    from .triton_mm import launch_args
+
+    a, b, out, bias = layout_tensors(problem, "meta", fill=False)
+    kernel, _, spec = launch_args(a, b, out, bias, config)
+    ints = tuple(_stride_class(int(v)) for v in spec["args"] if isinstance(v, int))
+    dtypes = (problem.dtype_a, problem.dtype_b, problem.dtype_out)
+    batched = problem.op in ("bmm", "baddbmm")
+    # M, N, K (and the batch) are not specialised (do_not_specialize): only strides count
+    return (batched, dtypes, tuple(sorted(spec["meta"].items())), ints[4 if batched else 3 :])
+
+
+class _ArgTensor:
+    """A tensor stand-in for ``kernel.warmup``: the layout of a meta tensor, a real pointer."""
+
+    def __init__(self, meta: Any, base: Any):
+        self._meta, self._base = meta, base
+        self.shape, self.dtype = meta.shape, meta.dtype
+
+    def stride(self, dim: int | None = None) -> Any:
+        return self._meta.stride() if dim is None else self._meta.stride(dim)
+
+    def dim(self) -> int:
+        return self._meta.dim()
+
+    def data_ptr(self) -> int:
+        return self._base.data_ptr()
+
+
+def _compile_task(problem_dict: dict, config_dict: dict) -> str | None:
+    """Worker: compile one kernel variant into Triton's cache. Returns an error text or None."""
+    import torch
+
+    from .triton_mm import warmup
+
+    try:
+        problem = Problem(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in problem_dict.items()})
+        config = KernelConfig.from_dict(config_dict)
+        base = torch.empty(64, device="cuda", dtype=torch.float32)
+        wrapped = [None if t is None else _ArgTensor(t, base) for t in layout_tensors(problem, "meta", fill=False)]
+        try:
+            warmup(*wrapped, config)
+        except (AttributeError, TypeError):  # this triton wants real tensors
+            warmup(*layout_tensors(problem, "cuda", fill=False), config)
+        return None
+    except Exception as e:  # reported and recorded as a failure of that config
+        return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
+
+
+def precompile(pairs: Sequence[tuple[Problem, KernelConfig]], workers: int, progress: bool = True) -> dict[tuple, str | None]:
+    """Compiles every distinct variant of ``pairs`` in ``workers`` processes; variant -> error."""
+    import multiprocessing
+
+    from tqdm import tqdm
+
+    todo: dict[tuple, tuple[Problem, KernelConfig]] = {}
+    for problem, config in pairs:
+        todo.setdefault(variant_key(problem, config), (problem, config))
+    results: dict[tuple, str | None] = {}
+    if not todo:
+        return results
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = {pool.submit(_compile_task, p.to_dict(), c.to_dict()): key for key, (p, c) in todo.items()}
+        for fut in tqdm(as_completed(futures), total=len(futures), desc="compile", unit="kernel", disable=not progress):
+            try:
+                results[futures[fut]] = fut.result()
+            except Exception as e:  # a worker died
+                results[futures[fut]] = f"{type(e).__name__}: {e}"[:300]
+    return results
+
+
+# ----- timing -----------------------------------------------------------------------------------
+def time_launchers(launchers: Sequence[Callable[[], Any] | None], reps: int, flush: Any) -> list[float | None]:
+    """Milliseconds per launcher (min over ``reps``), Inductor's method: L2 flush, then events
+    around one launch. ``None`` (or an exception while launching) gives ``None``."""
+    import torch
+
+    pending: list[list[tuple[Any, Any]] | None] = []
+    for fn in launchers:
+        if fn is None:
+            pending.append(None)
+            continue
+        try:
+            fn()  # first launch: loads the binary, catches launch-time errors
+            pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+            for start, end in pairs:
+                flush.zero_()
+                start.record()
+                fn()
+                end.record()
+            pending.append(pairs)
+        except Exception as e:
+            logger.debug("launch failed: %s", e)
+            pending.append(None)
+    torch.cuda.synchronize()
+    return [None if p is None else min(s.elapsed_time(e) for s, e in p) for p in pending]
+
+
+@dataclass
+class FastSweep:
+    """Settings of a fast sweep; :meth:`run` measures problems into a dataset file."""
+
+    exhaustive_sample: int = DEFAULT_EXHAUSTIVE_SAMPLE
+    seed: int = 0
+    reps: int = DEFAULT_REPS
+    workers: int = field(default_factory=lambda: max(1, min(16, (os.cpu_count() or 2) - 1)))
+    device: str = "cuda"
+    progress: bool = True
+
+    def settings(self) -> dict[str, Any]:
+        return {"mode": "fast", "exhaustive_sample": self.exhaustive_sample, "seed": self.seed, "reps": self.reps,
+                "timing": "min over reps of CUDA events around one launch after an L2 flush (Inductor's method)"}
+
+    def run(
+        self,
+        problems: Sequence[Problem],
+        output: str | os.PathLike,
+        chunk_size: int | None = None,
+        settings_record: dict | None = None,
+    ) -> SweepSummary:
+        """Measures ``problems`` into ``output`` (or its chunk files, ``chunk_size`` problems each)."""
+        import torch
+        from tqdm import tqdm
+
+        from ..hardware import detect_hardware
+        from .triton_mm import make_launcher
+
+        start = time.perf_counter()
+        summary = SweepSummary()
+        hardware = detect_hardware(self.device)
+        record = {**self.settings(), **(settings_record or {})}
+        # Collectors serve as resumable dataset files here: no feedback saver is installed.
+        files = [(Collector(path, settings=record, disable_caches=False), chunk) for chunk, path in chunked(problems, output, chunk_size)]
+        todo = [(col, p) for col, chunk in files for p in chunk if problem_key(p) not in _done_keys(col)]
+        summary.problems_resumed = len(problems) - len(todo)
+        plan = {problem_key(p): choices_for(p, self.exhaustive_sample, self.seed) for _, p in todo}
+        pairs = [(p, c) for _, p in todo for c in plan[problem_key(p)] if c.is_tiled]
+        compiled = precompile(pairs, self.workers, self.progress)
+        flush = torch.empty(hardware_l2_bytes() // 4, dtype=torch.int32, device=self.device)
+        for col, problem in tqdm(todo, desc="time", unit="shape", disable=not self.progress):
+            configs = plan[problem_key(problem)]
+            try:
+                a, b, out, bias = layout_tensors(problem, self.device)
+                launchers: list[Callable[[], Any] | None] = []
+                for config in configs:
+                    if not config.is_tiled:
+                        launchers.append(aten_launcher(problem, config, a, b, out, bias))
+                    elif compiled.get(variant_key(problem, config)) is not None:
+                        launchers.append(None)  # did not compile
+                    else:
+                        launchers.append(make_launcher(a, b, out, bias, config))
+                times_ms = time_launchers(launchers, self.reps, flush)
+            except torch.cuda.OutOfMemoryError as e:
+                _mark(col, problem, f"OutOfMemoryError: {str(e).splitlines()[0]}"[:300])
+                summary.problems_skipped += 1
+                torch.cuda.empty_cache()
+                continue
+            finally:
+                a = b = out = bias = None  # noqa: F841  free before the next problem
+            timed = [
+                TimedConfig(c, t * 1000.0) if t is not None and t > 0 and math.isfinite(t) else TimedConfig.failure(c)
+                for c, t in zip(configs, times_ms)
+            ]
+            col.dataset.add(hardware, problem, timed)
+            summary.problems_measured += 1
+            summary.timed_configs += len(timed)
+            summary.failed_configs += sum(t.failed for t in timed)
+            _mark(col, problem, None)
+        for col, _ in files:
+            col.flush()
+        summary.seconds = time.perf_counter() - start
+        return summary
+
+
+def hardware_l2_bytes() -> int:
+    import torch
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
+
+
+__all__ = ["FastSweep", "choices_for", "layout_tensors", "precompile", "time_launchers", "scaled_configs"]

@@ -1,0 +1,183 @@
+"""Inductor's Triton mm/bmm templates as standalone Triton kernels, for the fast collector.
+
+The two kernels follow ``torch/_inductor/kernel/templates/triton_mm.py.jinja`` and
+``triton_bmm.py.jinja`` line by line (grouped tile order, wrap-around row/column offsets with
+contiguity hints, K masks only when not EVEN_K, fp32 accumulation, the addmm epilogue
+``acc + bias``), with one difference: sizes and strides are runtime arguments instead of
+constants baked into the source, so one compilation per config serves every shape. Triton still
+specialises strides of 1 and multiples of 16, as it does for Inductor's alignment-known
+kernels. The fidelity benchmark (benchmarks/collector_fidelity.py) compares their timings with
+Inductor's own benchmark of its generated kernels.
+
+Importing this module needs triton (GPU machines).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import triton
+import triton.language as tl
+
+from ..types import KernelConfig
+
+
+@triton.jit(do_not_specialize=["M", "N", "K"])
+def _mm_kernel(
+    A, B, C, Bias, M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_biasm, stride_biasn,
+    A_CONTIG: tl.constexpr, B_CONTIG: tl.constexpr, HAS_BIAS: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EVEN_K: tl.constexpr, ALLOW_TF32: tl.constexpr, USE_FAST_ACCUM: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    grid_m = (M + BLOCK_M - 1) // BLOCK_M
+    grid_n = (N + BLOCK_N - 1) // BLOCK_N
+    width = GROUP_M * grid_n
+    group_id = pid // width
+    group_size = min(grid_m - group_id * GROUP_M, GROUP_M)
+    pid_m = group_id * GROUP_M + (pid % group_size)
+    pid_n = (pid % width) // (group_size)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    if A_CONTIG:
+        offs_a_m = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
+    else:
+        offs_a_m = rm % M
+    if B_CONTIG:
+        offs_b_n = tl.max_contiguous(tl.multiple_of(rn % N, BLOCK_N), BLOCK_N)
+    else:
+        offs_b_n = rn % N
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k_idx in range(0, tl.cdiv(K, BLOCK_K)):
+        a_k = offs_k[None, :] + (k_idx * BLOCK_K)
+        b_k = offs_k[:, None] + (k_idx * BLOCK_K)
+        a_ptrs = A + (offs_a_m[:, None] * stride_am + a_k * stride_ak)
+        b_ptrs = B + (b_k * stride_bk + offs_b_n[None, :] * stride_bn)
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        else:
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < (K - k_idx * BLOCK_K), other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < (K - k_idx * BLOCK_K), other=0.0)
+        if USE_FAST_ACCUM:
+            acc = tl.dot(a, b, acc, allow_tf32=ALLOW_TF32, out_dtype=tl.float32)
+        else:
+            acc += tl.dot(a, b, allow_tf32=ALLOW_TF32, out_dtype=tl.float32)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    idx_m = rm[:, None]
+    idx_n = rn[None, :]
+    mask = (idx_m < M) & (idx_n < N)
+    if HAS_BIAS:
+        bias = tl.load(Bias + (idx_m * stride_biasm + idx_n * stride_biasn), mask, eviction_policy="evict_last")
+        acc = acc + bias.to(tl.float32)
+    tl.store(C + (idx_m * stride_cm + idx_n * stride_cn), acc.to(C.dtype.element_ty), mask)
+
+
+@triton.jit(do_not_specialize=["M", "N", "K", "BATCH"])
+def _bmm_kernel(
+    A, B, C, Bias, M, N, K, BATCH,
+    stride_aq, stride_am, stride_ak, stride_bq, stride_bk, stride_bn, stride_cq, stride_cm, stride_cn,
+    stride_biasq, stride_biasm, stride_biasn,
+    A_CONTIG: tl.constexpr, B_CONTIG: tl.constexpr, HAS_BIAS: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EVEN_K: tl.constexpr, ALLOW_TF32: tl.constexpr, USE_FAST_ACCUM: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    grid_m = (M + BLOCK_M - 1) // BLOCK_M
+    grid_n = (N + BLOCK_N - 1) // BLOCK_N
+    width = GROUP_M * grid_n
+    group_id = pid // width
+    group_size = min(grid_m - group_id * GROUP_M, GROUP_M)
+    pid_m = group_id * GROUP_M + (pid % group_size)
+    pid_n = (pid % width) // (group_size)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    if A_CONTIG:
+        ram = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
+    else:
+        ram = rm % M
+    if B_CONTIG:
+        rbn = tl.max_contiguous(tl.multiple_of(rn % N, BLOCK_N), BLOCK_N)
+    else:
+        rbn = rn % N
+    rk = tl.arange(0, BLOCK_K)
+    idx_q = tl.program_id(1) + tl.program_id(2) * tl.num_programs(1)
+    idx_q_clamped = tl.minimum(idx_q, BATCH - 1)
+    A = A + (ram[:, None] * stride_am + rk[None, :] * stride_ak + idx_q_clamped * stride_aq)
+    B = B + (rk[:, None] * stride_bk + rbn[None, :] * stride_bn + idx_q_clamped * stride_bq)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(K, 0, -BLOCK_K):
+        if EVEN_K:
+            a = tl.load(A)
+            b = tl.load(B)
+        else:
+            a = tl.load(A, mask=rk[None, :] < k, other=0.0)
+            b = tl.load(B, mask=rk[:, None] < k, other=0.0)
+        acc += tl.dot(a, b, allow_tf32=ALLOW_TF32)
+        A += BLOCK_K * stride_ak
+        B += BLOCK_K * stride_bk
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    idx_q = tl.program_id(1) + tl.program_id(2) * tl.num_programs(1)
+    idx_m = rm[:, None]
+    idx_n = rn[None, :]
+    mask = (idx_m < M) & (idx_n < N) & (idx_q < BATCH)
+    if HAS_BIAS:
+        bias = tl.load(Bias + (idx_q * stride_biasq + idx_m * stride_biasm + idx_n * stride_biasn), mask,
+                       eviction_policy="evict_last")
+        acc = acc + bias.to(tl.float32)
+    tl.store(C + (idx_q * stride_cq + idx_m * stride_cm + idx_n * stride_cn), acc.to(C.dtype.element_ty), mask)
+
+
+def _contig(stride_m: int, stride_k: int, m: int, k: int, block_m: int) -> bool:
+    """The template's contiguity condition, evaluated on the host as Inductor does at codegen."""
+    return ((stride_m == 1 and stride_k == m) or (stride_m == k and stride_k == 1)) and (m >= block_m and k > 1)
+
+
+def launch_args(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> tuple[Any, tuple, dict]:
+    """(kernel, grid, positional args + constexpr kwargs) for ``out = a @ b (+ bias)``.
+
+    ``a``: [B,] M x K, ``b``: [B,] K x N, ``bias``: broadcastable to ``out`` (expanded view) or None.
+    """
+    batched = a.dim() == 3
+    m, k = a.shape[-2], a.shape[-1]
+    n = b.shape[-1]
+    bm, bn = config.block_m, config.block_n
+    meta = dict(
+        A_CONTIG=_contig(a.stride(-2), a.stride(-1), m, k, bm),
+        B_CONTIG=_contig(b.stride(-1), b.stride(-2), n, k, bn),
+        HAS_BIAS=bias is not None,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=config.block_k, GROUP_M=config.group_m or 8,
+        EVEN_K=config.even_k, ALLOW_TF32=config.allow_tf32, USE_FAST_ACCUM=config.use_fast_accum,
+        num_stages=config.num_stages, num_warps=config.num_warps,
+    )
+    bias_t = bias if bias is not None else out
+    bias_strides = tuple(bias.stride()) if bias is not None else (0,) * out.dim()
+    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    if batched:
+        batch = a.shape[0]
+        grid = (tiles, min(batch, 65535), triton.cdiv(batch, 65535))
+        args = (a, b, out, bias_t, m, n, k, batch, *a.stride(), *b.stride(), *out.stride(), *bias_strides)
+        return _bmm_kernel, grid, {"args": args, "meta": meta}
+    args = (a, b, out, bias_t, m, n, k, *a.stride(), *b.stride(), *out.stride(), *bias_strides)
+    return _mm_kernel, (tiles, 1, 1), {"args": args, "meta": meta}
+
+
+def make_launcher(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig):
+    """A zero-argument callable launching the config's kernel on these tensors."""
+    kernel, grid, spec = launch_args(a, b, out, bias, config)
+    args, meta = spec["args"], spec["meta"]
+
+    def run() -> None:
+        kernel[grid](*args, **meta)
+
+    return run
+
+
+def warmup(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> None:
+    """Compiles the config's kernel for these argument types without launching it."""
+    kernel, grid, spec = launch_args(a, b, out, bias, config)
+    kernel.warmup(*spec["args"], grid=grid, **spec["meta"])
