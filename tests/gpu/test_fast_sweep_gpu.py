@@ -1,0 +1,67 @@
+"""The fast collection path on a GPU: correct kernels, and a small end-to-end sweep."""
+
+import pytest
+import torch
+
+from torch_diode.collection.config_space import triton_configs
+from torch_diode.collection.fast_sweep import FastSweep, aten_launcher, choices_for, layout_tensors
+from torch_diode.collection.inductor_sweep import op_function
+from torch_diode.types import Problem, load_dataset
+
+pytestmark = pytest.mark.gpu
+
+PROBLEMS = [
+    Problem("mm", 1, 200, 96, 72, "float16", "float16", "float16"),
+    Problem("mm", 1, 333, 130, 100, "bfloat16", "bfloat16", "bfloat16", transpose_a=True),
+    Problem("addmm", 1, 64, 1000, 520, "float16", "float16", "float16", transpose_b=True),
+    Problem("bmm", 3, 100, 64, 48, "bfloat16", "bfloat16", "bfloat16"),
+    Problem("baddbmm", 2, 64, 80, 40, "float16", "float16", "float16", bias_shape=(1, 1, 80)),
+    Problem("mm", 1, 128, 256, 96, "float32", "float32", "float32"),
+]
+
+
+def reference(problem, a, b, bias):
+    fn = op_function(problem.op)
+    return fn(bias, a, b) if bias is not None else fn(a, b)
+
+
+@pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: p.short())
+def test_template_kernels_match_eager(problem):
+    from torch_diode.collection.triton_mm import make_launcher
+
+    a, b, out, bias = layout_tensors(problem, "cuda")
+    expected = reference(problem, a, b, bias).float()
+    configs = triton_configs(problem, "DEFAULT")
+    assert any(not c.even_k for c in configs) or problem.K % 16 == 0
+    tol = 5e-2 if problem.dtype_a != "float32" else 1e-3
+    for config in configs[:: max(1, len(configs) // 8)]:
+        out.zero_()
+        try:
+            make_launcher(a, b, out, bias, config)()
+        except Exception as e:  # out of shared memory is a legitimate failure, wrong results are not
+            assert "resource" in str(e).lower(), e
+            continue
+        torch.testing.assert_close(out.float(), expected, atol=tol * max(1.0, expected.abs().max().item() / 10), rtol=tol)
+    for config in choices_for(problem, 0, 0):
+        if not config.is_tiled:
+            out.zero_()
+            aten_launcher(problem, config, a, b, out, bias)()
+            torch.testing.assert_close(out.float(), expected, atol=tol * 10, rtol=tol)
+
+
+def test_fast_sweep_end_to_end(tmp_path):
+    out = tmp_path / "fast.msgpack"
+    summary = FastSweep(exhaustive_sample=30, reps=3, workers=4, progress=False).run(PROBLEMS[:3], out, chunk_size=2)
+    assert summary.problems_measured == 3
+    files = sorted(tmp_path.glob("fast_chunk*.msgpack"))
+    assert len(files) == 2
+    for f in files:
+        ds = load_dataset(f)
+        for _, problem, timings in ds.problems():
+            ids = {t.config.template_id for t in timings}
+            assert any(i.startswith("aten::") for i in ids) and any(i.startswith("triton::") for i in ids)
+            ok = [t for t in timings if not t.failed]
+            assert len(ok) >= 0.8 * len(timings)
+            assert all(0.5 < t.time_us < 1e5 for t in ok)
+    again = FastSweep(exhaustive_sample=30, reps=3, workers=4, progress=False).run(PROBLEMS[:3], out, chunk_size=2)
+    assert again.problems_resumed == 3 and again.problems_measured == 0
