@@ -83,6 +83,7 @@ def inductor_reference(shapes, sample: int, seed: int, path: Path) -> tuple[floa
             before = col.stats["choices"]
             compile_and_run(problem, "cuda", inductor_settings("EXHAUSTIVE", "ATEN,TRITON"))
             count += col.stats["choices"] - before
+        stage(f"inductor {problem.short()}: {col.stats['choices'] - before} timings, {time.perf_counter() - start:.1f} s so far")
     return time.perf_counter() - start, count
 
 
@@ -97,8 +98,9 @@ def fast_on(problem: Problem, configs, reps: int, flush) -> list:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="JSON report")
-    parser.add_argument("--inductor-sample", type=int, default=40, help="EXHAUSTIVE configs per shape for Inductor")
-    parser.add_argument("--rate-problems", type=int, default=32)
+    parser.add_argument("--inductor-sample", type=int, default=24, help="EXHAUSTIVE configs per shape for Inductor")
+    parser.add_argument("--inductor-shapes", type=int, default=4, help="how many of the fidelity shapes to run")
+    parser.add_argument("--rate-problems", type=int, default=12)
     parser.add_argument("--exhaustive-sample", type=int, default=350)
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
@@ -106,15 +108,19 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp())
 
     # 1. Inductor
-    ind_seconds, ind_count = inductor_reference(FIDELITY_SHAPES, args.inductor_sample, args.seed, tmp / "inductor.json")
+    shapes = FIDELITY_SHAPES[: args.inductor_shapes]
+    ind_seconds, ind_count = inductor_reference(shapes, args.inductor_sample, args.seed, tmp / "inductor.json")
     reference = load_dataset(tmp / "inductor.json")
+    stage(f"inductor: {ind_count} timings in {ind_seconds:.1f} s")
 
     # 2. fast path on the same configs
     rows = []
     flush = torch.empty(hardware_l2_bytes() // 4, dtype=torch.int32, device="cuda")
     recorded = list(reference.problems())
     pairs = [(p, t.config) for _, p, ts in recorded for t in ts if t.config.is_tiled]
+    t0 = time.perf_counter()
     compiled = precompile(pairs, FastSweep().workers, progress=False)
+    stage(f"fast precompile of the same configs: {len(compiled)} kernels in {time.perf_counter() - t0:.1f} s")
     for _, problem, timings in recorded:
         configs = [t.config for t in timings]
         fast_ms = fast_on(problem, configs, args.reps, flush)
@@ -135,15 +141,27 @@ def main() -> int:
             "fast_choice_of_inductor_best_slowdown": float(ind[np.argmin(fast)] / ind.min()),
         })
 
+    stage("fast timing of the same configs done")
+    all_rel = np.concatenate([np.array(r["rel_diffs"]) for r in rows])
+    report = {
+        "spearman_median": float(np.median([r["spearman"] for r in rows])),
+        "median_abs_rel_diff": float(np.median(all_rel)),
+        "inductor_exhaustive_timings_per_gpu_minute": ind_count / (ind_seconds / 60),
+        "per_shape": rows,
+    }
+    Path(args.out).write_text(json.dumps(report, indent=1))
+    print_rows(rows)
+
     # 3. fast path rate
     problems = random_problems(ShapeSpec(num_shapes=args.rate_problems, log_normal=True, ops=("mm", "addmm", "bmm"),
-                                         dtypes=("float16", "bfloat16", "float32"), max_batch=16, min_size=16, max_size=8192), seed=123)
+                                         dtypes=("float16", "bfloat16", "float32"), max_batch=16, min_size=16, max_size=8192,
+                                         alignment=64, aligned_fraction=0.7), seed=123)
     sweep = FastSweep(exhaustive_sample=args.exhaustive_sample, reps=args.reps, progress=False)
     t0 = time.perf_counter()
     summary = sweep.run(problems, tmp / "fast.msgpack")
     fast_seconds = time.perf_counter() - t0
+    stage(f"fast rate: {summary.line()}")
 
-    all_rel = np.concatenate([np.array(r["rel_diffs"]) for r in rows])
     report = {
         "command": " ".join(sys.argv),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -158,23 +176,32 @@ def main() -> int:
         "p90_abs_rel_diff": float(np.quantile(all_rel, 0.9)),
         "fast": {"problems": summary.problems_measured, "timed_configs": summary.timed_configs,
                  "failed_configs": summary.failed_configs, "seconds": fast_seconds, "reps": args.reps,
+                 "kernels_compiled": summary.kernels_compiled, "compile_seconds": summary.compile_seconds,
                  "exhaustive_sample": args.exhaustive_sample},
-        "inductor": {"shapes": len(FIDELITY_SHAPES), "timings": ind_count, "seconds": ind_seconds,
+        "inductor": {"shapes": len(shapes), "timings": ind_count, "seconds": ind_seconds,
                      "exhaustive_sample_per_shape": args.inductor_sample},
         "per_shape": rows,
     }
     report["speedup"] = report["timings_per_gpu_minute"] / report["inductor_exhaustive_timings_per_gpu_minute"]
     Path(args.out).write_text(json.dumps(report, indent=1))
-    print(f"\n{'problem':34s} {'n':>4s} {'spearman':>8s} {'tri-only':>8s} {'med|rel|':>8s} {'ind best':>9s} {'fast best':>9s} {'pick slowdown':>13s}  aten (ind/fast us)")
-    for r in rows:
-        aten = ", ".join(f"{a['template_id'][6:]} {a['inductor_us']:.1f}/{a['fast_us']:.1f}" for a in r["aten"])
-        print(f"{r['problem']:34s} {r['choices_compared']:4d} {r['spearman']:8.3f} {r['spearman_triton_only']:8.3f} {r['median_abs_rel_diff']:8.3f} "
-              f"{r['inductor_best_us']:9.1f} {r['fast_best_us']:9.1f} {r['fast_choice_of_inductor_best_slowdown']:13.3f}  {aten}")
+    print_rows(rows)
     print(f"\nfast: {report['timings_per_gpu_minute']:.0f} timings/min ({summary.line()}); "
           f"inductor EXHAUSTIVE: {report['inductor_exhaustive_timings_per_gpu_minute']:.0f} timings/min; "
           f"speedup {report['speedup']:.1f}x")
     print(f"spearman_median {report['spearman_median']:.3f}  median_abs_rel_diff {report['median_abs_rel_diff']:.3f}")
     return 0
+
+
+def stage(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def print_rows(rows) -> None:
+    print(f"\n{'problem':34s} {'n':>4s} {'spearman':>8s} {'tri-only':>8s} {'med|rel|':>8s} {'ind best':>9s} {'fast best':>9s} {'pick slowdown':>13s}  aten (ind/fast us)")
+    for r in rows:
+        aten = ", ".join(f"{a['template_id'][6:]} {a['inductor_us']:.1f}/{a['fast_us']:.1f}" for a in r["aten"])
+        print(f"{r['problem']:34s} {r['choices_compared']:4d} {r['spearman']:8.3f} {r['spearman_triton_only']:8.3f} {r['median_abs_rel_diff']:8.3f} "
+              f"{r['inductor_best_us']:9.1f} {r['fast_best_us']:9.1f} {r['fast_choice_of_inductor_best_slowdown']:13.3f}  {aten}")
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ def _spec(args: argparse.Namespace):
         power_of_two=args.power_of_two, log_normal=args.log_normal, log_normal_mean=args.log_normal_mean,
         log_normal_sigma=args.log_normal_sigma, ops=tuple(args.ops), dtypes=tuple(args.dtypes),
         max_batch=args.max_batch, transpose_probability=args.transpose_probability,
+        alignment=args.alignment, aligned_fraction=args.aligned_fraction,
     )
 
 
@@ -128,6 +129,8 @@ def _random_shape_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-batch", type=int, default=64, help="largest batch of bmm/baddbmm (default 64)")
     p.add_argument("--transpose-probability", type=float, default=0.0,
                    help="probability that an operand is stored transposed (default 0)")
+    p.add_argument("--alignment", type=int, default=1, help="round sizes to multiples of this (default 1)...")
+    p.add_argument("--aligned-fraction", type=float, default=0.0, help="...for this share of sizes (default 0)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
 

@@ -241,7 +241,10 @@ class FastSweep:
         summary.problems_resumed = len(problems) - len(todo)
         plan = {problem_key(p): choices_for(p, self.exhaustive_sample, self.seed) for _, p in todo}
         pairs = [(p, c) for _, p in todo for c in plan[problem_key(p)] if c.is_tiled]
+        t_compile = time.perf_counter()
         compiled = precompile(pairs, self.workers, self.progress)
+        summary.kernels_compiled, summary.compile_seconds = len(compiled), time.perf_counter() - t_compile
+        logger.info("compiled %d kernel variants in %.1f s", len(compiled), summary.compile_seconds)
         flush = torch.empty(hardware_l2_bytes() // 4, dtype=torch.int32, device=self.device)
         for col, problem in tqdm(todo, desc="time", unit="shape", disable=not self.progress):
             configs = plan[problem_key(problem)]

@@ -85,12 +85,15 @@ class SweepSummary:
     timed_configs: int = 0
     failed_configs: int = 0
     seconds: float = 0.0
+    kernels_compiled: int = 0
+    compile_seconds: float = 0.0
 
     def line(self) -> str:
         return (
             f"{self.problems_measured} problems measured, {self.problems_resumed} already done, "
             f"{self.problems_skipped} skipped; {self.timed_configs} timed configs "
             f"({self.failed_configs} failed) in {self.seconds:.1f} s"
+            + (f" ({self.kernels_compiled} kernels compiled in {self.compile_seconds:.1f} s)" if self.kernels_compiled else "")
         )
 
 

@@ -42,6 +42,8 @@ class ShapeSpec:
     dtypes: tuple[str, ...] = ("float16", "bfloat16", "float32")
     max_batch: int = 64
     transpose_probability: float = 0.0
+    alignment: int = 1
+    aligned_fraction: float = 0.0
 
     def __post_init__(self) -> None:
         if self.min_size < 1 or self.max_size < self.min_size:
@@ -62,6 +64,8 @@ def _size(spec: ShapeSpec, rng: random.Random) -> int:
         value = 2 ** rng.randint(lo, max(lo, hi))
     else:
         value = rng.randint(spec.min_size, spec.max_size)
+    if spec.alignment > 1 and rng.random() < spec.aligned_fraction:
+        value = max(spec.alignment, round(value / spec.alignment) * spec.alignment)
     return min(max(value, spec.min_size), spec.max_size)
 
 
