@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from torch_diode.collection import collect
-from torch_diode.collection.fast_sweep import FastSweep, aten_launcher, choices_for, layout_tensors, precompile, time_launchers, variant_key, hardware_l2_bytes
+from torch_diode.collection.fast_sweep import FastSweep, aten_launcher, choices_for, flush_buffer, layout_tensors, precompile, time_launchers, variant_key
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings
 from torch_diode.collection.shapes import ShapeSpec, random_problems
 from torch_diode.types import Problem, load_dataset
@@ -115,7 +115,7 @@ def main() -> int:
 
     # 2. fast path on the same configs
     rows = []
-    flush = torch.empty(hardware_l2_bytes() // 4, dtype=torch.int32, device="cuda")
+    flush = flush_buffer("cuda")
     recorded = list(reference.problems())
     pairs = [(p, t.config) for _, p, ts in recorded for t in ts if t.config.is_tiled]
     t0 = time.perf_counter()

@@ -104,15 +104,16 @@ def _stride_class(v: int) -> str:
 def variant_key(problem: Problem, config: KernelConfig) -> tuple:
     """What makes Triton compile a new binary: the kernel, dtypes, constexprs and the stride
     classes it specialises on (1, multiple of 16, other)."""
-    from .triton_mm import launch_args
+    from . import triton_mm
 
     a, b, out, bias = layout_tensors(problem, "meta", fill=False)
-    kernel, _, spec = launch_args(a, b, out, bias, config)
+    kernel, _, spec = triton_mm.launch_args(a, b, out, bias, config)
     ints = tuple(_stride_class(int(v)) for v in spec["args"] if isinstance(v, int))
     dtypes = (problem.dtype_a, problem.dtype_b, problem.dtype_out)
     batched = problem.op in ("bmm", "baddbmm")
-    # M, N, K (and the batch) are not specialised (do_not_specialize): only strides count
-    return (batched, dtypes, tuple(sorted(spec["meta"].items())), ints[4 if batched else 3 :])
+    if not triton_mm.SPECIALIZE_SIZES:  # M, N, K (and the batch) are do_not_specialize
+        ints = ints[4 if batched else 3 :]
+    return (batched, dtypes, tuple(sorted(spec["meta"].items())), ints)
 
 
 class _ArgTensor:
@@ -132,15 +133,20 @@ class _ArgTensor:
         return self._base.data_ptr()
 
 
-def _compile_task(problem_dict: dict, config_dict: dict) -> str | None:
+def _compile_task(problem_dict: dict, config_dict: dict, real_tensors: bool = False, specialize: bool = False) -> str | None:
     """Worker: compile one kernel variant into Triton's cache. Returns an error text or None."""
     import torch
 
+    from . import triton_mm
     from .triton_mm import warmup
 
+    triton_mm.SPECIALIZE_SIZES = specialize
     try:
         problem = Problem(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in problem_dict.items()})
         config = KernelConfig.from_dict(config_dict)
+        if real_tensors or triton_mm.SPECIALIZE_SIZES:
+            warmup(*layout_tensors(problem, "cuda", fill=False), config)
+            return None
         base = torch.empty(64, device="cuda", dtype=torch.float32)
         wrapped = [None if t is None else _ArgTensor(t, base) for t in layout_tensors(problem, "meta", fill=False)]
         try:
@@ -152,7 +158,8 @@ def _compile_task(problem_dict: dict, config_dict: dict) -> str | None:
         return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
 
 
-def precompile(pairs: Sequence[tuple[Problem, KernelConfig]], workers: int, progress: bool = True) -> dict[tuple, str | None]:
+def precompile(pairs: Sequence[tuple[Problem, KernelConfig]], workers: int, progress: bool = True,
+               real_tensors: bool = False) -> dict[tuple, str | None]:
     """Compiles every distinct variant of ``pairs`` in ``workers`` processes; variant -> error."""
     import multiprocessing
 
@@ -166,7 +173,10 @@ def precompile(pairs: Sequence[tuple[Problem, KernelConfig]], workers: int, prog
         return results
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = {pool.submit(_compile_task, p.to_dict(), c.to_dict()): key for key, (p, c) in todo.items()}
+        from . import triton_mm
+
+        futures = {pool.submit(_compile_task, p.to_dict(), c.to_dict(), real_tensors, triton_mm.SPECIALIZE_SIZES): key
+                   for key, (p, c) in todo.items()}
         for fut in tqdm(as_completed(futures), total=len(futures), desc="compile", unit="kernel", disable=not progress):
             try:
                 results[futures[fut]] = fut.result()
@@ -177,8 +187,9 @@ def precompile(pairs: Sequence[tuple[Problem, KernelConfig]], workers: int, prog
 
 # ----- timing -----------------------------------------------------------------------------------
 def time_launchers(launchers: Sequence[Callable[[], Any] | None], reps: int, flush: Any) -> list[float | None]:
-    """Milliseconds per launcher (min over ``reps``), Inductor's method: L2 flush, then events
-    around one launch. ``None`` (or an exception while launching) gives ``None``."""
+    """Milliseconds per launcher (min over ``reps``), Inductor's method: flush the cache (see
+    :func:`flush_buffer`), then events around one launch. ``None`` (or an exception while
+    launching) gives ``None``."""
     import torch
 
     pending: list[list[tuple[Any, Any]] | None] = []
@@ -245,7 +256,7 @@ class FastSweep:
         compiled = precompile(pairs, self.workers, self.progress)
         summary.kernels_compiled, summary.compile_seconds = len(compiled), time.perf_counter() - t_compile
         logger.info("compiled %d kernel variants in %.1f s", len(compiled), summary.compile_seconds)
-        flush = torch.empty(hardware_l2_bytes() // 4, dtype=torch.int32, device=self.device)
+        flush = flush_buffer(self.device)
         for col, problem in tqdm(todo, desc="time", unit="shape", disable=not self.progress):
             configs = plan[problem_key(problem)]
             try:
@@ -279,6 +290,19 @@ class FastSweep:
             col.flush()
         summary.seconds = time.perf_counter() - start
         return summary
+
+
+FLUSH_BYTES = 256 * 2**20
+
+
+def flush_buffer(device: str) -> Any:
+    """The buffer zeroed before each timed launch: larger than L2 (a cold cache, as Inductor
+    measures) and long enough to zero (~80 us on an H100) that the host's launch overhead is hidden
+    behind it instead of landing between the events (measured: an L2-sized flush inflated small
+    kernels' times ~2x)."""
+    import torch
+
+    return torch.empty(max(FLUSH_BYTES, hardware_l2_bytes()) // 4, dtype=torch.int32, device=device)
 
 
 def hardware_l2_bytes() -> int:

@@ -1,0 +1,116 @@
+"""Which timing method reproduces Inductor's own benchmark of its mm kernels? (one GPU run)
+
+For a few shapes: Inductor (max-autotune, DEFAULT configs) benchmarks its generated kernels,
+recorded by torch_diode.collect; then the fast path's kernels for the same configs are timed
+three ways: (l2) L2-sized flush + events around one launch (Inductor's method), (big) a 256 MB
+flush before each launch (hides host launch overhead behind the flush), (graph) a CUDA graph of
+one launch, replayed after each flush. Also measures the first-launch cost per kernel in the
+main process after the workers' precompile (a recompile shows up as hundreds of ms).
+
+    python benchmarks/timing_methods.py --out $OUT/timing_methods_h100.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from torch_diode.collection import collect
+from torch_diode.collection.fast_sweep import FastSweep, hardware_l2_bytes, layout_tensors, precompile
+from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings
+from torch_diode.collection.triton_mm import make_launcher
+from torch_diode.types import Problem, load_dataset
+
+SHAPES = [
+    Problem("mm", 1, 1000, 700, 1024, "float16", "float16", "float16", transpose_b=True),
+    Problem("mm", 1, 1024, 4096, 2048, "float16", "float16", "float16"),
+    Problem("mm", 1, 16, 4096, 4096, "bfloat16", "bfloat16", "bfloat16"),
+]
+
+
+def spearman(x, y) -> float:
+    rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def events_time(fn, flush, reps: int) -> float:
+    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for s, e in pairs:
+        flush.zero_()
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    return min(s.elapsed_time(e) for s, e in pairs) * 1000.0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--specialize-sizes", action="store_true", help="kernels specialised on M, N, K")
+    parser.add_argument("--real-tensors", action="store_true", help="workers precompile with real tensors")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp())
+    from torch_diode.collection import triton_mm
+
+    triton_mm.SPECIALIZE_SIZES = args.specialize_sizes
+    report = {"command": " ".join(sys.argv), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+              "triton": __import__("triton").__version__, "shapes": []}
+    for problem in SHAPES:
+        with collect(tmp / "ind.json") as col:
+            compile_and_run(problem, "cuda", inductor_settings("DEFAULT", "ATEN,TRITON"))
+    print("TRITON_CACHE_DIR in main after Inductor:", os.environ.get("TRITON_CACHE_DIR"), flush=True)
+    recorded = list(load_dataset(tmp / "ind.json").problems())
+    pairs = [(p, t.config) for _, p, ts in recorded for t in ts if t.config.is_tiled]
+    t0 = time.perf_counter()
+    precompile(pairs, FastSweep().workers, progress=False, real_tensors=args.real_tensors)
+    print(f"precompile {len(pairs)} pairs: {time.perf_counter() - t0:.1f} s", flush=True)
+    l2 = torch.empty(hardware_l2_bytes() // 4, dtype=torch.int32, device="cuda")
+    big = torch.empty(256 * 2**20 // 4, dtype=torch.int32, device="cuda")
+    for _, problem, timings in recorded:
+        a, b, out, bias = layout_tensors(problem, "cuda")
+        rows = []
+        for t in timings:
+            if not t.config.is_tiled or t.failed:
+                continue
+            fn = make_launcher(a, b, out, bias, t.config)
+            t1 = time.perf_counter()
+            try:
+                fn()
+                torch.cuda.synchronize()
+            except Exception as e:
+                print("launch failed", t.config.short(), e)
+                continue
+            first_ms = (time.perf_counter() - t1) * 1000
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                fn()
+            rows.append({"config": t.config.short(), "inductor_us": t.time_us, "first_launch_ms": first_ms,
+                         "l2_us": events_time(fn, l2, args.reps), "big_us": events_time(fn, big, args.reps),
+                         "graph_us": events_time(graph.replay, l2, args.reps)})
+        ind = np.array([r["inductor_us"] for r in rows])
+        summary = {"problem": problem.short(), "configs": len(rows),
+                   "first_launch_ms_median": float(np.median([r["first_launch_ms"] for r in rows]))}
+        for m in ("l2", "big", "graph"):
+            v = np.array([r[f"{m}_us"] for r in rows])
+            summary[m] = {"spearman": spearman(ind, v), "median_abs_rel_diff": float(np.median(np.abs(v - ind) / ind)),
+                          "median_ratio": float(np.median(v / ind))}
+        report["shapes"].append({**summary, "rows": rows})
+        Path(args.out).write_text(json.dumps(report, indent=1))
+        print(json.dumps(summary), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
