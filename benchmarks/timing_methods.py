@@ -58,7 +58,6 @@ def main() -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--specialize-sizes", action="store_true", help="kernels specialised on M, N, K")
-    parser.add_argument("--real-tensors", action="store_true", help="workers precompile with real tensors")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp())
     from torch_diode.collection import triton_mm
@@ -74,7 +73,7 @@ def main() -> int:
     recorded = list(load_dataset(tmp / "ind.json").problems())
     pairs = [(p, t.config) for _, p, ts in recorded for t in ts if t.config.is_tiled]
     t0 = time.perf_counter()
-    precompile(pairs, FastSweep().workers, progress=False, real_tensors=args.real_tensors)
+    precompile(pairs, FastSweep().workers, progress=False)
     print(f"precompile {len(pairs)} pairs: {time.perf_counter() - t0:.1f} s", flush=True)
     l2 = torch.empty(hardware_l2_bytes() // 4, dtype=torch.int32, device="cuda")
     big = torch.empty(256 * 2**20 // 4, dtype=torch.int32, device="cuda")
