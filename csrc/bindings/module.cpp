@@ -14,6 +14,8 @@
 
 namespace nb = nanobind;
 
+void bind_model(nb::module_& m);
+
 namespace {
 
 using AnyI64 = nb::ndarray<const int64_t, nb::c_contig, nb::device::cpu>;
@@ -66,7 +68,8 @@ F32Matrix features_one(const AnyI64& problem, const AnyI64& configs, const AnyI6
 }  // namespace
 
 NB_MODULE(_C, m) {
-  m.doc() = "torch-diode C++ core: GEMM feature extraction.";
+  m.doc() = "torch-diode C++ core: GEMM feature extraction, the inference engine, ranking metrics.";
+  bind_model(m);
   m.attr("FEATURE_VERSION") = diode::kFeatureVersion;
   m.def("feature_names", &diode::feature_names, "Names of the feature columns, in order.");
   m.def("problem_columns", &diode::problem_columns, "Columns of a problem row (int64).");

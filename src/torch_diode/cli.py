@@ -127,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .collection.cli import add_collection_commands
 
     add_collection_commands(sub)
+    from .model_cli import add_model_commands
+
+    add_model_commands(sub)
     return parser
 
 

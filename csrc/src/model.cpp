@@ -1,0 +1,178 @@
+#include "diode/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "diode/features.h"
+
+namespace diode {
+namespace {
+
+class Reader {
+ public:
+  Reader(const std::vector<uint8_t>& bytes, const std::string& source) : b_(bytes), src_(source) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    throw ModelFormatError(src_ + ": field '" + field + "': " + what);
+  }
+  void need(size_t n, const std::string& field) const {
+    if (pos_ + n > b_.size()) fail(field, "file is truncated (needs " + std::to_string(n) + " more bytes at offset " + std::to_string(pos_) + ")");
+  }
+  template <class T>
+  T scalar(const std::string& field) {
+    need(sizeof(T), field);
+    T v;
+    std::memcpy(&v, b_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  std::vector<float> floats(size_t n, const std::string& field) {
+    need(n * sizeof(float), field);
+    std::vector<float> v(n);
+    std::memcpy(v.data(), b_.data() + pos_, n * sizeof(float));
+    pos_ += n * sizeof(float);
+    for (float x : v)
+      if (!std::isfinite(x)) fail(field, "contains a non-finite value");
+    return v;
+  }
+  std::string bytes(size_t n, const std::string& field) {
+    need(n, field);
+    std::string s(reinterpret_cast<const char*>(b_.data() + pos_), n);
+    pos_ += n;
+    return s;
+  }
+  size_t pos() const { return pos_; }
+
+ private:
+  const std::vector<uint8_t>& b_;
+  const std::string& src_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+uint64_t fnv1a64(const uint8_t* data, size_t size, uint64_t hash) {
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= data[i];
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+Model Model::load(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw ModelFormatError(path + ": field '<file>': cannot open");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return from_bytes(bytes, path);
+}
+
+Model Model::from_bytes(const std::vector<uint8_t>& b, const std::string& source) {
+  Reader r(b, source);
+  if (r.bytes(8, "magic") != "DIODEMDL") r.fail("magic", "not a torch-diode model file");
+  const auto version = r.scalar<uint32_t>("format_version");
+  if (version > kModelFormatVersion)
+    r.fail("format_version", "file has format version " + std::to_string(version) + ", this build reads up to " + std::to_string(kModelFormatVersion) + ": upgrade torch-diode");
+  if (version == 0) r.fail("format_version", "invalid version 0");
+  const auto fv = r.scalar<uint32_t>("feature_version");
+  if (fv != static_cast<uint32_t>(kFeatureVersion))
+    r.fail("feature_version", "model was trained on features version " + std::to_string(fv) + ", this build computes version " + std::to_string(kFeatureVersion));
+  const auto layers = r.scalar<uint32_t>("num_layers");
+  if (layers < 1 || layers > 64) r.fail("num_layers", "expected 1..64, got " + std::to_string(layers));
+  Model m;
+  for (uint32_t i = 0; i <= layers; ++i) {
+    const auto d = r.scalar<uint32_t>("dims");
+    if (d < 1 || d > 65536) r.fail("dims[" + std::to_string(i) + "]", "expected 1..65536, got " + std::to_string(d));
+    m.dims_.push_back(d);
+  }
+  if (m.dims_.front() != static_cast<uint32_t>(diode::num_features()))
+    r.fail("dims[0]", "model takes " + std::to_string(m.dims_.front()) + " features, the extractor makes " + std::to_string(diode::num_features()));
+  if (m.dims_.back() != 1) r.fail("dims[" + std::to_string(layers) + "]", "the last layer must have 1 output");
+  if (r.scalar<uint32_t>("activation") != 0) r.fail("activation", "unknown activation (0 = ReLU)");
+  const auto meta_len = r.scalar<uint64_t>("metadata_bytes");
+  if (meta_len > b.size()) r.fail("metadata_bytes", "larger than the file");
+  m.metadata_ = r.bytes(static_cast<size_t>(meta_len), "metadata");
+  const size_t nf = m.dims_.front();
+  m.mean_ = r.floats(nf, "feature_mean");
+  m.std_ = r.floats(nf, "feature_std");
+  m.inv_std_.resize(nf);
+  for (size_t i = 0; i < nf; ++i) {
+    if (!(m.std_[i] > 0.f)) r.fail("feature_std", "entry " + std::to_string(i) + " is not positive");
+    m.inv_std_[i] = 1.f / m.std_[i];
+  }
+  m.target_mean_ = r.floats(1, "target_mean")[0];
+  m.target_std_ = r.floats(1, "target_std")[0];
+  if (!(m.target_std_ > 0.f)) r.fail("target_std", "is not positive");
+  for (uint32_t l = 0; l < layers; ++l) {
+    const size_t in = m.dims_[l], out = m.dims_[l + 1];
+    auto w = r.floats(in * out, "layers[" + std::to_string(l) + "].weight");
+    std::vector<float> wt(in * out);
+    for (size_t o = 0; o < out; ++o)
+      for (size_t i = 0; i < in; ++i) wt[i * out + o] = w[o * in + i];
+    m.weight_t_.push_back(std::move(wt));
+    m.bias_.push_back(r.floats(out, "layers[" + std::to_string(l) + "].bias"));
+  }
+  const size_t body = r.pos();
+  const auto stored = r.scalar<uint64_t>("checksum");
+  if (r.pos() != b.size()) r.fail("checksum", std::to_string(b.size() - r.pos()) + " unexpected bytes after the checksum");
+  if (fnv1a64(b.data(), body) != stored) r.fail("checksum", "does not match the contents (corrupt file)");
+  return m;
+}
+
+std::vector<float> Model::weight(size_t layer) const {
+  const auto& wt = weight_t_.at(layer);
+  const size_t in = dims_[layer], out = dims_[layer + 1];
+  std::vector<float> w(in * out);
+  for (size_t i = 0; i < in; ++i)
+    for (size_t o = 0; o < out; ++o) w[o * in + i] = wt[i * out + o];
+  return w;
+}
+
+void Model::predict_features(std::span<const float> x, std::span<float> out) const {
+  const size_t nf = dims_.front();
+  if (x.size() % nf != 0) throw std::invalid_argument("features must be an N x " + std::to_string(nf) + " matrix");
+  const size_t rows = x.size() / nf;
+  if (out.size() != rows) throw std::invalid_argument("output has the wrong size");
+  size_t widest = 0;
+  for (auto d : dims_) widest = std::max<size_t>(widest, d);
+  constexpr size_t kBlock = 64;  // rows per block: activations stay in L1/L2
+  std::vector<float> a(kBlock * widest), next(kBlock * widest);
+  for (size_t r0 = 0; r0 < rows; r0 += kBlock) {
+    const size_t nr = std::min(kBlock, rows - r0);
+    for (size_t r = 0; r < nr; ++r)
+      for (size_t i = 0; i < nf; ++i) a[r * nf + i] = (x[(r0 + r) * nf + i] - mean_[i]) * inv_std_[i];
+    for (size_t l = 0; l < weight_t_.size(); ++l) {
+      const size_t in = dims_[l], outd = dims_[l + 1];
+      const float* wt = weight_t_[l].data();
+      const float* bias = bias_[l].data();
+      const bool relu = l + 1 < weight_t_.size();
+      for (size_t r = 0; r < nr; ++r) {
+        float* o = next.data() + r * outd;
+        std::copy(bias, bias + outd, o);
+        const float* ar = a.data() + r * in;
+        for (size_t i = 0; i < in; ++i) {
+          const float v = ar[i];
+          const float* w = wt + i * outd;
+          for (size_t j = 0; j < outd; ++j) o[j] += v * w[j];
+        }
+        if (relu)
+          for (size_t j = 0; j < outd; ++j) o[j] = o[j] > 0.f ? o[j] : 0.f;
+      }
+      std::swap(a, next);
+    }
+    for (size_t r = 0; r < nr; ++r) out[r0 + r] = a[r] * target_std_ + target_mean_;
+  }
+}
+
+void Model::predict(std::span<const int64_t> problem, std::span<const int64_t> configs,
+                    std::span<const int64_t> hardware, std::span<float> out) const {
+  const size_t rows = configs.size() / kNumConfigColumns;
+  std::vector<int64_t> index(rows, 0);
+  std::vector<float> features(rows * dims_.front());
+  compute_features(problem, index, configs, hardware, features);
+  predict_features(features, out);
+}
+
+}  // namespace diode

@@ -1,0 +1,230 @@
+"""Validating models: error and ranking metrics, and comparison with max-autotune's choices.
+
+Every figure is computed over the whole dataset given (optionally one hardware / op). Failed
+choices (no measured time) take no part: they cannot be chosen at run time. Per-problem ranking
+metrics come from the C++ core (``_C.ranking_metrics``); this module aggregates them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import _C
+from .predict import load_model, predict_log_time_us
+from .training.data import matches_hardware
+from .types import Dataset, Hardware, KernelConfig, Problem
+
+TOP_NS = (1, 5, 10, 20, 50)
+EQUAL_TOLERANCE = 0.01  # within 1%: "equal" in validate-max-autotune
+
+
+@dataclass
+class Predictions:
+    """Measured and predicted times of every (problem, config), grouped by problem."""
+
+    problems: list[tuple[Hardware, Problem]]
+    configs: list[KernelConfig]
+    measured_us: np.ndarray  # float64[N], inf where the choice failed
+    predicted_log_us: np.ndarray  # float64[N]
+    offsets: np.ndarray  # int64[P + 1]
+
+    def rows(self, p: int) -> slice:
+        return slice(int(self.offsets[p]), int(self.offsets[p + 1]))
+
+
+def collect_predictions(model: str | os.PathLike, dataset: Dataset, hardware_name: str | None = None,
+                        op_name: str | None = None) -> Predictions:
+    engine = load_model(model)
+    problems, configs, measured, predicted, offsets = [], [], [], [], [0]
+    for hardware, problem, timings in dataset.problems():
+        if not matches_hardware(hardware, hardware_name) or (op_name and problem.op != op_name):
+            continue
+        cfgs = [t.config for t in timings]
+        problems.append((hardware, problem))
+        configs.extend(cfgs)
+        measured.append(np.array([t.time_us if not t.failed else math.inf for t in timings], dtype=np.float64))
+        predicted.append(predict_log_time_us(engine, problem, cfgs, hardware).astype(np.float64))
+        offsets.append(offsets[-1] + len(cfgs))
+    if not problems:
+        raise ValueError(f"no problems to evaluate (hardware={hardware_name!r}, op={op_name!r})")
+    return Predictions(problems, configs, np.concatenate(measured), np.concatenate(predicted), np.array(offsets, np.int64))
+
+
+def _geomean(x: np.ndarray) -> float:
+    x = x[np.isfinite(x) & (x > 0)]
+    return float(np.exp(np.mean(np.log(x)))) if len(x) else math.nan
+
+
+def validate_model(model: str | os.PathLike, dataset: Dataset, *, hardware_name: str | None = None,
+                   op_name: str | None = None, top_n_worst: int = 10) -> dict[str, Any]:
+    """The validate-model report (keys documented in the README)."""
+    pr = collect_predictions(model, dataset, hardware_name, op_name)
+    ok = np.isfinite(pr.measured_us)
+    err = pr.predicted_log_us[ok] - np.log(pr.measured_us[ok])
+    mse = float(np.mean(err**2))
+    rank = _C.ranking_metrics(pr.measured_us, pr.predicted_log_us, pr.offsets, list(TOP_NS))
+    slowdown = np.asarray(rank["top1_slowdown"])
+    valid = np.isfinite(slowdown)
+    rows_ok = np.flatnonzero(ok)
+    worst_idx = rows_ok[np.argsort(-np.abs(err))[:top_n_worst]]
+    problem_of = np.searchsorted(pr.offsets, np.arange(len(pr.configs)), side="right") - 1
+    worst = [
+        {
+            "problem": pr.problems[problem_of[i]][1].short(),
+            "config": pr.configs[i].short(),
+            "predicted_us": float(np.exp(pr.predicted_log_us[i])),
+            "measured_us": float(pr.measured_us[i]),
+            "ratio": float(np.exp(pr.predicted_log_us[i]) / pr.measured_us[i]),
+        }
+        for i in worst_idx
+    ]
+    report = {
+        "num_problems": int(valid.sum()),
+        "num_timed_configs": int(ok.sum()),
+        "mse": mse,
+        "rmse": math.sqrt(mse),
+        "exp_rmse": math.exp(math.sqrt(mse)),
+        "top1_perf_geomean": _geomean(np.asarray(rank["top1_perf"])),
+        "top5_perf_geomean": _geomean(np.asarray(rank["top5_perf"])),
+        "kendall_tau_mean": float(np.nanmean(np.asarray(rank["kendall_tau"]))) if np.isfinite(rank["kendall_tau"]).any() else math.nan,
+        "within_5pct_fraction": float(np.mean(slowdown[valid] <= 1.05)) if valid.any() else math.nan,
+        "worst_top1_slowdown": float(np.max(slowdown[valid])) if valid.any() else math.nan,
+        "top1_slowdown_geomean": _geomean(slowdown),
+        "worst_predictions": worst,
+        "per_problem": [
+            {"problem": p.short(), "top1_slowdown": float(s), "kendall_tau": float(k), "best_us": float(b)}
+            for (_, p), s, k, b in zip(pr.problems, slowdown, rank["kendall_tau"], rank["best_us"])
+        ],
+    }
+    report["_predictions"] = pr  # for plots; dropped before writing JSON
+    return report
+
+
+def plot_validation(report: dict[str, Any], out_dir: str | os.PathLike) -> list[Path]:
+    """predicted-vs-measured and top-1 slowdown CDF plots (PNG) in ``out_dir``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    pr: Predictions = report["_predictions"]
+    ok = np.isfinite(pr.measured_us)
+    fig, ax = plt.subplots(figsize=(5, 5))
+    ax.scatter(pr.measured_us[ok], np.exp(pr.predicted_log_us[ok]), s=3, alpha=0.4)
+    lo, hi = pr.measured_us[ok].min(), pr.measured_us[ok].max()
+    ax.plot([lo, hi], [lo, hi], "k--", lw=1)
+    ax.set(xscale="log", yscale="log", xlabel="measured time (us)", ylabel="predicted time (us)",
+           title=f"exp(RMSE) = {report['exp_rmse']:.3f}")
+    fig.tight_layout()
+    scatter = out / "predicted_vs_measured.png"
+    fig.savefig(scatter, dpi=120)
+    plt.close(fig)
+    slow = np.sort([p["top1_slowdown"] for p in report["per_problem"] if math.isfinite(p["top1_slowdown"])])
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ax.step(slow, np.arange(1, len(slow) + 1) / max(1, len(slow)), where="post")
+    ax.set(xlabel="top-1 slowdown (model's pick / best measured)", ylabel="fraction of problems",
+           title=f"top-1 perf geomean {report['top1_perf_geomean']:.3f}")
+    ax.axvline(1.05, color="gray", ls=":", lw=1)
+    fig.tight_layout()
+    cdf = out / "top1_slowdown_cdf.png"
+    fig.savefig(cdf, dpi=120)
+    plt.close(fig)
+    return [scatter, cdf]
+
+
+# ----- validate-max-autotune -------------------------------------------------------------------
+def _default_choice_mask(problem: Problem, configs: Sequence[KernelConfig]) -> np.ndarray:
+    """Choices stock max-autotune considers: ATen and the DEFAULT Triton list for this shape."""
+    from .collection.config_space import triton_configs
+
+    default = {(c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps, c.group_m) for c in triton_configs(problem, "DEFAULT")}
+    return np.array([(not c.is_tiled) or (c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps, c.group_m) in default
+                     for c in configs])
+
+
+def load_solution(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """A max-autotune solution file: {"name": ..., "configs": [{"M", "N", "K", ["op", "B",
+    "dtype"], "template_id" or "block_m", "block_n", "block_k", ["num_stages", "num_warps"]}]}."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: not a readable JSON solution file: {e}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("configs"), list):
+        raise ValueError(f"{path}: field 'configs': expected a list")
+    for i, c in enumerate(data["configs"]):
+        for key in ("M", "N", "K"):
+            if not isinstance(c.get(key), int):
+                raise ValueError(f"{path}: field 'configs[{i}].{key}': expected an int")
+    return data["configs"]
+
+
+def _solution_matches(entry: dict, problem: Problem, config: KernelConfig) -> bool:
+    if (entry["M"], entry["N"], entry["K"]) != (problem.M, problem.N, problem.K):
+        return False
+    for key, value in (("op", problem.op), ("B", problem.B), ("dtype", problem.dtype_a)):
+        if key in entry and entry[key] != value:
+            return False
+    if "template_id" in entry and entry["template_id"] != config.template_id:
+        return False
+    for key in ("block_m", "block_n", "block_k", "num_stages", "num_warps", "group_m"):
+        if key in entry and entry[key] != getattr(config, key):
+            return False
+    return "template_id" in entry or "block_m" in entry
+
+
+def validate_max_autotune(model: str | os.PathLike, dataset: Dataset, *, solution: str | os.PathLike | None = None,
+                          hardware_name: str | None = None, op_name: str | None = None,
+                          top_ns: Sequence[int] = TOP_NS) -> dict[str, Any]:
+    """max-autotune's chosen kernel time / the best measured time among the model's top-N, per
+    problem (> 1: diode's pick is faster). Without a solution file max-autotune's choice is the
+    best measured of ATen + the DEFAULT list, as stock max-autotune chooses."""
+    pr = collect_predictions(model, dataset, hardware_name, op_name)
+    entries = load_solution(solution) if solution else None
+    ratios: dict[int, list[float]] = {n: [] for n in top_ns}
+    saved: dict[int, float] = {n: 0.0 for n in top_ns}
+    used = 0
+    for p, (_, problem) in enumerate(pr.problems):
+        rows = pr.rows(p)
+        measured, predicted, configs = pr.measured_us[rows], pr.predicted_log_us[rows], pr.configs[rows]
+        if entries is not None:
+            hits = [i for i, c in enumerate(configs) for e in entries if _solution_matches(e, problem, c) and np.isfinite(measured[i])]
+            if not hits:
+                continue
+            ma_time = float(min(measured[i] for i in hits))
+        else:
+            mask = _default_choice_mask(problem, configs) & np.isfinite(measured)
+            if not mask.any():
+                continue
+            ma_time = float(measured[mask].min())
+        ok = np.isfinite(measured)
+        order = np.argsort(np.where(ok, predicted, np.inf), kind="stable")
+        used += 1
+        for n in top_ns:
+            top = order[: min(n, int(ok.sum()))]
+            diode_time = float(measured[top].min())
+            ratios[n].append(ma_time / diode_time)
+            saved[n] += ma_time - diode_time
+    if not used:
+        raise ValueError("no problem of the dataset matches the max-autotune solution")
+    out: dict[str, Any] = {"num_problems": used, "max_autotune_source": str(solution) if solution else "ATen + DEFAULT (derived)", "top_n": {}}
+    for n in top_ns:
+        r = np.array(ratios[n])
+        out["top_n"][str(n)] = {
+            "ratio_geomean": _geomean(r), "ratio_mean": float(r.mean()), "ratio_median": float(np.median(r)),
+            "ratio_p10": float(np.quantile(r, 0.1)), "ratio_p90": float(np.quantile(r, 0.9)),
+            "ratio_min": float(r.min()), "ratio_max": float(r.max()),
+            "better_pct": float(100 * np.mean(r > 1 + EQUAL_TOLERANCE)),
+            "equal_pct": float(100 * np.mean(np.abs(r - 1) <= EQUAL_TOLERANCE)),
+            "worse_pct": float(100 * np.mean(r < 1 - EQUAL_TOLERANCE)),
+            "time_saved_us_total": saved[n],
+        }
+    return out

@@ -1,0 +1,161 @@
+"""`diode train`, `predict`, `validate-model`, `validate-max-autotune`, `list-models`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def _write_json(path: str | None, report: dict) -> None:
+    if path:
+        from .types import atomic_write_bytes
+
+        clean = {k: v for k, v in report.items() if not k.startswith("_")}
+        atomic_write_bytes(path, (json.dumps(clean, indent=2, sort_keys=True, default=str) + "\n").encode())
+        print(f"report written to {path}")
+
+
+def _load(args: argparse.Namespace):
+    from .types import load_datasets
+
+    inputs = [args.dataset] if getattr(args, "dataset", None) else []
+    if getattr(args, "data_dir", None):
+        inputs.append(args.data_dir)
+    if not inputs:
+        raise ValueError("give --dataset FILE or --data-dir DIR")
+    return load_datasets(inputs, getattr(args, "file_extensions", None))
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from .model_file import write_model
+    from .training.train import TrainConfig, train_model
+
+    dataset = _load(args)
+    config = TrainConfig(model_type=args.model_type, hidden_dim=args.hidden_dim, num_layers=args.num_layers,
+                         batch_size=args.batch_size, num_epochs=args.num_epochs, learning_rate=args.learning_rate,
+                         weight_decay=args.weight_decay, patience=args.patience,
+                         validation_fraction=args.validation_fraction, seed=args.seed)
+    model, report = train_model(dataset, config, hardware_name=args.hardware_name, op_name=args.op_name, log_dir=args.log_dir)
+    write_model(args.model, model)
+    val = f"{report.validation_mse:.4f}" if report.validation_mse is not None else "-"
+    print(f"trained {args.model_type} ({model.dims}) on {report.train_problems} problems, {report.rows} rows: "
+          f"train MSE {report.train_mse:.4f}, held-out MSE {val} (ln time_us), best epoch {report.best_epoch + 1}/{report.epochs_run}")
+    print(f"model written to {args.model}")
+    return 0
+
+
+def _cmd_predict(args: argparse.Namespace) -> int:
+    from .predict import predict_dataset
+    from .types import save_dataset
+
+    out = predict_dataset(args.model, _load(args))
+    save_dataset(out, args.output)
+    print(f"predicted {out.num_timed_configs} (problem, config) times for {out.num_problems} problems -> {args.output}")
+    return 0
+
+
+def _cmd_validate_model(args: argparse.Namespace) -> int:
+    from .evaluation import plot_validation, validate_model
+
+    r = validate_model(args.model, _load(args), hardware_name=args.hardware_name, op_name=args.op_name,
+                       top_n_worst=args.top_n_worst)
+    print(f"problems: {r['num_problems']}, timed configs: {r['num_timed_configs']}")
+    print(f"Validation Loss (MSE): {r['mse']:.6f}")
+    print(f"Validation RMSE: {r['rmse']:.6f}")
+    print(f"Validation RMSE (exp): {r['exp_rmse']:.6f}")
+    print(f"top-1 perf geomean: {r['top1_perf_geomean']:.4f}   top-5 perf geomean: {r['top5_perf_geomean']:.4f}")
+    print(f"Kendall tau mean: {r['kendall_tau_mean']:.4f}   top-1 within 5%: {100 * r['within_5pct_fraction']:.1f}%   "
+          f"worst top-1 slowdown: {r['worst_top1_slowdown']:.3f}")
+    if r["worst_predictions"]:
+        print(f"\nTop {len(r['worst_predictions'])} worst predictions:")
+        for i, w in enumerate(r["worst_predictions"], 1):
+            print(f"Error {i}: Predicted: {w['predicted_us']:.1f} us, Actual: {w['measured_us']:.1f} us "
+                  f"({w['ratio']:.2f}x ratio)  {w['problem']}  {w['config']}")
+    if args.plot:
+        for path in plot_validation(r, args.plot):
+            print(f"plot written to {path}")
+    _write_json(args.report_json, r)
+    return 0
+
+
+def _cmd_validate_max_autotune(args: argparse.Namespace) -> int:
+    from .evaluation import validate_max_autotune
+
+    r = validate_max_autotune(args.model, _load(args), solution=args.max_autotune_solution,
+                              hardware_name=args.hardware_name, op_name=args.op_name)
+    print("MODEL VS MAX-AUTOTUNE COMPARISON RESULTS")
+    print(f"problems: {r['num_problems']}; max-autotune's choice: {r['max_autotune_source']}")
+    print("ratio = max-autotune's kernel time / best of the model's top-N (> 1: the model's pick is faster)")
+    print(f"{'top-N':>6s} {'geomean':>8s} {'median':>8s} {'p10':>7s} {'p90':>7s} {'better':>7s} {'equal':>7s} {'worse':>7s} {'saved us':>10s}")
+    for n, s in r["top_n"].items():
+        print(f"{n:>6s} {s['ratio_geomean']:8.3f} {s['ratio_median']:8.3f} {s['ratio_p10']:7.3f} {s['ratio_p90']:7.3f} "
+              f"{s['better_pct']:6.1f}% {s['equal_pct']:6.1f}% {s['worse_pct']:6.1f}% {s['time_saved_us_total']:10.1f}")
+    _write_json(args.report_json, r)
+    return 0
+
+
+def _cmd_list_models(args: argparse.Namespace) -> int:
+    from .model_file import model_metadata
+    from .registry import available_models
+
+    models = available_models()
+    if not models:
+        print("no models installed (train one with `diode train`, pass it to --model by path)")
+    for name, path in models.items():
+        meta = model_metadata(path)
+        data = meta.get("training_data", {})
+        print(f"{name}: {meta.get('hardware', {}).get('device_name')} {meta.get('model_family')} "
+              f"{data.get('problems')} problems ({', '.join(data.get('ops', []))}) -> {path}")
+    return 0
+
+
+def _data_options(p: argparse.ArgumentParser, required_model: bool = True) -> None:
+    p.add_argument("--model", required=required_model, help="model file, or the name of a shipped/registered model")
+    p.add_argument("--dataset", help="dataset file")
+    p.add_argument("--data-dir", help="folder of dataset files")
+    p.add_argument("--file-extensions", nargs="+", metavar="EXT", help="in --data-dir, read only these suffixes")
+    p.add_argument("--hardware-name", help="only problems measured on hardware whose name contains this")
+    p.add_argument("--op-name", choices=["mm", "addmm", "bmm", "baddbmm"], help="only this op")
+    p.add_argument("--batch-size", type=int, default=512, help="rows per training step (train)")
+
+
+def add_model_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train a runtime model on datasets",
+                       description="Train an MLP predicting ln(time_us) of (problem, config) pairs; split by problem.")
+    _data_options(p)
+    p.add_argument("--model-type", choices=["base", "deep"], default="base", help="model family (default base)")
+    p.add_argument("--hidden-dim", type=int, help="hidden width (default: the family's)")
+    p.add_argument("--num-layers", type=int, help="hidden layers (default: the family's)")
+    p.add_argument("--num-epochs", type=int, default=50)
+    p.add_argument("--learning-rate", type=float, default=1e-3)
+    p.add_argument("--weight-decay", type=float, default=1e-5)
+    p.add_argument("--patience", type=int, default=10, help="epochs without improvement before stopping")
+    p.add_argument("--validation-fraction", type=float, default=0.15, help="share of problems held out (default 0.15)")
+    p.add_argument("--log-dir", help="write TensorBoard logs here")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("predict", help="write predicted times for every (problem, config) of a dataset",
+                       description="Predict time_us for every (problem, config) of a dataset, in the dataset format.")
+    _data_options(p)
+    p.add_argument("--output", "-o", required=True, help="dataset file of predictions")
+    p.set_defaults(func=_cmd_predict)
+
+    p = sub.add_parser("validate-model", help="error and ranking metrics of a model on a dataset",
+                       description="MSE/RMSE of ln time, the worst predictions, and per-problem ranking metrics.")
+    _data_options(p)
+    p.add_argument("--top-n-worst", type=int, default=10, help="how many worst predictions to list")
+    p.add_argument("--report-json", metavar="R", help="write the report as JSON")
+    p.add_argument("--plot", metavar="DIR", help="save predicted-vs-measured and slowdown-CDF plots here")
+    p.set_defaults(func=_cmd_validate_model)
+
+    p = sub.add_parser("validate-max-autotune", help="the model's top-N picks vs max-autotune's choice",
+                       description="For N in 1, 5, 10, 20, 50: max-autotune's chosen time / best of the model's top-N.")
+    _data_options(p)
+    p.add_argument("--max-autotune-solution", metavar="F", help="JSON of max-autotune's chosen configs (default: derived)")
+    p.add_argument("--report-json", metavar="R", help="write the report as JSON")
+    p.set_defaults(func=_cmd_validate_max_autotune)
+
+    p = sub.add_parser("list-models", help="models installed with torch-diode or registered",
+                       description="List the models found by name.")
+    p.set_defaults(func=_cmd_list_models)

@@ -1,0 +1,106 @@
+"""torch-diode model files: written here, read by the C++ engine (``torch_diode._C.Model``).
+
+The byte layout is documented in ``csrc/include/diode/model.h``: a fixed binary header, JSON
+metadata, little-endian float32 tensors and an FNV-1a checksum. Nothing in it is executable, so
+loading a model never runs code (no pickle). There is one reader, the C++ one: Python gets
+the weights back from it (:func:`read_model`).
+
+The metadata records the model family and layer sizes, the feature spec (names and version),
+the hardware the training data came from (with its ``hardware_id``), the torch/triton versions of
+that data and a summary of the training run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import _C
+from .types import atomic_write_bytes
+
+MAGIC = b"DIODEMDL"
+FORMAT_VERSION: int = _C.MODEL_FORMAT_VERSION
+ModelFormatError = _C.ModelFormatError
+MODEL_SUFFIX = ".diode"
+
+
+@dataclass
+class ModelFile:
+    """The contents of a model file: an MLP on normalised features predicting ln(time_us)."""
+
+    layers: list[tuple[np.ndarray, np.ndarray]]  # (weight[out, in], bias[out]) per Linear layer
+    feature_mean: np.ndarray
+    feature_std: np.ndarray
+    target_mean: float
+    target_std: float
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def dims(self) -> list[int]:
+        return [self.layers[0][0].shape[1]] + [w.shape[0] for w, _ in self.layers]
+
+    def to_bytes(self) -> bytes:
+        from .features import FEATURE_VERSION
+
+        dims = self.dims
+        if dims[-1] != 1:
+            raise ValueError(f"the last layer must have 1 output, got {dims[-1]}")
+        for i, (w, b) in enumerate(self.layers):
+            if w.shape != (dims[i + 1], dims[i]) or b.shape != (dims[i + 1],):
+                raise ValueError(f"layers[{i}]: weight {w.shape} / bias {b.shape} do not chain with dims {dims}")
+        meta = json.dumps(self.metadata, sort_keys=True).encode()
+        parts = [
+            MAGIC,
+            struct.pack("<3I", FORMAT_VERSION, FEATURE_VERSION, len(self.layers)),
+            struct.pack(f"<{len(dims)}I", *dims),
+            struct.pack("<I", 0),  # activation: ReLU
+            struct.pack("<Q", len(meta)),
+            meta,
+            _f32(self.feature_mean),
+            _f32(self.feature_std),
+            _f32([self.target_mean, self.target_std]),
+        ]
+        for w, b in self.layers:
+            parts += [_f32(w), _f32(b)]
+        body = b"".join(parts)
+        return body + struct.pack("<Q", _C.fnv1a64(body))
+
+
+def _f32(x: Any) -> bytes:
+    return np.ascontiguousarray(x, dtype="<f4").tobytes()
+
+
+def write_model(path: str | os.PathLike, model: ModelFile) -> Path:
+    """Writes atomically; the file is read back by the C++ loader before it replaces ``path``."""
+    payload = model.to_bytes()
+    _C.Model.from_bytes(payload, str(path))  # never write a file the engine would refuse
+    atomic_write_bytes(path, payload)
+    return Path(path)
+
+
+def load_engine(path: str | os.PathLike) -> "_C.Model":
+    """The C++ engine for a model file (ModelFormatError naming the file and field if unusable)."""
+    return _C.Model.load(str(path))
+
+
+def read_model(path: str | os.PathLike) -> ModelFile:
+    """Everything in a model file, through the C++ reader."""
+    engine = load_engine(path)
+    layers = [(np.asarray(engine.weight(i)), np.asarray(engine.bias(i))) for i in range(len(engine.dims) - 1)]
+    try:
+        metadata = json.loads(engine.metadata_json)
+    except ValueError as e:
+        raise ModelFormatError(f"{path}: field 'metadata': not valid JSON: {e}") from None
+    return ModelFile(layers, np.asarray(engine.feature_mean()), np.asarray(engine.feature_std()),
+                     float(engine.target_mean), float(engine.target_std), metadata)
+
+
+def model_metadata(path: str | os.PathLike) -> dict[str, Any]:
+    return json.loads(load_engine(path).metadata_json)
+

@@ -1,0 +1,173 @@
+"""Training: split by problem, standardise, fit an MLP on ln(time_us), export the model file."""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..features import FEATURE_NAMES, FEATURE_VERSION
+from ..model_file import ModelFile
+from ..types import Dataset
+from .data import TrainingArrays, build_arrays, split_groups
+from .model import MODEL_FAMILIES, MLP, Regressor
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainConfig:
+    model_type: str = "base"
+    hidden_dim: int | None = None  # None: the family's
+    num_layers: int | None = None
+    batch_size: int = 512
+    num_epochs: int = 50
+    learning_rate: float = 1e-3
+    weight_decay: float = 1e-5
+    patience: int = 10
+    validation_fraction: float = 0.15
+    seed: int = 0
+
+    def resolved(self) -> tuple[int, int]:
+        if self.model_type not in MODEL_FAMILIES:
+            raise ValueError(f"model type must be one of {sorted(MODEL_FAMILIES)}, got {self.model_type!r}")
+        family = MODEL_FAMILIES[self.model_type]
+        return self.hidden_dim or family["hidden_dim"], self.num_layers or family["num_layers"]
+
+
+@dataclass
+class TrainReport:
+    epochs_run: int
+    best_epoch: int
+    train_mse: float  # ln(time_us) squared error, training problems
+    validation_mse: float | None  # held-out problems (None without a validation split)
+    train_problems: int
+    validation_problems: int
+    rows: int
+
+
+def _standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mean = x.mean(axis=0)
+    std = x.std(axis=0)
+    std = np.where(std < 1e-6, 1.0, std)  # constant features (one-hots never seen) pass through
+    return mean.astype(np.float32), std.astype(np.float32)
+
+
+def _mse(model: Regressor, x: torch.Tensor, y: torch.Tensor, batch: int = 65536) -> float:
+    with torch.no_grad():
+        err = torch.cat([model(x[i : i + batch]) - y[i : i + batch] for i in range(0, len(x), batch)])
+    return float((err**2).mean()) if len(err) else math.nan
+
+
+def _summary(dataset_arrays: TrainingArrays) -> dict[str, Any]:
+    hardware = {hw.hardware_id: hw for hw, _ in dataset_arrays.problems}
+    return {
+        "problems": dataset_arrays.num_problems,
+        "rows": int(len(dataset_arrays.log_time_us)),
+        "ops": sorted({p.op for _, p in dataset_arrays.problems}),
+        "dtypes": sorted({p.dtype_a for _, p in dataset_arrays.problems}),
+        "hardware_ids": sorted(hardware),
+        "data_versions": sorted({f"torch {hw.torch_version}, triton {hw.triton_version}" for hw in hardware.values()}),
+    }
+
+
+def train_model(
+    dataset: Dataset,
+    config: TrainConfig,
+    *,
+    hardware_name: str | None = None,
+    op_name: str | None = None,
+    log_dir: str | None = None,
+    progress: bool = True,
+) -> tuple[ModelFile, TrainReport]:
+    """Trains on ``dataset`` (problems on ``hardware_name``, op ``op_name``) and returns the model
+    file contents and a report. Deterministic for a given ``config.seed``."""
+    from tqdm import tqdm
+
+    hidden_dim, num_layers = config.resolved()
+    arrays = build_arrays(dataset, hardware_name, op_name)
+    device_names = {hw.device_name for hw, _ in arrays.problems}
+    if len(device_names) > 1:
+        raise ValueError(f"the data holds several devices {sorted(device_names)}: choose one with --hardware-name")
+    val_problem = split_groups(arrays.num_problems, config.validation_fraction, config.seed)
+    val_rows = val_problem[arrays.group]
+    x_train, y_train = arrays.features[~val_rows], arrays.log_time_us[~val_rows]
+    x_val, y_val = arrays.features[val_rows], arrays.log_time_us[val_rows]
+    mean, std = _standardise(x_train)
+    t_mean, t_std = float(y_train.mean()), float(max(y_train.std(), 1e-6))
+
+    torch.manual_seed(config.seed)
+    generator = torch.Generator().manual_seed(config.seed)
+    model = Regressor(MLP(arrays.features.shape[1], hidden_dim, num_layers), mean, std, t_mean, t_std)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    xt, yt = torch.from_numpy(x_train), torch.from_numpy(y_train)
+    xv, yv = torch.from_numpy(x_val), torch.from_numpy(y_val)
+    writer = None
+    if log_dir:
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError as e:
+            raise RuntimeError("--log-dir needs the tensorboard package: pip install tensorboard") from e
+        writer = SummaryWriter(log_dir)
+
+    best = (math.inf, 0, {k: v.clone() for k, v in model.state_dict().items()})
+    epochs_run = 0
+    bar = tqdm(range(config.num_epochs), desc="train", unit="epoch", disable=not progress)
+    for epoch in bar:
+        model.train()
+        order = torch.randperm(len(xt), generator=generator)
+        total = 0.0
+        for i in range(0, len(order), config.batch_size):
+            idx = order[i : i + config.batch_size]
+            # the loss is on standardised targets; reported figures are in ln(time_us)
+            loss = (((model(xt[idx]) - yt[idx]) / t_std) ** 2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(idx)
+        model.eval()
+        train_mse = total / max(1, len(order)) * t_std**2
+        val_mse = _mse(model, xv, yv) if len(xv) else math.nan
+        watched = val_mse if len(xv) else train_mse
+        epochs_run = epoch + 1
+        if writer is not None:
+            writer.add_scalar("mse/train", train_mse, epoch)
+            if len(xv):
+                writer.add_scalar("mse/validation", val_mse, epoch)
+        bar.set_postfix(train=f"{train_mse:.4f}", val=f"{val_mse:.4f}")
+        if watched < best[0] - 1e-7:
+            best = (watched, epoch, {k: v.clone() for k, v in model.state_dict().items()})
+        elif epoch - best[1] >= config.patience:
+            logger.info("early stop at epoch %d (best %d)", epoch, best[1])
+            break
+    if writer is not None:
+        writer.close()
+    model.load_state_dict(best[2], strict=True)
+    report = TrainReport(
+        epochs_run=epochs_run, best_epoch=best[1], train_mse=_mse(model, xt, yt),
+        validation_mse=_mse(model, xv, yv) if len(xv) else None,
+        train_problems=int((~val_problem).sum()), validation_problems=int(val_problem.sum()), rows=len(arrays.log_time_us),
+    )
+    hardware = arrays.problems[0][0]
+    from .. import __version__
+
+    metadata = {
+        "model_family": config.model_type,
+        "hidden_dim": hidden_dim,
+        "num_layers": num_layers,
+        "target": "ln(time_us)",
+        "feature_version": FEATURE_VERSION,
+        "feature_names": list(FEATURE_NAMES),
+        "hardware": {**hardware.to_dict(), "hardware_id": hardware.hardware_id},
+        "op": op_name,
+        "training_data": _summary(arrays),
+        "training": {**asdict(config), "report": asdict(report)},
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "torch_diode_version": __version__,
+    }
+    return model.to_model_file(metadata), report

@@ -1,0 +1,108 @@
+"""Model files: C++ engine = PyTorch, strict loading, clear errors on corrupt files."""
+
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from torch_diode import _C
+from torch_diode.features import NUM_FEATURES, featurize
+from torch_diode.model_file import ModelFile, ModelFormatError, read_model, write_model
+from torch_diode.predict import load_model, predict_log_time_us
+from torch_diode.training.model import MLP, Regressor
+from torch_diode.types import load_dataset
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "h100_sample.json.gz"
+
+
+def random_model(seed=0, hidden=32, layers=3) -> Regressor:
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    mlp = MLP(NUM_FEATURES, hidden, layers)
+    return Regressor(mlp, rng.normal(size=NUM_FEATURES).astype(np.float32), rng.uniform(0.5, 2, NUM_FEATURES).astype(np.float32), 3.0, 1.5)
+
+
+@pytest.fixture
+def model_path(tmp_path) -> Path:
+    return write_model(tmp_path / "m.diode", random_model().to_model_file({"model_family": "test", "note": "ü"}))
+
+
+def test_engine_equals_pytorch_on_real_features(model_path):
+    reg = random_model()
+    engine = load_model(model_path)
+    ds = load_dataset(SAMPLE)
+    for hw, problem, timings in ds.problems():
+        configs = [t.config for t in timings]
+        x = featurize(problem, configs, hw)
+        with torch.no_grad():
+            expected = reg(torch.from_numpy(x)).numpy()
+        got = predict_log_time_us(engine, problem, configs, hw)
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(engine.predict_features(x), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_round_trip_is_exact_and_strict(model_path):
+    mf = read_model(model_path)
+    assert mf.metadata == {"model_family": "test", "note": "ü"}
+    back = Regressor.from_model_file(mf)
+    orig = random_model()
+    for (a, b) in zip(back.state_dict().values(), orig.state_dict().values()):
+        assert torch.equal(a, b)
+    with pytest.raises(RuntimeError):  # strict: a state of another shape never loads
+        MLP(NUM_FEATURES, 16, 3).load_state_dict(orig.mlp.state_dict(), strict=True)
+
+
+def _corrupt(path: Path, offset: int, value: bytes) -> None:
+    raw = bytearray(path.read_bytes())
+    raw[offset : offset + len(value)] = value
+    path.write_bytes(bytes(raw))
+
+
+def test_corrupt_and_mismatched_files(model_path, tmp_path):
+    raw = model_path.read_bytes()
+    cases = {
+        "magic": (0, b"NOTAMODL"),
+        "format_version": (8, struct.pack("<I", 99)),
+        "feature_version": (12, struct.pack("<I", 12345)),
+        "num_layers": (16, struct.pack("<I", 0)),
+        "dims[0]": (20, struct.pack("<I", NUM_FEATURES + 1)),
+        "checksum": (len(raw) - 20, b"\x01\x02\x03\x04"),  # a weight byte flipped
+    }
+    for field, (offset, value) in cases.items():
+        bad = tmp_path / f"bad_{field}.diode"
+        bad.write_bytes(raw)
+        _corrupt(bad, offset, value)
+        with pytest.raises(ModelFormatError) as info:
+            load_model(bad)
+        assert f"field '{field}'" in str(info.value) and str(bad) in str(info.value), str(info.value)
+    truncated = tmp_path / "t.diode"
+    truncated.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(ModelFormatError, match="truncated"):
+        _C.Model.load(str(truncated))
+    with pytest.raises(ModelFormatError, match="cannot open"):
+        _C.Model.load(str(tmp_path / "missing.diode"))
+    assert issubclass(ModelFormatError, ValueError)
+
+
+def test_writer_refuses_inconsistent_models(tmp_path):
+    mf = random_model().to_model_file({})
+    w, b = mf.layers[1]
+    mf.layers[1] = (w[:, :-1], b)
+    with pytest.raises(ValueError, match="do not chain"):
+        write_model(tmp_path / "x.diode", mf)
+    mf = random_model().to_model_file({})
+    mf.feature_std[3] = 0.0
+    with pytest.raises(ModelFormatError, match="feature_std"):
+        write_model(tmp_path / "y.diode", mf)
+    assert not (tmp_path / "y.diode").exists()
+
+
+def test_predict_rejects_bad_shapes(model_path):
+    engine = load_model(model_path)
+    with pytest.raises(ValueError, match="columns"):
+        engine.predict_features(np.zeros((3, NUM_FEATURES - 1), np.float32))
+    with pytest.raises(ValueError, match="problem"):
+        engine.predict(np.zeros(5, np.int64), np.zeros((1, 10), np.int64), np.array([132, 1000]))

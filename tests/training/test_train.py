@@ -1,0 +1,71 @@
+"""Training end to end on the real sample, from the library and from the CLI."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from torch_diode.model_file import model_metadata, read_model
+from torch_diode.training.data import build_arrays, split_groups
+from torch_diode.training.model import Regressor
+from torch_diode.training.train import TrainConfig, train_model
+from torch_diode.types import load_dataset
+
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "h100_sample.json.gz"
+
+
+def test_split_is_by_problem_and_deterministic():
+    a, b = split_groups(100, 0.2, 3), split_groups(100, 0.2, 3)
+    assert np.array_equal(a, b) and a.sum() == 20 and not np.array_equal(a, split_groups(100, 0.2, 4))
+    arrays = build_arrays(load_dataset(SAMPLE))
+    mask = split_groups(arrays.num_problems, 0.25, 0)[arrays.group]
+    train_problems, val_problems = set(arrays.group[~mask]), set(arrays.group[mask])
+    assert train_problems and val_problems and not train_problems & val_problems
+
+
+def test_arrays_leave_failures_out_and_use_log_time():
+    ds = load_dataset(SAMPLE)
+    arrays = build_arrays(ds)
+    ok = [t for _, _, ts in ds.problems() for t in ts if not t.failed]
+    assert len(arrays.log_time_us) == len(ok)
+    np.testing.assert_allclose(np.exp(arrays.log_time_us), [t.time_us for t in ok], rtol=1e-5)
+    assert build_arrays(ds, op_name="bmm").num_problems == 2
+    with pytest.raises(ValueError, match="no usable problems"):
+        build_arrays(ds, hardware_name="MI300")
+
+
+def test_training_learns_and_is_deterministic():
+    ds = load_dataset(SAMPLE)
+    cfg = TrainConfig(model_type="base", num_epochs=150, patience=150, validation_fraction=0.0, seed=7)
+    model, report = train_model(ds, cfg, progress=False)
+    again, _ = train_model(ds, cfg, progress=False)
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(model.layers, again.layers))
+    arrays = build_arrays(ds)
+    baseline = float(np.var(arrays.log_time_us))  # predicting the mean
+    assert report.train_mse < 0.25 * baseline, (report.train_mse, baseline)
+    with torch.no_grad():
+        pred = Regressor.from_model_file(model)(torch.from_numpy(arrays.features)).numpy()
+    assert float(np.mean((pred - arrays.log_time_us) ** 2)) == pytest.approx(report.train_mse, rel=1e-4)
+    meta = model.metadata
+    assert meta["hardware"]["sm_count"] == 132 and meta["training_data"]["problems"] == 12
+    assert meta["feature_names"][0] == "log2_batch" and meta["model_family"] == "base"
+
+
+def test_train_cli_then_validate_and_predict(tmp_path):
+    model = tmp_path / "m.diode"
+    cmd = [sys.executable, "-m", "torch_diode.cli"]
+    subprocess.run([*cmd, "train", "--dataset", SAMPLE, "--model", model, "--model-type", "deep", "--hidden-dim", "32",
+                    "--num-layers", "2", "--num-epochs", "20", "--seed", "1", "--validation-fraction", "0.25"],
+                   check=True, capture_output=True)
+    meta = model_metadata(model)
+    assert meta["hidden_dim"] == 32 and meta["num_layers"] == 2 and meta["training"]["seed"] == 1
+    assert read_model(model).dims == [meta["feature_version"] and len(meta["feature_names"]), 32, 32, 1]
+    out = tmp_path / "pred.msgpack"
+    subprocess.run([*cmd, "predict", "--model", model, "--dataset", SAMPLE, "--output", out], check=True, capture_output=True)
+    pred, src = load_dataset(out), load_dataset(SAMPLE)
+    assert [(p, [t.config for t in ts]) for _, p, ts in pred.problems()] == [(p, [t.config for t in ts]) for _, p, ts in src.problems()]
+    assert all(t.time_us > 0 and not t.failed for _, _, ts in pred.problems() for t in ts)
