@@ -15,6 +15,7 @@
 namespace nb = nanobind;
 
 void bind_model(nb::module_& m);
+void bind_metrics(nb::module_& m);
 
 namespace {
 
@@ -70,6 +71,7 @@ F32Matrix features_one(const AnyI64& problem, const AnyI64& configs, const AnyI6
 NB_MODULE(_C, m) {
   m.doc() = "torch-diode C++ core: GEMM feature extraction, the inference engine, ranking metrics.";
   bind_model(m);
+  bind_metrics(m);
   m.attr("FEATURE_VERSION") = diode::kFeatureVersion;
   m.def("feature_names", &diode::feature_names, "Names of the feature columns, in order.");
   m.def("problem_columns", &diode::problem_columns, "Columns of a problem row (int64).");

@@ -1,0 +1,102 @@
+"""validate-model / validate-max-autotune on a hand-made dataset whose right answers are known.
+
+The model is one linear layer picking the feature log2_block_m: it predicts
+ln(time_us) = log2(1 + BLOCK_M), so it ranks smaller blocks as faster."""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from torch_diode.evaluation import validate_max_autotune, validate_model
+from torch_diode.features import FEATURE_NAMES, NUM_FEATURES
+from torch_diode.model_file import ModelFile, write_model
+from torch_diode.types import Dataset, Hardware, KernelConfig, Problem, TimedConfig, save_dataset
+
+HW = Hardware("NVIDIA H100 80GB HBM3", (9, 0), 132, 80 * 2**30, 232448, "2.11.0", "3.6.0", "13.0")
+P1 = Problem("mm", 1, 512, 512, 512, "float16", "float16", "float16")
+P2 = Problem("mm", 1, 256, 1024, 64, "bfloat16", "bfloat16", "bfloat16")
+
+
+def cfg(bm):
+    return KernelConfig("triton::mm", bm, 64, 32, 8, 3, 4, even_k=True, acc_type="tl.float32")
+
+
+@pytest.fixture
+def files(tmp_path):
+    w = np.zeros((1, NUM_FEATURES), np.float32)
+    w[0, FEATURE_NAMES.index("log2_block_m")] = 1.0
+    model = write_model(tmp_path / "m.diode", ModelFile([(w, np.zeros(1, np.float32))], np.zeros(NUM_FEATURES, np.float32),
+                                                       np.ones(NUM_FEATURES, np.float32), 0.0, 1.0, {"model_family": "test"}))
+    ds = Dataset()
+    # P1: the model picks block 16 (30 us); the best is block 32 (10 us)
+    ds.add(HW, P1, [TimedConfig(cfg(16), 30.0), TimedConfig(cfg(32), 10.0), TimedConfig(cfg(64), 20.0),
+                    TimedConfig.failure(cfg(128))])
+    # P2: the model's order is the measured order
+    ds.add(HW, P2, [TimedConfig(cfg(16), 5.0), TimedConfig(cfg(32), 6.0), TimedConfig(cfg(64), 7.0)])
+    data = save_dataset(ds, tmp_path / "d.json")
+    return model, data, ds
+
+
+def test_validate_model_known_answers(files):
+    model, _, ds = files
+    r = validate_model(model, ds, top_n_worst=2)
+    pred = {16: math.log2(17), 32: math.log2(33), 64: math.log2(65)}
+    errors = [pred[16] - math.log(30), pred[32] - math.log(10), pred[64] - math.log(20),
+              pred[16] - math.log(5), pred[32] - math.log(6), pred[64] - math.log(7)]
+    mse = float(np.mean(np.square(errors)))
+    assert r["num_problems"] == 2 and r["num_timed_configs"] == 6  # the failure takes no part
+    assert r["mse"] == pytest.approx(mse, rel=1e-5)
+    assert r["rmse"] == pytest.approx(math.sqrt(mse), rel=1e-5) and r["exp_rmse"] == pytest.approx(math.exp(math.sqrt(mse)), rel=1e-5)
+    assert r["top1_perf_geomean"] == pytest.approx(math.sqrt(10 / 30 * 1.0))
+    assert r["top5_perf_geomean"] == pytest.approx(1.0)
+    assert r["kendall_tau_mean"] == pytest.approx((-1 / 3 + 1.0) / 2)
+    assert r["within_5pct_fraction"] == 0.5 and r["worst_top1_slowdown"] == pytest.approx(3.0)
+    worst = r["worst_predictions"][0]
+    assert worst["measured_us"] == 7.0 and worst["config"].startswith("triton::mm 64x64x32")  # |6.02 - ln 7| = 4.08
+
+
+def test_validate_max_autotune_known_answers(files, tmp_path):
+    model, _, ds = files
+    solution = tmp_path / "s.json"
+    solution.write_text(json.dumps({"name": "t", "configs": [
+        {"M": 512, "N": 512, "K": 512, "block_m": 64, "block_n": 64, "block_k": 32},
+        {"M": 256, "N": 1024, "K": 64, "op": "mm", "block_m": 32, "block_n": 64, "block_k": 32}]}))
+    r = validate_max_autotune(model, ds, solution=solution)
+    assert r["num_problems"] == 2
+    top1, top5 = r["top_n"]["1"], r["top_n"]["5"]
+    # P1: max-autotune 20 us vs the model's pick 30 us (top-1) or the best 10 us (top-5); P2: 6 vs 5
+    assert top1["ratio_geomean"] == pytest.approx(math.sqrt(20 / 30 * 6 / 5))
+    assert top5["ratio_geomean"] == pytest.approx(math.sqrt(20 / 10 * 6 / 5))
+    assert top1["better_pct"] == 50.0 and top1["worse_pct"] == 50.0
+    assert top5["better_pct"] == 100.0 and top5["time_saved_us_total"] == pytest.approx(10 + 1)
+    with pytest.raises(ValueError, match="configs"):
+        solution.write_text('{"configs": [{"M": "x"}]}')
+        validate_max_autotune(model, ds, solution=solution)
+
+
+def test_cli_reports(files, tmp_path):
+    model, data, _ = files
+    report = tmp_path / "r.json"
+    out = subprocess.run([sys.executable, "-m", "torch_diode.cli", "validate-model", "--model", model, "--dataset", data,
+                          "--report-json", report, "--plot", tmp_path / "plots"], check=True, capture_output=True, text=True).stdout
+    r = json.loads(report.read_text())
+    for key in ("mse", "rmse", "exp_rmse", "top1_perf_geomean", "top5_perf_geomean", "kendall_tau_mean",
+                "within_5pct_fraction", "worst_top1_slowdown", "num_problems"):
+        assert key in r
+    assert "Validation RMSE (exp)" in out
+    assert (tmp_path / "plots" / "predicted_vs_measured.png").stat().st_size > 1000
+    assert (tmp_path / "plots" / "top1_slowdown_cdf.png").stat().st_size > 1000
+    # derived mode (max-autotune = best of ATen + DEFAULT) needs such choices: the real sample has them
+    sample = Path(__file__).resolve().parents[1] / "data" / "sample" / "h100_sample.json.gz"
+    proc = subprocess.run([sys.executable, "-m", "torch_diode.cli", "validate-max-autotune", "--model", model, "--dataset", sample,
+                           "--report-json", tmp_path / "m.json"], check=True, capture_output=True, text=True)
+    assert "MODEL VS MAX-AUTOTUNE" in proc.stdout
+    assert set(json.loads((tmp_path / "m.json").read_text())["top_n"]) == {"1", "5", "10", "20", "50"}
+    bad = subprocess.run([sys.executable, "-m", "torch_diode.cli", "validate-model", "--model", "NVIDIA-H100-matmul",
+                          "--dataset", data], capture_output=True, text=True)
+    assert bad.returncode == 2 and "known model name" in bad.stderr
