@@ -106,3 +106,21 @@ def test_predict_rejects_bad_shapes(model_path):
         engine.predict_features(np.zeros((3, NUM_FEATURES - 1), np.float32))
     with pytest.raises(ValueError, match="problem"):
         engine.predict(np.zeros(5, np.int64), np.zeros((1, 10), np.int64), np.array([132, 1000]))
+
+
+def test_generic_and_avx2_kernels_agree(model_path):
+    """The engine's dense kernel is built twice (AVX2+FMA and baseline); both must predict alike."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, sys; from torch_diode import _C; m = _C.Model.load(sys.argv[1]); "
+        "x = np.random.default_rng(0).normal(size=(1001, m.num_features)).astype(np.float32); "
+        "np.save(sys.argv[2], m.predict_features(x))"
+    )
+    outs = []
+    for env in ({}, {"DIODE_GENERIC_KERNEL": "1"}):
+        out = model_path.with_suffix(f".{len(outs)}.npy")
+        subprocess.run([sys.executable, "-c", code, str(model_path), str(out)], check=True, env={**__import__("os").environ, **env})
+        outs.append(np.load(out))
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-5)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -130,6 +131,31 @@ std::vector<float> Model::weight(size_t layer) const {
   return w;
 }
 
+namespace detail {
+void dense_layer_avx2(const float*, size_t, size_t, const float*, const float*, size_t, float*, bool);
+void dense_layer_generic(const float*, size_t, size_t, const float*, const float*, size_t, float*, bool);
+}  // namespace detail
+
+namespace {
+
+using DenseFn = void (*)(const float*, size_t, size_t, const float*, const float*, size_t, float*, bool);
+
+// The same kernel (dense_kernel.h) built for AVX2+FMA and for the baseline; the CPU decides.
+DenseFn pick_dense_layer() {
+  // DIODE_GENERIC_KERNEL=1 forces the baseline kernel (the tests compare the two).
+  if (const char* env = std::getenv("DIODE_GENERIC_KERNEL"); env != nullptr && env[0] == '1')
+    return detail::dense_layer_generic;
+#if defined(__x86_64__) && defined(DIODE_HAVE_AVX2_KERNEL)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return detail::dense_layer_avx2;
+#endif
+  return detail::dense_layer_generic;
+}
+
+const DenseFn dense_layer = pick_dense_layer();
+
+}  // namespace
+
 void Model::predict_features(std::span<const float> x, std::span<float> out) const {
   const size_t nf = dims_.front();
   if (x.size() % nf != 0) throw std::invalid_argument("features must be an N x " + std::to_string(nf) + " matrix");
@@ -137,29 +163,15 @@ void Model::predict_features(std::span<const float> x, std::span<float> out) con
   if (out.size() != rows) throw std::invalid_argument("output has the wrong size");
   size_t widest = 0;
   for (auto d : dims_) widest = std::max<size_t>(widest, d);
-  constexpr size_t kBlock = 64;  // rows per block: activations stay in L1/L2
+  constexpr size_t kBlock = 128;  // rows per block: activations stay in L1/L2
   std::vector<float> a(kBlock * widest), next(kBlock * widest);
   for (size_t r0 = 0; r0 < rows; r0 += kBlock) {
     const size_t nr = std::min(kBlock, rows - r0);
     for (size_t r = 0; r < nr; ++r)
       for (size_t i = 0; i < nf; ++i) a[r * nf + i] = (x[(r0 + r) * nf + i] - mean_[i]) * inv_std_[i];
     for (size_t l = 0; l < weight_t_.size(); ++l) {
-      const size_t in = dims_[l], outd = dims_[l + 1];
-      const float* wt = weight_t_[l].data();
-      const float* bias = bias_[l].data();
-      const bool relu = l + 1 < weight_t_.size();
-      for (size_t r = 0; r < nr; ++r) {
-        float* o = next.data() + r * outd;
-        std::copy(bias, bias + outd, o);
-        const float* ar = a.data() + r * in;
-        for (size_t i = 0; i < in; ++i) {
-          const float v = ar[i];
-          const float* w = wt + i * outd;
-          for (size_t j = 0; j < outd; ++j) o[j] += v * w[j];
-        }
-        if (relu)
-          for (size_t j = 0; j < outd; ++j) o[j] = o[j] > 0.f ? o[j] : 0.f;
-      }
+      dense_layer(a.data(), nr, dims_[l], weight_t_[l].data(), bias_[l].data(), dims_[l + 1], next.data(),
+                  l + 1 < weight_t_.size());
       std::swap(a, next);
     }
     for (size_t r = 0; r < nr; ++r) out[r0 + r] = a[r] * target_std_ + target_mean_;
