@@ -1,0 +1,52 @@
+"""The fast path's per-shape configs are the ones Inductor generates (checked on recorded data)."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from torch_diode.collection.config_space import aten_configs, scaled_configs, triton_configs
+from torch_diode.collection.fast_sweep import choices_for
+from torch_diode.types import Problem, load_dataset
+
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "h100_sample.json.gz"
+
+
+def test_derived_configs_match_what_inductor_generated():
+    """The sample was recorded from stock max-autotune (DEFAULT) on torch 2.11: every Triton
+    config Inductor benchmarked must be derived here, template parameters included (EVEN_K,
+    ALLOW_TF32, ACC_TYPE, epilogue extras). torch 2.13's list has one config more than 2.11's."""
+    ds = load_dataset(SAMPLE)
+    same_torch = all(hw.torch_version.split("+")[0] == torch.__version__.split("+")[0] for hw, _, _ in ds.problems())
+    for _, problem, timings in ds.problems():
+        recorded = {t.config for t in timings if t.config.is_tiled}
+        derived = set(triton_configs(problem, "DEFAULT"))
+        assert recorded <= derived, (problem.short(), recorded - derived)
+        assert len(derived - recorded) <= (1 if same_torch else 2), (problem.short(), derived - recorded)
+        recorded_aten = {t.config.template_id for t in timings if not t.config.is_tiled}
+        assert recorded_aten == {c.template_id for c in aten_configs(problem)}
+
+
+def test_scaling_and_pruning_follow_inductor():
+    small = scaled_configs(16, 16, 16, "EXHAUSTIVE")
+    assert all(bm == bn == bk == 16 for bm, bn, bk, *_ in small)
+    assert all(w <= max(1, 16 * 16 // 256) for *_, w, _ in small)  # num_warps capped by the tile
+    big = scaled_configs(4096, 4096, 4096, "EXHAUSTIVE")
+    assert all(-(-bm * bn // (w * 32)) <= 255 for bm, bn, _, _, w, _ in big)  # no accumulator spills
+    assert len(big) > 1000 and len(set(big)) == len(big)
+    with pytest.raises(ValueError, match="search space"):
+        scaled_configs(1, 1, 1, "EVERYTHING")
+
+
+def test_choices_per_problem():
+    p = Problem("mm", 1, 2048, 2048, 2048, "bfloat16", "bfloat16", "bfloat16")
+    choices = choices_for(p, 350, seed=0)
+    default = triton_configs(p, "DEFAULT")
+    assert choices[0].template_id == "aten::mm" and choices[1 : 1 + len(default)] == default
+    assert len(choices) == 1 + len(default) + 350 and len(set(choices)) == len(choices)
+    assert choices == choices_for(p, 350, seed=0) and choices != choices_for(p, 350, seed=1)
+    # the sample is chosen per raw config, so another large shape picks the same configs
+    q = Problem("mm", 1, 4096, 1024, 2048, "bfloat16", "bfloat16", "bfloat16")
+    key = lambda c: (c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps)
+    assert {key(c) for c in choices_for(q, 350, 0)} == {key(c) for c in choices}
+    assert all(c.even_k == (2048 % c.block_k == 0) for c in choices if c.is_tiled)
