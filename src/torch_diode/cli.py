@@ -12,11 +12,13 @@ from typing import Sequence
 logger = logging.getLogger(__name__)
 
 
-def _write_report(path: str | None, report: dict) -> None:
+def write_report(path: str | None, report: dict) -> None:
+    """Writes a command's --report-json atomically (keys starting with '_' stay in memory)."""
     if path:
         from .types import atomic_write_bytes
 
-        atomic_write_bytes(path, (json.dumps(report, indent=2, sort_keys=True) + "\n").encode())
+        clean = {k: v for k, v in report.items() if not k.startswith("_")}
+        atomic_write_bytes(path, (json.dumps(clean, indent=2, sort_keys=True, default=str) + "\n").encode())
         print(f"report written to {path}")
 
 
@@ -43,7 +45,7 @@ def _cmd_dataset_stats(args: argparse.Namespace) -> int:
             aten_us = f"{aten.time_us:12.1f}" if aten else f"{'-':>12s}"
             ratio = f"{aten.time_us / best.time_us:9.2f}" if aten else f"{'-':>9s}"
             print(f"{problem.short():36s} {n:7d}  {best.config.short():36s} {best.time_us:9.1f} {aten_us} {ratio}")
-    _write_report(args.report_json, stats)
+    write_report(args.report_json, stats)
     return 0
 
 

@@ -3,16 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 
-
-def _write_json(path: str | None, report: dict) -> None:
-    if path:
-        from .types import atomic_write_bytes
-
-        clean = {k: v for k, v in report.items() if not k.startswith("_")}
-        atomic_write_bytes(path, (json.dumps(clean, indent=2, sort_keys=True, default=str) + "\n").encode())
-        print(f"report written to {path}")
+from .cli import write_report
 
 
 def _load(args: argparse.Namespace):
@@ -74,7 +66,7 @@ def _cmd_validate_model(args: argparse.Namespace) -> int:
     if args.plot:
         for path in plot_validation(r, args.plot):
             print(f"plot written to {path}")
-    _write_json(args.report_json, r)
+    write_report(args.report_json, r)
     return 0
 
 
@@ -90,7 +82,7 @@ def _cmd_validate_max_autotune(args: argparse.Namespace) -> int:
     for n, s in r["top_n"].items():
         print(f"{n:>6s} {s['ratio_geomean']:8.3f} {s['ratio_median']:8.3f} {s['ratio_p10']:7.3f} {s['ratio_p90']:7.3f} "
               f"{s['better_pct']:6.1f}% {s['equal_pct']:6.1f}% {s['worse_pct']:6.1f}% {s['time_saved_us_total']:10.1f}")
-    _write_json(args.report_json, r)
+    write_report(args.report_json, r)
     return 0
 
 
