@@ -9,6 +9,7 @@ killed process loses at most the GEMM in flight.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -102,8 +103,9 @@ def config_from_choice(choice: Any) -> KernelConfig:
     return KernelConfig(template_id=f"{type(choice).__name__}::{getattr(choice, 'name', 'unknown')}")
 
 
-def _hint(expr: Any) -> int:
-    """A concrete size: the expression itself when static, else Inductor's hint for it."""
+def _hint_impl(expr: Any, require: bool = False) -> int:
+    """A concrete size: the expression itself when static, else Inductor's hint for it. With
+    ``require``, a symbolic size without a hint raises LookupError instead of a guess."""
     if isinstance(expr, int) or getattr(expr, "is_number", False):
         return int(expr)
     from torch._inductor.virtualized import V
@@ -111,8 +113,17 @@ def _hint(expr: Any) -> int:
     sizevars = V.graph.sizevars
     for name in ("optimization_hint", "size_hint"):
         fn = getattr(sizevars, name, None)
-        if fn is not None:
+        if fn is None:
+            continue
+        if not require:
             return int(fn(expr, fallback=8192))
+        try:
+            value = fn(expr, fallback=None)
+        except Exception as e:
+            raise LookupError(f"no hint for {expr}: {e}") from None
+        if value is None:
+            raise LookupError(f"no hint for {expr}")
+        return int(value)
     return int(expr)
 
 
@@ -125,8 +136,9 @@ def _is_transposed(strides: tuple[int, ...], sizes: tuple[int, ...]) -> bool:
     return strides[-2] == 1 and strides[-1] != 1 and sizes[-2] > 1
 
 
-def problem_from_nodes(op: str, input_nodes: list[Any], out_dtype: Any) -> Problem:
+def problem_from_nodes(op: str, input_nodes: list[Any], out_dtype: Any, require_hints: bool = False) -> Problem:
     """The Problem of an autotuned GEMM from Inductor's input IR nodes (sizes hinted)."""
+    _hint = functools.partial(_hint_impl, require=require_hints)
     bias = None
     nodes = list(input_nodes)
     if op in ("addmm", "baddbmm"):

@@ -66,7 +66,12 @@ def _mse(model: Regressor, x: torch.Tensor, y: torch.Tensor, batch: int = 65536)
 
 def _summary(dataset_arrays: TrainingArrays) -> dict[str, Any]:
     hardware = {hw.hardware_id: hw for hw, _ in dataset_arrays.problems}
+    ranges = {}
+    for name in ("log2_batch", "log2_m", "log2_n", "log2_k"):
+        column = dataset_arrays.features[:, FEATURE_NAMES.index(name)]
+        ranges[name] = [float(column.min()), float(column.max())]
     return {
+        "problem_feature_ranges": ranges,
         "problems": dataset_arrays.num_problems,
         "rows": int(len(dataset_arrays.log_time_us)),
         "ops": sorted({p.op for _, p in dataset_arrays.problems}),

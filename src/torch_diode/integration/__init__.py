@@ -1,0 +1,1 @@
+"""Diode inside torch.compile: the choice handler and its installation."""

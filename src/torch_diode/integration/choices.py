@@ -1,0 +1,256 @@
+"""DiodeInductorChoices: the model chooses GEMM kernels inside torch.compile.
+
+Inductor calls ``_finalize_template_configs`` with lazy generators of every candidate
+(KernelTemplateChoice) before any kernel is generated. Diode lets those generators produce the
+candidate pool (``config.candidate_pool``: EXHAUSTIVE by default, so the model can pick kernels
+stock max-autotune never tries), converts each candidate to a KernelConfig exactly as the
+recorder does, ranks all of them in one C++ call, and returns Inductor's own KernelTemplateChoice
+objects for the chosen ones, so every kernel parameter (EVEN_K...) is Inductor's for the shape.
+
+Selection: the ``top_k_configs`` best predictions, plus any predicted within
+``performance_threshold`` of the best, at most ``max_selected_configs``. Candidates whose shared
+memory need exceeds the device (the C++ ``smem_exceeds`` feature) are never chosen: they would
+fail to compile.
+
+Confidence rule: a problem outside the model's training range (any of log2 B, M, N, K more than
+one unit, i.e. 2x, beyond what the training data held) is "unsure": the selection widens to
+``unsure_top_k`` and Inductor benchmarks those, so an extrapolating model costs a little compile
+time rather than a slow kernel. The reported confidence of a decision is the predicted relative
+gap between the best and the second-best candidate (0: a coin toss, 1: no contest).
+
+Fallback (the stock list, counted by reason in ``get_stats()``): no model for this hardware, an op
+or dtype the model does not cover, sizes without hints, any error in features or inference. With
+``enable_fallback=False`` errors raise instead. The returned list is never empty.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+from collections import Counter, OrderedDict
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import numpy as np
+from torch._inductor import config as inductor_config
+from torch._inductor.choices import InductorChoices
+
+from .. import config
+from ..collection.recorder import config_from_kwargs, problem_from_nodes
+from ..features import FEATURE_NAMES, featurize
+from ..hardware import detect_hardware
+from ..types import Hardware, KernelConfig, Problem
+
+logger = logging.getLogger(__name__)
+
+SUPPORTED_OPS = ("mm", "addmm", "bmm", "baddbmm")
+SUPPORTED_DTYPES = ("float16", "bfloat16", "float32")
+_SMEM_EXCEEDS = FEATURE_NAMES.index("smem_exceeds")
+_RANGE_FEATURES = ("log2_batch", "log2_m", "log2_n", "log2_k")
+
+# Process-wide prediction statistics (torch_diode.get_prediction_stats / profile_predictions).
+PREDICTION_STATS: Counter = Counter()
+_CONFIDENCES: list[float] = []
+
+
+class Fallback(Exception):
+    """Diode does not decide this GEMM; ``reason`` is counted in the stats."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+
+
+def ktc_config(ktc: Any) -> KernelConfig:
+    """The KernelConfig of an Inductor KernelTemplateChoice (the recorder's conversion)."""
+    return config_from_kwargs(ktc.template.uid, {**ktc.params.to_kwargs(), **(ktc.extra_kwargs or {})})
+
+
+class DiodeInductorChoices(InductorChoices):
+    """An InductorChoices that ranks GEMM candidates with a torch-diode model."""
+
+    def __init__(self, model_path: str | os.PathLike | None = None, device: str = "cpu", top_k_configs: int | None = None,
+                 performance_threshold: float | None = None, enable_fallback: bool | None = None):
+        super().__init__()
+        from ..predict import load_model
+        from ..model_file import model_metadata
+        from ..registry import resolve_model
+
+        self.model_path = str(resolve_model(model_path)) if model_path is not None else None
+        self.device = device  # where the model runs: the C++ engine runs on the CPU
+        self.top_k_configs = top_k_configs
+        self.performance_threshold = performance_threshold
+        self.enable_fallback = enable_fallback
+        self.engine = load_model(self.model_path) if self.model_path else None
+        self.metadata = model_metadata(self.model_path) if self.model_path else {}
+        self._hardware_ok: dict[str, bool] = {}
+        self._hardware: dict[str, Hardware] = {}
+        self._cache: OrderedDict[tuple, list[int]] = OrderedDict()
+        self.stats: Counter = Counter()
+        digest = hashlib.sha256(open(self.model_path, "rb").read()).hexdigest()[:16] if self.model_path else "none"
+        self._uuid = f"torch-diode:{digest}"
+
+    # Inductor's FX-graph cache key includes this: a different model or settings, another key.
+    def uuid(self) -> str:
+        return f"{self._uuid}:{sorted(config.snapshot().items())}:{self.top_k_configs}:{self.performance_threshold}"
+
+    # ----- settings -------------------------------------------------------------------------------
+    def _setting(self, name: str) -> Any:
+        own = getattr(self, name, None)
+        return own if own is not None else getattr(config, name)
+
+    def get_stats(self) -> dict[str, Any]:
+        fallbacks = {k[len("fallback_"):]: v for k, v in self.stats.items() if k.startswith("fallback_")}
+        return {
+            "total_calls": self.stats["total_calls"],
+            "model_selections": self.stats["model_selections"],
+            "fallbacks": fallbacks,
+            "fallbacks_total": sum(fallbacks.values()),
+            "configs_filtered": self.stats["configs_filtered"],
+            "cache_hits": self.stats["cache_hits"],
+            "unsure_widened": self.stats["unsure_widened"],
+            "not_gemm": self.stats["not_gemm"],
+        }
+
+    def reset_stats(self) -> None:
+        self.stats.clear()
+
+    # ----- the hook -------------------------------------------------------------------------------
+    def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides=None):
+        if op_name not in SUPPORTED_OPS:
+            self.stats["not_gemm"] += 1
+            return super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+        self.stats["total_calls"] += 1
+        pool = self._setting_pool()
+        with inductor_config.patch(max_autotune_gemm_search_space=pool):
+            stock = super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+        if not stock:
+            return stock
+        try:
+            chosen = self._choose(stock, kernel_inputs, op_name)
+        except Exception as e:
+            reason = e.reason if isinstance(e, Fallback) else f"error_{type(e).__name__}"
+            self.stats[f"fallback_{reason}"] += 1
+            PREDICTION_STATS["fallbacks"] += 1
+            if not self._setting("enable_fallback") and not isinstance(e, Fallback):
+                raise
+            logger.debug("torch-diode: stock choices for %s (%s)", op_name, e)
+            return stock
+        self.stats["model_selections"] += 1
+        self.stats["configs_filtered"] += len(stock) - len(chosen)
+        return chosen
+
+    def _setting_pool(self) -> str:
+        pool = config.candidate_pool
+        return pool if pool in ("DEFAULT", "EXHAUSTIVE") else "EXHAUSTIVE"
+
+    def _hardware_for(self, kernel_inputs: Any) -> Hardware:
+        device = kernel_inputs.nodes()[-1].get_device()
+        key = str(device)
+        if key not in self._hardware:
+            self._hardware[key] = detect_hardware(device)
+        return self._hardware[key]
+
+    def _choose(self, stock: list, kernel_inputs: Any, op_name: str) -> list:
+        if self.engine is None:
+            raise Fallback("no_model")
+        hardware = self._hardware_for(kernel_inputs)
+        if not self._hardware_matches(hardware):
+            raise Fallback("no_model_for_hardware", hardware.device_name)
+        try:
+            problem = problem_from_nodes(op_name, kernel_inputs.nodes(), kernel_inputs.out_dtype(), require_hints=True)
+        except LookupError as e:
+            raise Fallback("symbolic_sizes_without_hints", str(e)) from None
+        if problem.dtype_a not in SUPPORTED_DTYPES:
+            raise Fallback("unsupported_dtype", problem.dtype_a)
+        model_op = self.metadata.get("op")
+        if model_op and model_op != op_name:
+            raise Fallback("unsupported_op", op_name)
+        key = (problem, op_name, len(stock), tuple(sorted({k.template.uid for k in stock})), self._setting_pool(),
+               self._setting("top_k_configs"), self._setting("performance_threshold"), config.max_selected_configs,
+               config.unsure_top_k)
+        if self._setting("cache_predictions") and key in self._cache:
+            self.stats["cache_hits"] += 1
+            self._cache.move_to_end(key)
+            return [stock[i] for i in self._cache[key]]
+        configs = [ktc_config(k) for k in stock]
+        try:
+            features = featurize(problem, configs, hardware)
+        except Exception as e:
+            raise Fallback("feature_error", str(e)) from None
+        try:
+            predicted = np.asarray(self.engine.predict_features(features), dtype=np.float64)
+        except Exception as e:
+            raise Fallback("inference_error", str(e)) from None
+        if not np.all(np.isfinite(predicted)):
+            raise Fallback("inference_error", "non-finite prediction")
+        indices = self._select(predicted, features, problem)
+        if self._setting("cache_predictions"):
+            self._cache[key] = indices
+            if len(self._cache) > 4096:
+                self._cache.popitem(last=False)
+        return [stock[i] for i in indices]
+
+    def _hardware_matches(self, hardware: Hardware) -> bool:
+        if config.allow_hardware_mismatch:
+            return True
+        if hardware.device_name not in self._hardware_ok:
+            trained = (self.metadata.get("hardware") or {}).get("device_name")
+            self._hardware_ok[hardware.device_name] = trained is not None and Hardware(
+                trained, None, 1, 0, 1, "").hardware_id == hardware.hardware_id
+        return self._hardware_ok[hardware.device_name]
+
+    def _unsure(self, features: np.ndarray) -> bool:
+        ranges = (self.metadata.get("training_data") or {}).get("problem_feature_ranges")
+        if not ranges:
+            return False
+        for name in _RANGE_FEATURES:
+            lo, hi = ranges.get(name, (-math.inf, math.inf))
+            value = float(features[0, FEATURE_NAMES.index(name)])
+            if value < lo - 1.0 or value > hi + 1.0:
+                return True
+        return False
+
+    def _select(self, predicted: np.ndarray, features: np.ndarray, problem: Problem) -> list[int]:
+        usable = np.flatnonzero(features[:, _SMEM_EXCEEDS] < 0.5)
+        if len(usable) == 0:
+            raise Fallback("no_usable_candidate")
+        order = usable[np.argsort(predicted[usable], kind="stable")]
+        k = max(1, int(self._setting("top_k_configs")))
+        if self._unsure(features):
+            k = max(k, int(config.unsure_top_k))
+            self.stats["unsure_widened"] += 1
+        threshold = float(self._setting("performance_threshold"))
+        best = predicted[order[0]]
+        within = [i for i in order if predicted[i] <= best + math.log(max(threshold, 1.0))]
+        chosen = list(dict.fromkeys(list(order[:k]) + within))[: max(k, int(config.max_selected_configs))]
+        gap = 1.0 - math.exp(best - predicted[order[1]]) if len(order) > 1 else 1.0
+        PREDICTION_STATS["total_predictions"] += 1
+        PREDICTION_STATS["configs_scored"] += len(predicted)
+        _CONFIDENCES.append(gap)
+        logger.debug("torch-diode: %s -> %d of %d candidates (confidence %.3f)", problem.short(), len(chosen), len(predicted), gap)
+        return [int(i) for i in chosen]
+
+
+def get_prediction_stats() -> dict[str, Any]:
+    """total_predictions (GEMMs the model decided), avg_confidence, fallbacks, configs_scored."""
+    return {
+        "total_predictions": PREDICTION_STATS["total_predictions"],
+        "avg_confidence": float(np.mean(_CONFIDENCES)) if _CONFIDENCES else math.nan,
+        "fallbacks": PREDICTION_STATS["fallbacks"],
+        "configs_scored": PREDICTION_STATS["configs_scored"],
+    }
+
+
+@contextmanager
+def profile_predictions() -> Iterator[dict[str, Any]]:
+    """Resets the prediction statistics for the block; the yielded dict is filled on exit."""
+    PREDICTION_STATS.clear()
+    _CONFIDENCES.clear()
+    result: dict[str, Any] = {}
+    try:
+        yield result
+    finally:
+        result.update(get_prediction_stats())

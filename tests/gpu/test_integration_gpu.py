@@ -1,0 +1,88 @@
+"""Diode inside torch.compile on a GPU: correct outputs, the model decides, no benchmarking at k=1.
+
+The model is trained here on the shipped H100 sample (its quality does not matter for these
+checks; the hardware must be an H100, as the sample's). Set DIODE_RESULTS_DIR to keep the
+correctness figures (benchmarks/results/correctness_h100.json)."""
+
+import json
+import os
+import random
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+import torch
+from torch._inductor import config as inductor_config
+
+from torch_diode import config
+from torch_diode.collection import collect
+from torch_diode.collection.inductor_sweep import make_inputs, op_function
+from torch_diode.integration.install import diode_choices
+from torch_diode.model_file import write_model
+from torch_diode.training.train import TrainConfig, train_model
+from torch_diode.types import Problem, load_dataset
+
+pytestmark = pytest.mark.gpu
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "h100_sample.json.gz"
+TOL = {"float16": 2e-2, "bfloat16": 4e-2, "float32": 2e-3}
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    if "H100" not in torch.cuda.get_device_name():
+        pytest.skip("the sample (and so this model) is H100 data")
+    trained, _ = train_model(load_dataset(SAMPLE), TrainConfig(num_epochs=30, validation_fraction=0.0), progress=False)
+    return write_model(tmp_path_factory.mktemp("m") / "h100.diode", trained)
+
+
+def random_problems(op: str, n: int, seed: int) -> list[Problem]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        dtype = rng.choice(["float16", "bfloat16", "float32"])
+        size = lambda: rng.choice([rng.randint(1, 300), rng.randint(1, 2048), 64 * rng.randint(1, 32) + rng.choice([0, 1, 7])])
+        batch = rng.randint(2, 8) if op in ("bmm", "baddbmm") else 1
+        out.append(Problem(op, batch, size(), size(), size(), dtype, dtype, dtype,
+                           transpose_a=rng.random() < 0.3, transpose_b=rng.random() < 0.3))
+    return out
+
+
+def test_outputs_match_eager_and_the_model_decides(model):
+    n = int(os.environ.get("DIODE_CORRECTNESS_PROBLEMS", "100"))
+    checked, mismatches, details = 0, [], []
+    with diode_choices(model) as choices:
+        for op in ("mm", "addmm", "bmm", "baddbmm"):
+            for problem in random_problems(op, n, seed=hash(op) % 1000):
+                inputs = make_inputs(problem, "cuda")
+                torch._dynamo.reset()
+                with inductor_config.patch(max_autotune_gemm=True, force_disable_caches=True):
+                    out = torch.compile(op_function(op))(*inputs)
+                ref = op_function(op)(*[x.float() for x in inputs]).to(out.dtype)
+                tol = TOL[problem.dtype_a]
+                scale = max(1.0, ref.abs().max().item())
+                ok = torch.allclose(out.float(), ref.float(), atol=tol * scale, rtol=tol)
+                checked += 1
+                if not ok:
+                    mismatches.append(problem.short())
+        stats = choices.get_stats()
+    report = {"problems_checked": checked, "mismatches": len(mismatches), "mismatched_problems": mismatches,
+              "fallbacks": stats["fallbacks_total"], "fallbacks_by_reason": stats["fallbacks"],
+              "model_selections": stats["model_selections"], "torch": torch.__version__,
+              "device": torch.cuda.get_device_name(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "command": "pytest tests/gpu/test_integration_gpu.py"}
+    if os.environ.get("DIODE_RESULTS_DIR"):
+        Path(os.environ["DIODE_RESULTS_DIR"], "correctness_h100.json").write_text(json.dumps(report, indent=1))
+    assert not mismatches, mismatches
+    assert stats["fallbacks_total"] == 0, stats
+    assert stats["model_selections"] == checked
+
+
+def test_k1_means_no_benchmarking(model, tmp_path):
+    problem = Problem("mm", 1, 1000, 700, 1024, "float16", "float16", "float16")
+    inputs = make_inputs(problem, "cuda")
+    with diode_choices(model) as choices, config.patch(top_k_configs=1, performance_threshold=1.0):
+        torch._dynamo.reset()
+        with collect(tmp_path / "none.json") as col, inductor_config.patch(max_autotune=True):
+            torch.compile(op_function("mm"))(*inputs)
+    assert choices.get_stats()["model_selections"] == 1
+    assert col.stats["gemms"] == 0  # the feedback saver never fired: nothing was benchmarked

@@ -1,0 +1,171 @@
+"""DiodeInductorChoices through real torch.compile on the CPU (Inductor calls it there for bmm)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+from torch._inductor import config as inductor_config
+
+import torch_diode
+from torch_diode import config
+from torch_diode.collection.inductor_sweep import sweep_inductor
+from torch_diode.integration.choices import DiodeInductorChoices, get_prediction_stats, profile_predictions
+from torch_diode.integration.install import diode_choices, install_diode_choices, installed_choices, uninstall_diode_choices
+from torch_diode.model_file import read_model, write_model
+from torch_diode.predict import load_model, predict_log_time_us
+from torch_diode.training.train import TrainConfig, train_model
+from torch_diode.types import Problem, load_dataset
+
+pytestmark = pytest.mark.slow
+CPU_BMM = {"max_autotune": True, "max_autotune_gemm_backends": "CPP,ATEN", "force_disable_caches": True}
+
+
+@pytest.fixture(scope="module")
+def cpu_model(tmp_path_factory):
+    """A model trained on bmm timings recorded from real torch.compile on this CPU."""
+    d = tmp_path_factory.mktemp("model")
+    problems = [Problem("bmm", b, m, n, k, "float32", "float32", "float32") for b, m, n, k in [(2, 32, 48, 16), (3, 64, 32, 24), (2, 96, 80, 48)]]
+    sweep_inductor(problems, d / "cpu.json", device="cpu", backends="CPP,ATEN", progress=False)
+    model, _ = train_model(load_dataset(d / "cpu.json"), TrainConfig(num_epochs=20, validation_fraction=0.0), progress=False)
+    return write_model(d / "cpu.diode", model)
+
+
+def compile_bmm(a, b):
+    torch._dynamo.reset()
+    with inductor_config.patch(CPU_BMM):
+        return torch.compile(torch.bmm)(a, b)
+
+
+def test_install_and_uninstall_restore_everything(cpu_model):
+    from torch._inductor.virtualized import _choices
+
+    before_handler = _choices._get_handler(False)
+    before_config = {k: getattr(inductor_config, k) for k in ("fx_graph_cache", "max_autotune_gemm") if hasattr(inductor_config, k)}
+    has_class = hasattr(inductor_config, "inductor_choices_class")
+    before_class = inductor_config.inductor_choices_class if has_class else None
+    choices = install_diode_choices(cpu_model, enable_gemm_autotune=True)
+    assert installed_choices() is choices and _choices._get_handler(False) is choices
+    assert inductor_config.max_autotune_gemm is True
+    if has_class:
+        assert inductor_config.inductor_choices_class() is choices
+    assert uninstall_diode_choices() and not uninstall_diode_choices()
+    assert _choices._get_handler(False) is before_handler
+    assert {k: getattr(inductor_config, k) for k in before_config} == before_config
+    if has_class:
+        assert inductor_config.inductor_choices_class is before_class
+    with diode_choices(cpu_model) as c:
+        assert installed_choices() is c
+    assert installed_choices() is None
+
+
+def test_model_decides_and_caches(cpu_model):
+    a, b = torch.randn(3, 40, 24), torch.randn(3, 24, 56)
+    with diode_choices(cpu_model) as choices, profile_predictions() as prof:
+        out = compile_bmm(a, b)
+        torch.testing.assert_close(out, torch.bmm(a, b))
+        stats = choices.get_stats()
+        assert stats["total_calls"] == 1 and stats["model_selections"] == 1 and stats["fallbacks_total"] == 0
+        compile_bmm(a, b)  # same problem: the decision comes from the cache
+        assert choices.get_stats()["cache_hits"] == 1
+        with config.patch(top_k_configs=3):  # other settings: not the cached decision
+            compile_bmm(a, b)
+        assert choices.get_stats()["cache_hits"] == 1 and choices.get_stats()["model_selections"] == 3
+    assert prof["total_predictions"] == 2 and prof["fallbacks"] == 0
+
+
+def test_in_inductor_prediction_equals_diode_predict(cpu_model):
+    """One feature path: what the handler predicts for a (problem, config) is what `diode predict` gives."""
+    seen = []
+
+    class Spy(DiodeInductorChoices):
+        def _select(self, predicted, features, problem):
+            seen.append((problem, features, predicted))
+            return super()._select(predicted, features, problem)
+
+    spy = Spy(cpu_model)
+    from torch._inductor.virtualized import V
+
+    with V.set_choices_handler(spy):
+        compile_bmm(torch.randn(2, 33, 17), torch.randn(2, 17, 45))
+    (problem, features, predicted), = seen
+    from torch_diode.features import featurize
+    from torch_diode.hardware import detect_hardware
+
+    hardware = detect_hardware("cpu")
+    assert (problem.B, problem.M, problem.N, problem.K) == (2, 33, 45, 17)
+    from torch_diode.types import KernelConfig
+
+    offline = predict_log_time_us(load_model(cpu_model), problem, [KernelConfig("aten::bmm")], hardware)
+    np.testing.assert_allclose(predicted, offline, rtol=1e-6)
+    np.testing.assert_array_equal(features, featurize(problem, [KernelConfig("aten::bmm")], hardware))
+
+
+def test_fallbacks_are_counted_and_never_break_compilation(cpu_model, tmp_path):
+    # a model for other hardware: stock choices
+    other = read_model(cpu_model)
+    other.metadata["hardware"]["device_name"] = "NVIDIA H100 80GB HBM3"
+    other_path = write_model(tmp_path / "h100.diode", other)
+    a, b = torch.randn(2, 16, 8), torch.randn(2, 8, 24)
+    with diode_choices(other_path) as choices:
+        torch.testing.assert_close(compile_bmm(a, b), torch.bmm(a, b))
+        assert choices.get_stats()["fallbacks"] == {"no_model_for_hardware": 1}
+    # an error inside diode: stock choices, counted; with enable_fallback=False it raises
+    class Broken(DiodeInductorChoices):
+        def _select(self, *args):
+            raise RuntimeError("boom")
+
+    from torch._inductor.virtualized import V
+
+    broken = Broken(cpu_model)
+    with V.set_choices_handler(broken):
+        torch.testing.assert_close(compile_bmm(a, b), torch.bmm(a, b))
+    assert broken.get_stats()["fallbacks"] == {"error_RuntimeError": 1}
+    strict = Broken(cpu_model, enable_fallback=False)
+    with V.set_choices_handler(strict), pytest.raises(Exception, match="boom"):
+        compile_bmm(a, b)
+    # no model at all
+    with V.set_choices_handler(DiodeInductorChoices(None)) as _:
+        torch.testing.assert_close(compile_bmm(a, b), torch.bmm(a, b))
+
+
+def test_unsure_problems_widen_the_selection(cpu_model):
+    choices = DiodeInductorChoices(cpu_model)
+    ranges = choices.metadata["training_data"]["problem_feature_ranges"]
+    assert ranges["log2_m"][1] < 8  # trained on M <= 96
+    from torch._inductor.virtualized import V
+
+    with V.set_choices_handler(choices):
+        compile_bmm(torch.randn(2, 2000, 16), torch.randn(2, 16, 24))  # M = 2000: far outside
+    assert choices.get_stats()["unsure_widened"] == 1 and choices.get_stats()["model_selections"] == 1
+
+
+def run(code, env=None):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True,
+                          env={**os.environ, **(env or {})}).stdout
+
+
+def test_import_behaviour_on_a_cpu_machine():
+    code = """
+        import torch
+        torch.cuda._lazy_init = lambda *a, **k: (_ for _ in ()).throw(SystemExit("CUDA initialised"))
+        import torch._inductor.config as c
+        before = c.get_config_copy()
+        import torch_diode, torch_diode_models
+        print(torch_diode_models.registered_model, c.get_config_copy() == before, torch.cuda.is_initialized())
+    """
+    assert run(code).split() == ["None", "True", "False"]
+    assert run(code, {"TORCH_DIODE_NO_AUTOREGISTER": "1"}).split() == ["None", "True", "False"]
+
+
+def test_config_from_environment():
+    out = run("import torch_diode.config as c; print(c.top_k_configs, c.performance_threshold, c.autoregister, c.cache_predictions)",
+              {"TORCH_DIODE_TOP_K": "3", "TORCH_DIODE_PERFORMANCE_THRESHOLD": "1.1", "TORCH_DIODE_NO_AUTOREGISTER": "1",
+               "TORCH_DIODE_CACHE_PREDICTIONS": "0"})
+    assert out.split() == ["3", "1.1", "False", "False"]
+    with pytest.raises(AttributeError):
+        with config.patch(no_such_setting=1):
+            pass
