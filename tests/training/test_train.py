@@ -69,3 +69,14 @@ def test_train_cli_then_validate_and_predict(tmp_path):
     pred, src = load_dataset(out), load_dataset(SAMPLE)
     assert [(p, [t.config for t in ts]) for _, p, ts in pred.problems()] == [(p, [t.config for t in ts]) for _, p, ts in src.problems()]
     assert all(t.time_us > 0 and not t.failed for _, _, ts in pred.problems() for t in ts)
+
+
+def test_log_dir_writes_tensorboard_scalars(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    cfg = TrainConfig(num_epochs=5, patience=10, validation_fraction=0.25, seed=0)
+    train_model(load_dataset(SAMPLE), cfg, log_dir=str(tmp_path / "tb"), progress=False)
+    acc = EventAccumulator(str(tmp_path / "tb"))
+    acc.Reload()
+    assert {"mse/train", "mse/validation"} <= set(acc.Tags()["scalars"])
+    assert len(acc.Scalars("mse/train")) == 5
