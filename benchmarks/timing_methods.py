@@ -60,9 +60,9 @@ def main() -> int:
     parser.add_argument("--specialize-sizes", action="store_true", help="kernels specialised on M, N, K")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp())
-    from torch_diode.collection import triton_mm
+    from torch_diode.collection import kernel_spec
 
-    triton_mm.SPECIALIZE_SIZES = args.specialize_sizes
+    kernel_spec.SPECIALIZE_SIZES = args.specialize_sizes
     report = {"command": " ".join(sys.argv), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "triton": __import__("triton").__version__, "shapes": []}

@@ -50,3 +50,18 @@ def test_choices_per_problem():
     key = lambda c: (c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps)
     assert {key(c) for c in choices_for(q, 350, 0)} == {key(c) for c in choices}
     assert all(c.even_k == (2048 % c.block_k == 0) for c in choices if c.is_tiled)
+
+
+def test_variant_keys_share_kernels_where_triton_would():
+    from torch_diode.collection.fast_sweep import variant_key
+
+    a = Problem("mm", 1, 1024, 2048, 512, "float16", "float16", "float16")
+    b = Problem("mm", 1, 2048, 1024, 768, "float16", "float16", "float16")  # same classes: one binary per config
+    c = Problem("mm", 1, 1024, 2048, 520, "float16", "float16", "float16")  # K % 16 != 0, EVEN_K off
+    cfg = lambda p: triton_configs(p, "DEFAULT")[5]
+    assert variant_key(a, cfg(a)) == variant_key(b, cfg(b))
+    assert variant_key(a, cfg(a)) != variant_key(c, cfg(c))
+    t = Problem("mm", 1, 1024, 2048, 512, "float16", "float16", "float16", transpose_b=True)
+    assert variant_key(a, cfg(a)) != variant_key(t, cfg(t))  # another stride pattern
+    f = Problem("mm", 1, 1024, 2048, 512, "bfloat16", "bfloat16", "bfloat16")
+    assert variant_key(a, cfg(a)) != variant_key(f, cfg(f))

@@ -101,17 +101,19 @@ def _stride_class(v: int) -> str:
     return "1" if v == 1 else ("16" if v % 16 == 0 else "x")
 
 
-def variant_key(problem: Problem, config: KernelConfig) -> tuple:
+def variant_key(problem: Problem, config: KernelConfig, specialize_sizes: bool | None = None) -> tuple:
     """What makes Triton compile a new binary: the kernel, dtypes, constexprs and the stride
     classes it specialises on (1, multiple of 16, other)."""
-    from . import triton_mm
+    from . import kernel_spec
+    from .kernel_spec import launch_spec
 
+    if specialize_sizes is None:
+        specialize_sizes = kernel_spec.SPECIALIZE_SIZES
     a, b, out, bias = layout_tensors(problem, "meta", fill=False)
-    kernel, _, spec = triton_mm.launch_args(a, b, out, bias, config)
+    batched, _, spec = launch_spec(a, b, out, bias, config)
     ints = tuple(_stride_class(int(v)) for v in spec["args"] if isinstance(v, int))
     dtypes = (problem.dtype_a, problem.dtype_b, problem.dtype_out)
-    batched = problem.op in ("bmm", "baddbmm")
-    if not triton_mm.SPECIALIZE_SIZES:  # M, N, K (and the batch) are do_not_specialize
+    if not specialize_sizes:  # M, N, K (and the batch) are do_not_specialize
         ints = ints[4 if batched else 3 :]
     return (batched, dtypes, tuple(sorted(spec["meta"].items())), ints)
 

@@ -20,6 +20,8 @@ import triton
 import triton.language as tl
 
 from ..types import KernelConfig
+from . import kernel_spec
+from .kernel_spec import launch_spec
 
 
 def _mm_body(
@@ -137,43 +139,14 @@ _bmm_kernel = triton.jit(do_not_specialize=["M", "N", "K", "BATCH"])(_bmm_body)
 # kernels whose sizes are constants.
 _mm_kernel_spec = triton.jit(_mm_body)
 _bmm_kernel_spec = triton.jit(_bmm_body)
-# Measured on the H100 (benchmarks/results/timing_methods_*_h100.json): unspecialised sizes made
-# the kernels up to 25% slower than Inductor's; specialised ones match within ~4%.
-SPECIALIZE_SIZES = True
-
-
-def _contig(stride_m: int, stride_k: int, m: int, k: int, block_m: int) -> bool:
-    """The template's contiguity condition, evaluated on the host as Inductor does at codegen."""
-    return ((stride_m == 1 and stride_k == m) or (stride_m == k and stride_k == 1)) and (m >= block_m and k > 1)
 
 
 def launch_args(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> tuple[Any, tuple, dict]:
-    """(kernel, grid, positional args + constexpr kwargs) for ``out = a @ b (+ bias)``.
-
-    ``a``: [B,] M x K, ``b``: [B,] K x N, ``bias``: broadcastable to ``out`` (expanded view) or None.
-    """
-    batched = a.dim() == 3
-    m, k = a.shape[-2], a.shape[-1]
-    n = b.shape[-1]
-    bm, bn = config.block_m, config.block_n
-    meta = dict(
-        A_CONTIG=_contig(a.stride(-2), a.stride(-1), m, k, bm),
-        B_CONTIG=_contig(b.stride(-1), b.stride(-2), n, k, bn),
-        HAS_BIAS=bias is not None,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=config.block_k, GROUP_M=config.group_m or 8,
-        EVEN_K=config.even_k, ALLOW_TF32=config.allow_tf32, USE_FAST_ACCUM=config.use_fast_accum,
-        num_stages=config.num_stages, num_warps=config.num_warps,
-    )
-    bias_t = bias if bias is not None else out
-    bias_strides = tuple(bias.stride()) if bias is not None else (0,) * out.dim()
-    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    """(kernel, grid, positional args + constexpr kwargs) for ``out = a @ b (+ bias)``."""
+    batched, grid, spec = launch_spec(a, b, out, bias, config)
     if batched:
-        batch = a.shape[0]
-        grid = (tiles, min(batch, 65535), triton.cdiv(batch, 65535))
-        args = (a, b, out, bias_t, m, n, k, batch, *a.stride(), *b.stride(), *out.stride(), *bias_strides)
-        return (_bmm_kernel_spec if SPECIALIZE_SIZES else _bmm_kernel), grid, {"args": args, "meta": meta}
-    args = (a, b, out, bias_t, m, n, k, *a.stride(), *b.stride(), *out.stride(), *bias_strides)
-    return (_mm_kernel_spec if SPECIALIZE_SIZES else _mm_kernel), (tiles, 1, 1), {"args": args, "meta": meta}
+        return (_bmm_kernel_spec if kernel_spec.SPECIALIZE_SIZES else _bmm_kernel), grid, spec
+    return (_mm_kernel_spec if kernel_spec.SPECIALIZE_SIZES else _mm_kernel), grid, spec
 
 
 def make_launcher(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig):

@@ -1,0 +1,55 @@
+"""How the fast path launches a config's kernel: arguments, constexprs and grid, without triton.
+
+Kept apart from the Triton kernels (triton_mm.py) so that the variant bookkeeping (which
+launches share a compiled binary) can be computed and tested on machines without a GPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..types import KernelConfig
+
+_MAX_GRID_Y = 65535
+
+# Kernels specialised on M, N, K as Triton specialises any int (== 1, multiple of 16). Measured on
+# the H100 (benchmarks/results/timing_methods_*_h100.json): unspecialised sizes made the kernels up
+# to 25% slower than Inductor's static-size ones; specialised ones match within ~4%.
+SPECIALIZE_SIZES = True
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def contig(stride_m: int, stride_k: int, m: int, k: int, block_m: int) -> bool:
+    """The template's contiguity condition, evaluated on the host as Inductor does at codegen."""
+    return ((stride_m == 1 and stride_k == m) or (stride_m == k and stride_k == 1)) and (m >= block_m and k > 1)
+
+
+def launch_spec(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> tuple[bool, tuple, dict]:
+    """(batched, grid, {"args": positional args, "meta": constexpr kwargs}) for
+    ``out = a @ b (+ bias)``; ``a``: [B,] M x K, ``b``: [B,] K x N, ``bias`` expanded to ``out``."""
+    batched = a.dim() == 3
+    m, k = a.shape[-2], a.shape[-1]
+    n = b.shape[-1]
+    bm, bn = config.block_m, config.block_n
+    meta = dict(
+        A_CONTIG=contig(a.stride(-2), a.stride(-1), m, k, bm),
+        B_CONTIG=contig(b.stride(-1), b.stride(-2), n, k, bn),
+        HAS_BIAS=bias is not None,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=config.block_k, GROUP_M=config.group_m or 8,
+        EVEN_K=config.even_k, ALLOW_TF32=config.allow_tf32, USE_FAST_ACCUM=config.use_fast_accum,
+        num_stages=config.num_stages, num_warps=config.num_warps,
+    )
+    bias_t = bias if bias is not None else out
+    bias_strides = tuple(bias.stride()) if bias is not None else (0,) * out.dim()
+    tiles = _cdiv(m, bm) * _cdiv(n, bn)
+    if batched:
+        batch = a.shape[0]
+        grid = (tiles, min(batch, _MAX_GRID_Y), _cdiv(batch, _MAX_GRID_Y))
+        args = (a, b, out, bias_t, m, n, k, batch, *a.stride(), *b.stride(), *out.stride(), *bias_strides)
+    else:
+        grid = (tiles, 1, 1)
+        args = (a, b, out, bias_t, m, n, k, *a.stride(), *b.stride(), *out.stride(), *bias_strides)
+    return batched, grid, {"args": args, "meta": meta}
