@@ -1,0 +1,106 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "diode/features.h"
+#include "diode/model.h"
+
+namespace {
+
+using diode::Model;
+using diode::ModelFormatError;
+
+void put_u32(std::vector<uint8_t>& b, uint32_t v) { b.insert(b.end(), reinterpret_cast<uint8_t*>(&v), reinterpret_cast<uint8_t*>(&v) + 4); }
+void put_u64(std::vector<uint8_t>& b, uint64_t v) { b.insert(b.end(), reinterpret_cast<uint8_t*>(&v), reinterpret_cast<uint8_t*>(&v) + 8); }
+void put_f32(std::vector<uint8_t>& b, float v) { b.insert(b.end(), reinterpret_cast<uint8_t*>(&v), reinterpret_cast<uint8_t*>(&v) + 4); }
+
+// A model F -> H -> 1 with weight[h][i] = (h + 1) * 0.01 * (i % 3), bias 0.1 * h; mean 0.5, std 2.
+std::vector<uint8_t> make_model(uint32_t hidden = 5, uint32_t feature_version = diode::kFeatureVersion) {
+  const uint32_t nf = static_cast<uint32_t>(diode::num_features());
+  std::vector<uint8_t> b = {'D', 'I', 'O', 'D', 'E', 'M', 'D', 'L'};
+  put_u32(b, 1);
+  put_u32(b, feature_version);
+  put_u32(b, 2);
+  put_u32(b, nf);
+  put_u32(b, hidden);
+  put_u32(b, 1);
+  put_u32(b, 0);
+  const std::string meta = "{\"model_family\": \"test\"}";
+  put_u64(b, meta.size());
+  b.insert(b.end(), meta.begin(), meta.end());
+  for (uint32_t i = 0; i < nf; ++i) put_f32(b, 0.5f);
+  for (uint32_t i = 0; i < nf; ++i) put_f32(b, 2.0f);
+  put_f32(b, 3.0f);  // target mean
+  put_f32(b, 1.5f);  // target std
+  for (uint32_t h = 0; h < hidden; ++h)
+    for (uint32_t i = 0; i < nf; ++i) put_f32(b, (h + 1) * 0.01f * static_cast<float>(i % 3));
+  for (uint32_t h = 0; h < hidden; ++h) put_f32(b, 0.1f * h - 0.15f);
+  for (uint32_t h = 0; h < hidden; ++h) put_f32(b, h % 2 ? 0.5f : -0.25f);
+  put_f32(b, 0.05f);
+  put_u64(b, diode::fnv1a64(b.data(), b.size()));
+  return b;
+}
+
+float reference(const std::vector<float>& x, uint32_t hidden) {
+  const size_t nf = x.size();
+  float out = 0.05f;
+  for (uint32_t h = 0; h < hidden; ++h) {
+    float z = 0.1f * h - 0.15f;
+    for (size_t i = 0; i < nf; ++i) z += (h + 1) * 0.01f * static_cast<float>(i % 3) * ((x[i] - 0.5f) / 2.0f);
+    out += (z > 0 ? z : 0) * (h % 2 ? 0.5f : -0.25f);
+  }
+  return out * 1.5f + 3.0f;
+}
+
+std::string error_of(const std::vector<uint8_t>& bytes) {
+  try {
+    Model::from_bytes(bytes, "m.diode");
+  } catch (const ModelFormatError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Model, PredictsTheMlpOfTheFile) {
+  for (uint32_t hidden : {5u, 16u, 37u}) {  // around the kernel's 8/16-column blocks
+    const auto m = Model::from_bytes(make_model(hidden), "m.diode");
+    EXPECT_EQ(m.metadata_json(), "{\"model_family\": \"test\"}");
+    const size_t nf = diode::num_features(), rows = 11;  // not a multiple of the 4-row blocks
+    std::vector<float> x(rows * nf), out(rows);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+    m.predict_features(x, out);
+    for (size_t r = 0; r < rows; ++r) {
+      std::vector<float> row(x.begin() + r * nf, x.begin() + (r + 1) * nf);
+      EXPECT_NEAR(out[r], reference(row, hidden), 1e-4f) << "hidden " << hidden << " row " << r;
+    }
+  }
+}
+
+TEST(Model, CorruptFilesNameTheField) {
+  auto bytes = make_model();
+  auto bad = bytes;
+  bad[0] = 'X';
+  EXPECT_NE(error_of(bad).find("field 'magic'"), std::string::npos);
+  EXPECT_NE(error_of(make_model(5, diode::kFeatureVersion + 1)).find("field 'feature_version'"), std::string::npos);
+  bad = bytes;
+  bad[bad.size() - 20] ^= 0xFF;  // a weight byte
+  EXPECT_NE(error_of(bad).find("field 'checksum'"), std::string::npos);
+  bad = std::vector<uint8_t>(bytes.begin(), bytes.begin() + static_cast<long>(bytes.size() / 2));
+  EXPECT_NE(error_of(bad).find("truncated"), std::string::npos);
+  bad = bytes;
+  bad.push_back(0);
+  EXPECT_NE(error_of(bad).find("unexpected bytes"), std::string::npos);
+  EXPECT_NE(error_of({}).find("m.diode"), std::string::npos);
+  EXPECT_THROW(Model::load("/nonexistent/model.diode"), ModelFormatError);
+}
+
+TEST(Model, RejectsWrongShapes) {
+  const auto m = Model::from_bytes(make_model(), "m.diode");
+  std::vector<float> x(diode::num_features() + 1), out(1);
+  EXPECT_THROW(m.predict_features(x, out), std::invalid_argument);
+}
+
+}  // namespace
