@@ -67,7 +67,7 @@ def main() -> int:
               "device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "triton": __import__("triton").__version__, "shapes": []}
     for problem in SHAPES:
-        with collect(tmp / "ind.json") as col:
+        with collect(tmp / "ind.json"):
             compile_and_run(problem, "cuda", inductor_settings("DEFAULT", "ATEN,TRITON"))
     print("TRITON_CACHE_DIR in main after Inductor:", os.environ.get("TRITON_CACHE_DIR"), flush=True)
     recorded = list(load_dataset(tmp / "ind.json").problems())

@@ -1,6 +1,5 @@
 """Model files: C++ engine = PyTorch, strict loading, clear errors on corrupt files."""
 
-import json
 import struct
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import torch
 
 from torch_diode import _C
 from torch_diode.features import NUM_FEATURES, featurize
-from torch_diode.model_file import ModelFile, ModelFormatError, read_model, write_model
+from torch_diode.model_file import ModelFormatError, read_model, write_model
 from torch_diode.predict import load_model, predict_log_time_us
 from torch_diode.training.model import MLP, Regressor
 from torch_diode.types import load_dataset

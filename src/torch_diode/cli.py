@@ -6,7 +6,6 @@ import argparse
 import json
 import logging
 import sys
-from pathlib import Path
 from typing import Sequence
 
 logger = logging.getLogger(__name__)

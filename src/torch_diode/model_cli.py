@@ -108,7 +108,9 @@ def _data_options(p: argparse.ArgumentParser, required_model: bool = True) -> No
     p.add_argument("--file-extensions", nargs="+", metavar="EXT", help="in --data-dir, read only these suffixes")
     p.add_argument("--hardware-name", help="only problems measured on hardware whose name contains this")
     p.add_argument("--op-name", choices=["mm", "addmm", "bmm", "baddbmm"], help="only this op")
-    p.add_argument("--batch-size", type=int, default=512, help="rows per training step (train)")
+    p.add_argument("--batch-size", type=int, default=512,
+                   help="rows per training step (train; the other commands accept it, as the seeds' did, and "
+                        "score whole problems at once)")
 
 
 def add_model_commands(sub: argparse._SubParsersAction) -> None:

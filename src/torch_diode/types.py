@@ -34,7 +34,7 @@ import math
 import os
 import statistics
 import tempfile
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -669,6 +669,5 @@ __all__ = [
     "dataset_files",
     "load_dataset",
     "load_datasets",
-    "replace",
     "save_dataset",
 ]

@@ -49,7 +49,7 @@ def random_problems(op: str, n: int, seed: int) -> list[Problem]:
 
 def test_outputs_match_eager_and_the_model_decides(model):
     n = int(os.environ.get("DIODE_CORRECTNESS_PROBLEMS", "100"))
-    checked, mismatches, details = 0, [], []
+    checked, mismatches = 0, []
     with diode_choices(model) as choices:
         for op in ("mm", "addmm", "bmm", "baddbmm"):
             for problem in random_problems(op, n, seed=hash(op) % 1000):

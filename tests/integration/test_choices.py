@@ -10,10 +10,9 @@ import pytest
 import torch
 from torch._inductor import config as inductor_config
 
-import torch_diode
 from torch_diode import config
 from torch_diode.collection.inductor_sweep import sweep_inductor
-from torch_diode.integration.choices import DiodeInductorChoices, get_prediction_stats, profile_predictions
+from torch_diode.integration.choices import DiodeInductorChoices, profile_predictions
 from torch_diode.integration.install import diode_choices, install_diode_choices, installed_choices, uninstall_diode_choices
 from torch_diode.model_file import read_model, write_model
 from torch_diode.predict import load_model, predict_log_time_us

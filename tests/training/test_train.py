@@ -1,6 +1,5 @@
 """Training end to end on the real sample, from the library and from the CLI."""
 
-import json
 import subprocess
 import sys
 from pathlib import Path
