@@ -89,3 +89,12 @@ def test_bad_file_gives_a_clear_error_and_nonzero_exit(tmp_path):
     proc = diode("dataset", "stats", bad, check=False)
     assert proc.returncode == 2
     assert str(bad) in proc.stderr and "hardware[0].hardware" in proc.stderr
+
+
+def test_fast_mode_without_a_gpu_is_a_clear_error(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    proc = diode("collect", "--search-mode", "fast", "--device", "cpu", "--num-shapes", "1", "--output", tmp_path / "x.json", check=False)
+    assert proc.returncode == 2 and "CUDA GPU" in proc.stderr and "Traceback" not in proc.stderr

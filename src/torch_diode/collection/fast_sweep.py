@@ -217,6 +217,14 @@ class FastSweep:
     ) -> SweepSummary:
         """Measures ``problems`` into ``output`` (or its chunk files, ``chunk_size`` problems each)."""
         import torch
+
+        if not self.device.startswith("cuda") or not torch.cuda.is_available():
+            raise ValueError(f"--search-mode fast runs Triton kernels on a CUDA GPU; device {self.device!r} is not one "
+                             "(use --search-mode max-autotune on this machine)")
+        try:
+            import triton  # noqa: F401
+        except ImportError:
+            raise ValueError("--search-mode fast needs triton (installed with CUDA builds of torch)") from None
         from tqdm import tqdm
 
         from ..hardware import detect_hardware
