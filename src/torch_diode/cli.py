@@ -136,7 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(argv) if argv is not None else sys.argv[1:]
     args = parser.parse_args(argv)
+    args.argv = argv  # the words as given, for commands that start workers with them
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="[%(levelname)s] %(name)s: %(message)s")
     from .types import DatasetFormatError

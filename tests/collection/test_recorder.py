@@ -152,3 +152,20 @@ def test_kill_minus_9_then_resume(tmp_path):
     for _, p, timings in final.problems():
         if problem_key(p) in done_before:
             assert all(len(t.samples_us) == 1 for t in timings)
+
+
+def test_devices_shard_the_work_and_merge_joins_it(tmp_path):
+    """--devices: one worker per device, each with every N-th shape in its own shard (two CPU
+    workers here; GPUs work the same way); `diode dataset merge` joins the shards."""
+    out = tmp_path / "multi.json"
+    cmd = [sys.executable, "-m", "torch_diode.cli", "collect", "--backends", "CPP,ATEN", "--ops", "bmm", "--dtypes", "float32",
+           "--num-shapes", "4", "--min-size", "16", "--max-size", "40", "--max-batch", "4", "--seed", "9",
+           "--output", str(out), "--devices", "cpu", "cpu"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    shards = [tmp_path / "multi_shard0.json", tmp_path / "multi_shard1.json"]
+    done = [load_dataset(s).metadata["completed"] for s in shards]
+    assert len(done[0]) == len(done[1]) == 2 and not set(done[0]) & set(done[1])
+    assert "diode dataset merge" in proc.stdout
+    subprocess.run([sys.executable, "-m", "torch_diode.cli", "dataset", "merge", *map(str, shards), "-o", str(out)], check=True)
+    assert len({problem_key(p) for _, p, _ in load_dataset(out).problems()}) == 4

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import Sequence
 
 from ..types import OPS, Problem
@@ -19,10 +20,67 @@ def _output_path(output: str, fmt: str | None) -> str:
     return output
 
 
+def shard_path(output: str, index: int) -> str:
+    """``runs/x.msgpack.gz`` -> ``runs/x_shard1.msgpack.gz``."""
+    path = Path(output)
+    suffix = "".join(s for s in path.suffixes[-2:] if s in (".json", ".msgpack", ".gz"))
+    stem = path.name[: -len(suffix)] if suffix else path.name
+    return str(path.with_name(f"{stem}_shard{index}{suffix}"))
+
+
+def _shard(args: argparse.Namespace) -> tuple[int, int] | None:
+    """(index, count) from --shard I/N, or from a torchrun launch (RANK / WORLD_SIZE)."""
+    if args.shard:
+        try:
+            index, count = (int(x) for x in args.shard.split("/"))
+        except ValueError:
+            raise ValueError(f"--shard: expected I/N, got {args.shard!r}") from None
+        if not 0 <= index < count:
+            raise ValueError(f"--shard: need 0 <= I < N, got {args.shard!r}")
+        return index, count
+    if "WORLD_SIZE" in os.environ and int(os.environ["WORLD_SIZE"]) > 1:
+        rank = int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")))
+        if args.device == "cuda":
+            args.device = f"cuda:{os.environ.get('LOCAL_RANK', rank)}"
+        return rank, int(os.environ["WORLD_SIZE"])
+    return None
+
+
+def _spawn_devices(args: argparse.Namespace) -> int:
+    """One worker process per device, each measuring every N-th problem into its own shard."""
+    import subprocess
+    import sys
+
+    argv = list(args.argv)
+    i = argv.index("--devices")
+    j = i + 1
+    while j < len(argv) and not argv[j].startswith("--"):
+        j += 1
+    base = argv[:i] + argv[j:]
+    workers = []
+    for index, device in enumerate(args.devices):
+        cmd = [sys.executable, "-m", "torch_diode.cli", *base, "--device", device, "--shard", f"{index}/{len(args.devices)}"]
+        workers.append(subprocess.Popen(cmd))
+    codes = [w.wait() for w in workers]
+    output = _output_path(args.output, args.format)
+    shards = " ".join(shard_path(output, i) for i in range(len(args.devices)))
+    print(f"{len(args.devices)} workers finished (exit codes {codes}); join the shards with:\n"
+          f"  diode dataset merge {shards} -o {output}")
+    return 0 if all(c == 0 for c in codes) else 1
+
+
 def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict) -> int:
     from .inductor_sweep import SweepSummary, chunked, sweep_inductor
 
+    if args.devices:
+        return _spawn_devices(args)
     output = _output_path(args.output, args.format)
+    shard = _shard(args)
+    if shard is not None:
+        index, count = shard
+        problems = list(problems)[index::count]
+        output = shard_path(output, index)
+        record = {**record, "shard": f"{index}/{count}", "device": args.device}
     if args.search_mode == "fast":
         from .fast_sweep import FastSweep
 
@@ -111,6 +169,11 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="fast mode: parallel compile processes")
     p.add_argument("--backends", default="ATEN,TRITON", help="max_autotune_gemm_backends (default ATEN,TRITON)")
     p.add_argument("--device", default="cuda", help="device to measure on (default cuda)")
+    p.add_argument("--devices", nargs="+", metavar="DEV",
+                   help="several devices (e.g. cuda:0 cuda:1): one worker process each, every N-th shape, "
+                        "each writing <output stem>_shardI; join them with `diode dataset merge` "
+                        "(a torchrun launch shards by RANK/WORLD_SIZE the same way)")
+    p.add_argument("--shard", metavar="I/N", help="measure only shapes I, I+N, I+2N, ... into <output stem>_shardI")
     p.add_argument("--chunk-size", type=int, default=None,
                    help="write every N shapes to their own file <stem>_chunkNNNN<suffix> (fast mode: 25)")
 
