@@ -74,8 +74,9 @@ class DiodeInductorChoices(InductorChoices):
     def __init__(self, model_path: str | os.PathLike | None = None, device: str = "cpu", top_k_configs: int | None = None,
                  performance_threshold: float | None = None, enable_fallback: bool | None = None):
         super().__init__()
+        import json
+
         from ..predict import load_model
-        from ..model_file import model_metadata
         from ..registry import resolve_model
 
         self.model_path = str(resolve_model(model_path)) if model_path is not None else None
@@ -84,7 +85,7 @@ class DiodeInductorChoices(InductorChoices):
         self.performance_threshold = performance_threshold
         self.enable_fallback = enable_fallback
         self.engine = load_model(self.model_path) if self.model_path else None
-        self.metadata = model_metadata(self.model_path) if self.model_path else {}
+        self.metadata = json.loads(self.engine.metadata_json) if self.engine is not None else {}
         self._hardware_ok: dict[str, bool] = {}
         self._hardware: dict[str, Hardware] = {}
         self._cache: OrderedDict[tuple, list[int]] = OrderedDict()
