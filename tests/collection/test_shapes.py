@@ -70,3 +70,26 @@ def test_shipped_shapesets_load():
     for name in names:
         entries = load_shapeset(name)
         assert entries and all(e.model and e.layer for e in entries)
+
+
+def test_size_pools_layouts_and_flop_cap():
+    spec = ShapeSpec(num_shapes=300, sizes=(64, 4096, 14336), m_sizes=(16, 8192), layouts=("NN", "NT"),
+                     ops=("mm", "bmm"), dtypes=("float16",), max_batch=32, max_gflop=200)
+    problems = random_problems(spec, 3)
+    assert problems == random_problems(spec, 3)
+    assert {p.M for p in problems} == {16, 8192}
+    assert {p.N for p in problems} | {p.K for p in problems} == {64, 4096, 14336}
+    assert all(2 * p.B * p.M * p.N * p.K <= 200e9 for p in problems)
+    assert not any(p.transpose_a for p in problems)
+    assert 0.3 < sum(p.transpose_b for p in problems) / len(problems) < 0.7
+    # without m_sizes, M comes from sizes too
+    assert {p.M for p in random_problems(ShapeSpec(num_shapes=50, sizes=(32, 48)), 0)} == {32, 48}
+
+
+def test_size_pool_options_are_checked():
+    with pytest.raises(ValueError, match="layouts"):
+        ShapeSpec(layouts=("NX",))
+    with pytest.raises(ValueError, match="sizes"):
+        ShapeSpec(sizes=(0, 16))
+    with pytest.raises(ValueError, match="max_gflop"):
+        random_problems(ShapeSpec(num_shapes=1, sizes=(8192,), max_gflop=1), 0)

@@ -109,7 +109,15 @@ def _spec(args: argparse.Namespace):
         log_normal_sigma=args.log_normal_sigma, ops=tuple(args.ops), dtypes=tuple(args.dtypes),
         max_batch=args.max_batch, transpose_probability=args.transpose_probability,
         alignment=args.alignment, aligned_fraction=args.aligned_fraction,
+        sizes=tuple(args.sizes or ()), m_sizes=tuple(args.m_sizes or ()), layouts=tuple(args.layouts or ()),
+        max_gflop=args.max_gflop,
     )
+
+
+def _spec_record(spec) -> dict:
+    from dataclasses import asdict
+
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(spec).items()}
 
 
 def _cmd_collect(args: argparse.Namespace) -> int:
@@ -117,7 +125,7 @@ def _cmd_collect(args: argparse.Namespace) -> int:
 
     spec = _spec(args)
     problems = random_problems(spec, args.seed)
-    return _run(problems, args, {"command": "collect", "seed": args.seed, "shape_spec": vars(spec) | {"ops": list(spec.ops), "dtypes": list(spec.dtypes)}})
+    return _run(problems, args, {"command": "collect", "seed": args.seed, "shape_spec": _spec_record(spec)})
 
 
 def _cmd_collect_shapeset(args: argparse.Namespace) -> int:
@@ -149,7 +157,7 @@ def _cmd_create_validation(args: argparse.Namespace) -> int:
                 problems.append(p)
         seed += 1
     print(f"validation: {len(problems)} problems sharing none with the training set")
-    return _run(problems, args, {"command": "create-validation", "seed": args.seed,
+    return _run(problems, args, {"command": "create-validation", "seed": args.seed, "shape_spec": _spec_record(spec),
                                  "train_dataset": [str(p) for p in args.train_dataset or []]})
 
 
@@ -193,6 +201,14 @@ def _random_shape_options(p: argparse.ArgumentParser) -> None:
                    help="probability that an operand is stored transposed (default 0)")
     p.add_argument("--alignment", type=int, default=1, help="round sizes to multiples of this (default 1)...")
     p.add_argument("--aligned-fraction", type=float, default=0.0, help="...for this share of sizes (default 0)")
+    p.add_argument("--sizes", type=int, nargs="+", metavar="S",
+                   help="draw N and K (and M, unless --m-sizes) from these values instead of a distribution")
+    p.add_argument("--m-sizes", type=int, nargs="+", metavar="S", help="draw M from these values")
+    p.add_argument("--layouts", nargs="+", choices=["NN", "NT", "TN", "TT"],
+                   help="operand layouts to draw from (T: stored transposed, e.g. NT is nn.Linear's x @ W.T); "
+                        "overrides --transpose-probability")
+    p.add_argument("--max-gflop", type=float, default=0.0,
+                   help="redraw shapes needing more than this many GFLOP, 2*B*M*N*K/1e9 (default 0: no limit)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
 

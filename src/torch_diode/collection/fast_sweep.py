@@ -23,7 +23,6 @@ import logging
 import math
 import os
 import time
-from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -115,41 +114,104 @@ def variant_key(problem: Problem, config: KernelConfig, specialize_sizes: bool |
     dtypes = (problem.dtype_a, problem.dtype_b, problem.dtype_out)
     if not specialize_sizes:  # M, N, K (and the batch) are do_not_specialize
         ints = ints[4 if batched else 3 :]
+    elif batched:  # the batch count is never specialised (it only sizes the grid)
+        ints = ints[:3] + ints[4:]
     return (batched, dtypes, tuple(sorted(spec["meta"].items())), ints)
 
 
 def _warmup_one(problem: Problem, config: KernelConfig) -> str | None:
-    """Compiles one kernel variant (uninitialised tensors of the problem's layout). Error or None."""
+    """Compiles one kernel variant (from the problem's shapes and strides alone: no operand
+    memory is allocated). Error text or None."""
     from .triton_mm import warmup
 
     try:
-        warmup(*layout_tensors(problem, "cuda", fill=False), config)
+        warmup(*layout_tensors(problem, "meta", fill=False), config)
         return None
     except Exception as e:  # recorded as a failure of that config
         return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
 
 
-def precompile(pairs: Sequence[tuple[Problem, KernelConfig]], workers: int, progress: bool = True) -> dict[tuple, str | None]:
-    """Compiles every distinct variant of ``pairs`` with ``workers`` threads; variant -> error.
+def _worker_init() -> None:
+    import logging as _logging
 
-    Threads in this process, not worker processes: Triton releases the GIL while it compiles, and
-    the binaries land in this process's kernel cache directly. Measured on the H100
-    (benchmarks/results/compile_reuse_h100.json): 24 kernels in 1.4 s with 16 threads, against
-    0.21 s per kernel serially and 9.2 s through 15 spawned processes.
+    _logging.getLogger("torch").setLevel(_logging.ERROR)
+    from . import triton_mm  # noqa: F401  import once per worker, not per kernel
+
+
+class KernelCompiler:
+    """Compiles kernel variants in a pool of worker processes, in the order they are asked for,
+    while the caller times the ones already done.
+
+    Processes, not threads: Triton's front end holds the GIL, so 16 threads compiled only ~3.6x
+    faster than one (benchmarks/results/compile_reuse_h100.json: 0.21 s per kernel serially,
+    24 in 1.4 s with threads). The workers write Triton's on-disk cache; the first launch in
+    this process then loads the binary from it (~2.5 ms, same file) instead of compiling.
+    ``workers <= 1`` compiles in this process. If the pool breaks (a worker crashed), the rest
+    is compiled in this process and the stats say so.
     """
-    from concurrent.futures import ThreadPoolExecutor
 
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.futures: dict[tuple, Any] = {}
+        self.results: dict[tuple, str | None] = {}
+        self.pool: Any = None
+        self.pool_broken = False
+        if workers > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                            initializer=_worker_init)
+
+    def submit(self, problem: Problem, config: KernelConfig) -> tuple:
+        key = variant_key(problem, config)
+        if key not in self.futures and key not in self.results:
+            if self.pool is not None and not self.pool_broken:
+                self.futures[key] = (self.pool.submit(_warmup_one, problem, config), problem, config)
+            else:
+                self.futures[key] = (None, problem, config)
+        return key
+
+    def result(self, key: tuple) -> str | None:
+        """Waits for the variant ``key``; its compile error or None."""
+        if key in self.results:
+            return self.results[key]
+        future, problem, config = self.futures.pop(key)
+        error: str | None
+        if future is None:
+            error = _warmup_one(problem, config)
+        else:
+            try:
+                error = future.result()
+            except Exception as e:  # BrokenProcessPool: compile here from now on
+                if not self.pool_broken:
+                    logger.warning("compile worker pool failed (%s: %s); compiling in this process", type(e).__name__, e)
+                self.pool_broken = True
+                error = _warmup_one(problem, config)
+        self.results[key] = error
+        return error
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+    def __enter__(self) -> "KernelCompiler":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def precompile(pairs: Sequence[tuple[Problem, KernelConfig]], workers: int, progress: bool = True) -> dict[tuple, str | None]:
+    """Compiles every distinct variant of ``pairs`` with ``workers`` processes; variant -> error."""
     from tqdm import tqdm
 
-    todo: dict[tuple, tuple[Problem, KernelConfig]] = {}
-    for problem, config in pairs:
-        todo.setdefault(variant_key(problem, config), (problem, config))
-    results: dict[tuple, str | None] = {}
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(_warmup_one, p, c): key for key, (p, c) in todo.items()}
-        for fut in tqdm(as_completed(futures), total=len(futures), desc="compile", unit="kernel", disable=not progress):
-            results[futures[fut]] = fut.result()
-    return results
+    with KernelCompiler(workers) as compiler:
+        keys = list(dict.fromkeys(compiler.submit(p, c) for p, c in pairs))
+        for key in tqdm(keys, desc="compile", unit="kernel", disable=not progress):
+            compiler.result(key)
+        return dict(compiler.results)
 
 
 # ----- timing -----------------------------------------------------------------------------------
@@ -239,46 +301,47 @@ class FastSweep:
         todo = [(col, p) for col, chunk in files for p in chunk if problem_key(p) not in _done_keys(col)]
         summary.problems_resumed = len(problems) - len(todo)
         plan = {problem_key(p): choices_for(p, self.exhaustive_sample, self.seed) for _, p in todo}
-        compiled: dict[tuple, str | None] = {}
         flush = flush_buffer(self.device)
-        for index, (col, problem) in enumerate(tqdm(todo, desc="collect", unit="shape", disable=not self.progress)):
-            if index == 0 or todo[index - 1][0] is not col:
-                # compile what this chunk needs (and earlier chunks did not), then time it
-                pairs = [(p, c) for cc, p in todo if cc is col for c in plan[problem_key(p)] if c.is_tiled]
-                pairs = [(p, c) for p, c in pairs if variant_key(p, c) not in compiled]
-                t_compile = time.perf_counter()
-                compiled.update(precompile(pairs, self.workers, progress=False))
-                summary.compile_seconds += time.perf_counter() - t_compile
-                summary.kernels_compiled = len(compiled)
-                logger.info("%d kernel variants compiled (%.1f s so far)", len(compiled), summary.compile_seconds)
-            configs = plan[problem_key(problem)]
-            try:
-                a, b, out, bias = layout_tensors(problem, self.device)
-                launchers: list[Callable[[], Any] | None] = []
-                for config in configs:
-                    if not config.is_tiled:
-                        launchers.append(aten_launcher(problem, config, a, b, out, bias))
-                    elif compiled.get(variant_key(problem, config)) is not None:
-                        launchers.append(None)  # did not compile
-                    else:
-                        launchers.append(make_launcher(a, b, out, bias, config))
-                times_ms = time_launchers(launchers, self.reps, flush)
-            except torch.cuda.OutOfMemoryError as e:
-                _mark(col, problem, f"OutOfMemoryError: {str(e).splitlines()[0]}"[:300])
-                summary.problems_skipped += 1
-                torch.cuda.empty_cache()
-                continue
-            finally:
-                a = b = out = bias = None  # noqa: F841  free before the next problem
-            timed = [
-                TimedConfig(c, t * 1000.0) if t is not None and t > 0 and math.isfinite(t) else TimedConfig.failure(c)
-                for c, t in zip(configs, times_ms)
-            ]
-            col.dataset.add(hardware, problem, timed)
-            summary.problems_measured += 1
-            summary.timed_configs += len(timed)
-            summary.failed_configs += sum(t.failed for t in timed)
-            _mark(col, problem, None)
+        with KernelCompiler(self.workers) as compiler:
+            # every variant is queued up front, in problem order: the workers compile ahead while
+            # this process times the problems whose kernels are ready
+            variants = {problem_key(p): [compiler.submit(p, c) if c.is_tiled else None for c in plan[problem_key(p)]]
+                        for _, p in todo}
+            summary.kernels_compiled = len(compiler.futures)
+            logger.info("%d problems to measure, %d kernel variants to compile", len(todo), summary.kernels_compiled)
+            for col, problem in tqdm(todo, desc="collect", unit="shape", disable=not self.progress):
+                configs, keys = plan[problem_key(problem)], variants[problem_key(problem)]
+                t_wait = time.perf_counter()
+                errors = [compiler.result(k) if k is not None else None for k in keys]
+                summary.compile_seconds += time.perf_counter() - t_wait
+                try:
+                    a, b, out, bias = layout_tensors(problem, self.device)
+                    launchers: list[Callable[[], Any] | None] = []
+                    for config, error in zip(configs, errors):
+                        if not config.is_tiled:
+                            launchers.append(aten_launcher(problem, config, a, b, out, bias))
+                        elif error is not None:
+                            launchers.append(None)  # did not compile
+                        else:
+                            launchers.append(make_launcher(a, b, out, bias, config))
+                    times_ms = time_launchers(launchers, self.reps, flush)
+                except torch.cuda.OutOfMemoryError as e:
+                    _mark(col, problem, f"OutOfMemoryError: {str(e).splitlines()[0]}"[:300])
+                    summary.problems_skipped += 1
+                    torch.cuda.empty_cache()
+                    continue
+                finally:
+                    a = b = out = bias = None  # noqa: F841  free before the next problem
+                timed = [
+                    TimedConfig(c, t * 1000.0) if t is not None and t > 0 and math.isfinite(t) else TimedConfig.failure(c)
+                    for c, t in zip(configs, times_ms)
+                ]
+                col.dataset.add(hardware, problem, timed)
+                summary.problems_measured += 1
+                summary.timed_configs += len(timed)
+                summary.failed_configs += sum(t.failed for t in timed)
+                _mark(col, problem, None)
+            summary.compile_pool_broken = compiler.pool_broken
         for col, _ in files:
             col.flush()
         summary.seconds = time.perf_counter() - start

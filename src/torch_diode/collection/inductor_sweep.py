@@ -86,14 +86,17 @@ class SweepSummary:
     failed_configs: int = 0
     seconds: float = 0.0
     kernels_compiled: int = 0
-    compile_seconds: float = 0.0
+    compile_seconds: float = 0.0  # fast mode: time spent waiting for compiled kernels
+    compile_pool_broken: bool = False
 
     def line(self) -> str:
         return (
             f"{self.problems_measured} problems measured, {self.problems_resumed} already done, "
             f"{self.problems_skipped} skipped; {self.timed_configs} timed configs "
             f"({self.failed_configs} failed) in {self.seconds:.1f} s"
-            + (f" ({self.kernels_compiled} kernels compiled in {self.compile_seconds:.1f} s)" if self.kernels_compiled else "")
+            + (f" ({self.kernels_compiled} kernels compiled, {self.compile_seconds:.1f} s of it waiting for them)"
+               if self.kernels_compiled else "")
+            + (" (the compile pool broke; compiled in-process)" if self.compile_pool_broken else "")
         )
 
 

@@ -44,10 +44,22 @@ class ShapeSpec:
     transpose_probability: float = 0.0
     alignment: int = 1
     aligned_fraction: float = 0.0
+    sizes: tuple[int, ...] = ()  # draw N and K (and M, unless m_sizes) from these values instead
+    m_sizes: tuple[int, ...] = ()  # draw M from these values
+    layouts: tuple[str, ...] = ()  # e.g. ("NN", "NT"): drawn uniformly; overrides transpose_probability
+    max_gflop: float = 0.0  # redraw shapes needing more than this many GFLOP (2*B*M*N*K); 0: no limit
 
     def __post_init__(self) -> None:
         if self.min_size < 1 or self.max_size < self.min_size:
             raise ValueError(f"sizes: need 1 <= min_size <= max_size, got {self.min_size}, {self.max_size}")
+        for name in ("sizes", "m_sizes"):
+            if any(v < 1 for v in getattr(self, name)):
+                raise ValueError(f"{name}: sizes must be positive, got {getattr(self, name)}")
+        for layout in self.layouts:
+            if layout not in LAYOUTS:
+                raise ValueError(f"layouts: {layout!r} is not one of {LAYOUTS}")
+        if self.max_gflop < 0:
+            raise ValueError(f"max_gflop: must be >= 0, got {self.max_gflop}")
         for op in self.ops:
             if op not in OPS:
                 raise ValueError(f"ops: {op!r} is not one of {OPS}")
@@ -56,7 +68,12 @@ class ShapeSpec:
                 raise ValueError(f"dtypes: {dtype!r} is not one of {DTYPES}")
 
 
-def _size(spec: ShapeSpec, rng: random.Random) -> int:
+LAYOUTS = ("NN", "NT", "TN", "TT")  # storage of A and B: N as given, T transposed
+
+
+def _size(spec: ShapeSpec, rng: random.Random, pool: tuple[int, ...] = ()) -> int:
+    if pool:
+        return rng.choice(pool)
     if spec.log_normal:
         value = int(round(rng.lognormvariate(spec.log_normal_mean, spec.log_normal_sigma)))
     elif spec.power_of_two:
@@ -76,15 +93,22 @@ def random_problems(spec: ShapeSpec, seed: int) -> list[Problem]:
     for _ in range(spec.num_shapes):
         op = rng.choice(spec.ops)
         dtype = rng.choice(spec.dtypes)
-        batch = 2 ** rng.randint(0, int(math.log2(spec.max_batch))) if op in ("bmm", "baddbmm") else 1
-        out.append(
-            Problem(
-                op=op, B=batch, M=_size(spec, rng), N=_size(spec, rng), K=_size(spec, rng),
-                dtype_a=dtype, dtype_b=dtype, dtype_out=dtype,
-                transpose_a=rng.random() < spec.transpose_probability,
-                transpose_b=rng.random() < spec.transpose_probability,
-            )
-        )
+        for _attempt in range(1000):
+            batch = 2 ** rng.randint(0, int(math.log2(spec.max_batch))) if op in ("bmm", "baddbmm") else 1
+            m = _size(spec, rng, spec.m_sizes or spec.sizes)
+            n, k = _size(spec, rng, spec.sizes), _size(spec, rng, spec.sizes)
+            if not spec.max_gflop or 2 * batch * m * n * k <= spec.max_gflop * 1e9:
+                break
+        else:
+            raise ValueError(f"max_gflop: no shape of {spec.max_gflop} GFLOP or less drawn in 1000 attempts")
+        if spec.layouts:
+            layout = rng.choice(spec.layouts)
+            transpose_a, transpose_b = layout[0] == "T", layout[1] == "T"
+        else:
+            transpose_a = rng.random() < spec.transpose_probability
+            transpose_b = rng.random() < spec.transpose_probability
+        out.append(Problem(op=op, B=batch, M=m, N=n, K=k, dtype_a=dtype, dtype_b=dtype, dtype_out=dtype,
+                           transpose_a=transpose_a, transpose_b=transpose_b))
     return out
 
 

@@ -138,7 +138,7 @@ _bmm_kernel = triton.jit(do_not_specialize=["M", "N", "K", "BATCH"])(_bmm_body)
 # ...or specialised by Triton like any other int (== 1, multiple of 16), closer to Inductor's
 # kernels whose sizes are constants.
 _mm_kernel_spec = triton.jit(_mm_body)
-_bmm_kernel_spec = triton.jit(_bmm_body)
+_bmm_kernel_spec = triton.jit(do_not_specialize=["BATCH"])(_bmm_body)  # the batch only sizes the grid
 
 
 def launch_args(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> tuple[Any, tuple, dict]:
@@ -161,6 +161,15 @@ def make_launcher(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig):
 
 
 def warmup(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> None:
-    """Compiles the config's kernel for these argument types without launching it."""
+    """Compiles the config's kernel for these argument types without launching it.
+
+    The tensors may be on the ``meta`` device (shapes and strides only): Triton specialises a
+    tensor argument on its dtype and the 16-byte alignment of its data pointer, so each is
+    replaced by a one-element CUDA tensor of its dtype (the caching allocator aligns both it and
+    the real, freshly allocated operands to far more than 16 bytes)."""
+    import torch
+
     kernel, grid, spec = launch_args(a, b, out, bias, config)
-    kernel.warmup(*spec["args"], grid=grid, **spec["meta"])
+    args = [torch.empty(1, dtype=x.dtype, device="cuda") if isinstance(x, torch.Tensor) and x.is_meta else x
+            for x in spec["args"]]
+    kernel.warmup(*args, grid=grid, **spec["meta"])
