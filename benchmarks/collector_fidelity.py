@@ -6,8 +6,9 @@
    recorded by torch_diode.collect. Rate = timings / wall minute (precompile + benchmark).
 2. Fast path on exactly the configs Inductor measured for those shapes: per-shape Spearman rank
    correlation and relative differences of the times.
-3. Fast path throughput on a batch of random problems (ATen + DEFAULT + --exhaustive-sample
-   EXHAUSTIVE configs each), compile included: timings / wall minute.
+3. Fast path throughput on a batch of random problems drawn like data/h100/collect.sh's half
+   precision mm/addmm part (ATen + DEFAULT + --exhaustive-sample EXHAUSTIVE configs each), with
+   an empty Triton cache, compile included: timings / wall minute.
 
     python benchmarks/collector_fidelity.py --out $OUT/collector_h100.json
 """
@@ -16,28 +17,33 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
-import torch
+# an empty Triton cache: the fast path's rate includes compiling every kernel it needs
+os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="diode_fidelity_triton_")
 
-from torch_diode.collection import collect
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from torch_diode.collection import collect  # noqa: E402
 from torch_diode.collection.fast_sweep import FastSweep, aten_launcher, choices_for, flush_buffer, layout_tensors, precompile, time_launchers, variant_key
-from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings
-from torch_diode.collection.shapes import ShapeSpec, random_problems
-from torch_diode.types import Problem, load_dataset
+from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings  # noqa: E402
+from torch_diode.collection.shapes import ShapeSpec, random_problems  # noqa: E402
+from torch_diode.types import Problem, load_dataset  # noqa: E402
 
 FIDELITY_SHAPES = [
     Problem("mm", 1, 1024, 4096, 2048, "float16", "float16", "float16"),
+    Problem("addmm", 1, 2048, 1024, 1024, "float16", "float16", "float16"),
+    Problem("bmm", 16, 512, 512, 64, "float16", "float16", "float16"),
     Problem("mm", 1, 16, 4096, 4096, "bfloat16", "bfloat16", "bfloat16"),
     Problem("mm", 1, 1000, 700, 1024, "float16", "float16", "float16", transpose_b=True),
     Problem("mm", 1, 333, 4096, 1000, "bfloat16", "bfloat16", "bfloat16", transpose_a=True),
-    Problem("addmm", 1, 2048, 1024, 1024, "float16", "float16", "float16"),
-    Problem("bmm", 16, 512, 512, 64, "float16", "float16", "float16"),
+    Problem("mm", 1, 64, 11008, 4096, "bfloat16", "bfloat16", "bfloat16", transpose_b=True),
     Problem("mm", 1, 512, 512, 512, "float32", "float32", "float32"),
 ]
 
@@ -98,8 +104,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="JSON report")
     parser.add_argument("--inductor-sample", type=int, default=24, help="EXHAUSTIVE configs per shape for Inductor")
-    parser.add_argument("--inductor-shapes", type=int, default=4, help="how many of the fidelity shapes to run")
-    parser.add_argument("--rate-problems", type=int, default=12)
+    parser.add_argument("--inductor-shapes", type=int, default=6, help="how many of the fidelity shapes to run")
+    parser.add_argument("--rate-problems", type=int, default=30)
     parser.add_argument("--exhaustive-sample", type=int, default=350)
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
@@ -152,9 +158,10 @@ def main() -> int:
     print_rows(rows)
 
     # 3. fast path rate
-    problems = random_problems(ShapeSpec(num_shapes=args.rate_problems, log_normal=True, ops=("mm", "addmm", "bmm"),
-                                         dtypes=("float16", "bfloat16", "float32"), max_batch=16, min_size=16, max_size=8192,
-                                         alignment=64, aligned_fraction=0.7), seed=123)
+    problems = random_problems(ShapeSpec(num_shapes=args.rate_problems, ops=("mm", "addmm"), dtypes=("float16", "bfloat16"),
+                                         sizes=(64, 128, 256, 512, 768, 1024, 1536, 2048, 2304, 3072, 4096, 5120, 8192, 11008, 14336),
+                                         m_sizes=(16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192), layouts=("NN", "NT"),
+                                         max_gflop=200), seed=123)
     sweep = FastSweep(exhaustive_sample=args.exhaustive_sample, reps=args.reps, progress=False)
     t0 = time.perf_counter()
     summary = sweep.run(problems, tmp / "fast.msgpack")

@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
 # How data/h100/ was collected (on the lent H100, fast mode): bash data/h100/collect.sh [PART...]
-# Parts: train-mm train-bmm val-mm val-bmm (default: all, in that order). Files go to $DATA
+# Parts: train-mm train-bmm val-mm val-bmm train-f32 val-f32 (default: all, in that order). Files go to $DATA
 # (default data/h100); every command resumes where a killed run stopped.
 set -euo pipefail
 DATA=${DATA:-data/h100}
 DIODE=${DIODE:-"python3 -m torch_diode.cli"}
-COMMON="--search-mode fast --exhaustive-sample 320 --reps 6 --chunk-size 50 --dtypes float16 bfloat16 float32 --layouts NN NT --max-gflop 200"
-MM="--ops mm addmm --sizes 64 128 256 512 768 1024 1536 2048 2304 3072 4096 5120 8192 11008 14336 --m-sizes 16 32 64 128 256 512 1024 2048 4096 8192"
-BMM="--ops bmm --max-batch 32 --sizes 64 128 256 512 1024 2048 4096 --m-sizes 128 256 512 1024 2048 4096"
+# Half precision: every layout/op/size class. fp32 (no TF32): mm/addmm of nn.Linear's layout, sizes
+# >= 256, at most 20 GFLOP, because its kernels compile ~20x slower (~2 per second on 14 workers).
+COMMON="--search-mode fast --exhaustive-sample 320 --reps 6 --chunk-size 50 --workers 14"
+HALF="--dtypes float16 bfloat16 --layouts NN NT --max-gflop 200"
+MM="$HALF --ops mm addmm --sizes 64 128 256 512 768 1024 1536 2048 2304 3072 4096 5120 8192 11008 14336 --m-sizes 16 32 64 128 256 512 1024 2048 4096 8192"
+BMM="$HALF --ops bmm --max-batch 32 --sizes 64 128 256 512 1024 2048 4096 --m-sizes 128 256 512 1024 2048 4096"
+F32="--dtypes float32 --layouts NT --max-gflop 20 --ops mm addmm --sizes 256 512 768 1024 1536 2048 2304 3072 4096 5120 8192 11008 14336 --m-sizes 256 512 1024 2048 4096 8192"
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(train-mm train-bmm val-mm val-bmm)
+[ ${#parts[@]} -eq 0 ] && parts=(train-mm train-bmm val-mm val-bmm train-f32 val-f32)
 for part in "${parts[@]}"; do
   echo "[$(date +%T)] $part"
   case $part in
-    train-mm)  $DIODE collect $COMMON $MM --num-shapes 330 --seed 1 -o "$DATA/train/h100_mm.msgpack.gz" ;;
-    train-bmm) $DIODE collect $COMMON $BMM --num-shapes 110 --seed 2 -o "$DATA/train/h100_bmm.msgpack.gz" ;;
-    val-mm)    $DIODE create-validation --train-dataset "$DATA/train" $COMMON $MM --num-shapes 80 --seed 101 -o "$DATA/validation/h100_mm.msgpack.gz" ;;
-    val-bmm)   $DIODE create-validation --train-dataset "$DATA/train" $COMMON $BMM --num-shapes 30 --seed 102 -o "$DATA/validation/h100_bmm.msgpack.gz" ;;
+    train-mm)  $DIODE collect $COMMON $MM --num-shapes 300 --seed 1 -o "$DATA/train/h100_mm.msgpack.gz" ;;
+    train-bmm) $DIODE collect $COMMON $BMM --num-shapes 90 --seed 2 -o "$DATA/train/h100_bmm.msgpack.gz" ;;
+    train-f32) $DIODE collect $COMMON $F32 --num-shapes 40 --seed 3 -o "$DATA/train/h100_f32.msgpack.gz" ;;
+    val-mm)    $DIODE create-validation --train-dataset "$DATA/train" $COMMON $MM --num-shapes 70 --seed 101 -o "$DATA/validation/h100_mm.msgpack.gz" ;;
+    val-bmm)   $DIODE create-validation --train-dataset "$DATA/train" $COMMON $BMM --num-shapes 25 --seed 102 -o "$DATA/validation/h100_bmm.msgpack.gz" ;;
+    val-f32)   $DIODE create-validation --train-dataset "$DATA/train" $COMMON $F32 --num-shapes 15 --seed 103 -o "$DATA/validation/h100_f32.msgpack.gz" ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done
