@@ -20,7 +20,7 @@ for part in "${parts[@]}"; do
     train-mm)  $DIODE collect $COMMON $MM --num-shapes 300 --seed 1 -o "$DATA/train/h100_mm.msgpack.gz" ;;
     train-bmm) $DIODE collect $COMMON $BMM --num-shapes 90 --seed 2 -o "$DATA/train/h100_bmm.msgpack.gz" ;;
     train-f32) $DIODE collect $COMMON $F32 --num-shapes 40 --seed 3 -o "$DATA/train/h100_f32.msgpack.gz" ;;
-    val-mm)    $DIODE create-validation --train-dataset "$DATA/train" $COMMON $MM --num-shapes 70 --seed 101 -o "$DATA/validation/h100_mm.msgpack.gz" ;;
+    val-mm)    $DIODE create-validation --train-dataset "$DATA/train" $COMMON $MM --num-shapes 80 --seed 101 -o "$DATA/validation/h100_mm.msgpack.gz" ;;
     val-bmm)   $DIODE create-validation --train-dataset "$DATA/train" $COMMON $BMM --num-shapes 25 --seed 102 -o "$DATA/validation/h100_bmm.msgpack.gz" ;;
     val-f32)   $DIODE create-validation --train-dataset "$DATA/train" $COMMON $F32 --num-shapes 15 --seed 103 -o "$DATA/validation/h100_f32.msgpack.gz" ;;
     *) echo "unknown part $part" >&2; exit 2 ;;

@@ -579,11 +579,15 @@ def dataset_format(path: str | os.PathLike) -> tuple[str, bool]:
 
 
 def atomic_write_bytes(path: str | os.PathLike, payload: bytes) -> None:
-    """Writes ``payload`` to a temporary file beside ``path``, fsyncs it, then renames it."""
+    """Writes ``payload`` to a temporary file beside ``path``, fsyncs it, then renames it. The file
+    gets the usual permissions (0666 less the umask), not mkstemp's private 0600."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
             f.flush()

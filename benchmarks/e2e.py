@@ -1,0 +1,318 @@
+"""End to end on the GPU: compile time and kernel speed of diode against stock Inductor.
+
+For every GEMM of ``--shapes`` (default: benchmarks/e2e_shapes.json, held-out problems of public
+models; the script refuses any that the training data holds) and every model (a decoder
+transformer block at prefill and at decode, a ViT-B block, an MLP), in one process:
+
+  default        torch.compile, no autotuning (ATen for every GEMM)
+  diode_top1     default mode + Inductor's GEMM path with diode's choice handler, top_k_configs=1
+                 (nothing is benchmarked unless the model is unsure, then unsure_top_k)
+  diode_top3     the same with top_k_configs=3 (Inductor benchmarks the three)
+  max_autotune   stock max-autotune: max_autotune=True, backends ATEN,TRITON, DEFAULT space
+  exhaustive     stock max-autotune with the EXHAUSTIVE space (entries marked "exhaustive" only)
+
+Each measurement starts cold: Dynamo reset, Inductor's caches off (force_disable_caches), a new
+Triton cache directory; diode runs before stock autotuning so that it never finds kernels
+compiled by stock autotuning. Compile time is the wall time of the first call; runtime is
+``triton.testing.do_bench`` (median, same warm-up and repetitions for every method).
+
+    python benchmarks/e2e.py --out $OUT/e2e_h100.json --plot $OUT/e2e_h100.png
+
+Shapes file: a JSON list of objects with op (mm, addmm, bmm, baddbmm), B, M, N, K, dtype,
+optional label, transpose_a, transpose_b, exhaustive.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from torch_diode import config as diode_config
+from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs, op_function, problem_key
+from torch_diode.integration.install import diode_choices
+from torch_diode.types import Problem, load_datasets
+
+HERE = Path(__file__).resolve().parent
+METHODS = ("default", "diode_top1", "diode_top3", "max_autotune", "exhaustive")
+WARMUP_MS, REP_MS = 25, 100
+
+
+def stage(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+# ----- what is measured -------------------------------------------------------------------------
+def load_shapes(path: Path) -> list[tuple[str, Problem, bool]]:
+    out = []
+    for i, e in enumerate(json.loads(path.read_text())):
+        try:
+            dt = e["dtype"]
+            p = Problem(e["op"], int(e.get("B", 1)), int(e["M"]), int(e["N"]), int(e["K"]), dt, dt, dt,
+                        transpose_a=bool(e.get("transpose_a", False)), transpose_b=bool(e.get("transpose_b", False)))
+        except (KeyError, TypeError, ValueError) as err:
+            raise SystemExit(f"{path}: entry {i}: {err!r} (needs op, M, N, K, dtype)") from None
+        out.append((e.get("label") or p.short(), p, bool(e.get("exhaustive", False))))
+    return out
+
+
+class DecoderBlock(nn.Module):
+    """A Llama-style block: RMSNorm, q/k/v/o projections, attention as two batched matmuls
+    (optionally over a KV cache), SwiGLU MLP."""
+
+    def __init__(self, hidden: int = 2048, heads: int = 16, ffn: int = 5632):
+        super().__init__()
+        self.heads, self.head_dim = heads, hidden // heads
+        self.q, self.k, self.v, self.o = (nn.Linear(hidden, hidden, bias=False) for _ in range(4))
+        self.gate, self.up = nn.Linear(hidden, ffn, bias=False), nn.Linear(hidden, ffn, bias=False)
+        self.down = nn.Linear(ffn, hidden, bias=False)
+        self.n1, self.n2 = nn.RMSNorm(hidden), nn.RMSNorm(hidden)
+
+    def forward(self, x: torch.Tensor, k_cache: torch.Tensor | None = None, v_cache: torch.Tensor | None = None):
+        b, s, h = x.shape
+        y = self.n1(x)
+        split = lambda t: t.view(b, -1, self.heads, self.head_dim).transpose(1, 2).reshape(b * self.heads, -1, self.head_dim)
+        q, k, v = split(self.q(y)), split(self.k(y)), split(self.v(y))
+        if k_cache is not None:
+            k, v = torch.cat([k_cache, k], dim=1), torch.cat([v_cache, v], dim=1)
+        att = torch.softmax(torch.bmm(q, k.transpose(1, 2)) / math.sqrt(self.head_dim), dim=-1)
+        o = torch.bmm(att, v).view(b, self.heads, s, self.head_dim).transpose(1, 2).reshape(b, s, h)
+        x = x + self.o(o)
+        y = self.n2(x)
+        return x + self.down(F.silu(self.gate(y)) * self.up(y))
+
+
+class ViTBlock(nn.Module):
+    def __init__(self, dim: int = 768, heads: int = 12, mlp: int = 3072):
+        super().__init__()
+        self.heads = heads
+        self.n1, self.n2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.fc1, self.fc2 = nn.Linear(dim, mlp), nn.Linear(mlp, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, d = x.shape
+        hd = d // self.heads
+        qkv = self.qkv(self.n1(x)).view(b, s, 3, self.heads, hd).permute(2, 0, 3, 1, 4).reshape(3, b * self.heads, s, hd)
+        att = torch.softmax(torch.bmm(qkv[0], qkv[1].transpose(1, 2)) * hd ** -0.5, dim=-1)
+        o = torch.bmm(att, qkv[2]).view(b, self.heads, s, hd).transpose(1, 2).reshape(b, s, d)
+        x = x + self.proj(o)
+        return x + self.fc2(F.gelu(self.fc1(self.n2(x))))
+
+
+def models(device: str) -> list[tuple[str, nn.Module, tuple]]:
+    bf16, fp16 = torch.bfloat16, torch.float16
+    g = torch.Generator(device="cpu").manual_seed(0)
+    rnd = lambda *shape, dtype: torch.randn(*shape, generator=g).to(device=device, dtype=dtype)
+    dec = DecoderBlock().to(device, bf16).eval()
+    heads, hd = dec.heads, dec.head_dim
+    mlp = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 1024))
+    return [
+        ("decoder block, prefill 1x2048 tokens (bf16)", dec, (rnd(1, 2048, 2048, dtype=bf16),)),
+        ("decoder block, decode 8 sequences, 1024 cached (bf16)", dec,
+         (rnd(8, 1, 2048, dtype=bf16), rnd(8 * heads, 1024, hd, dtype=bf16), rnd(8 * heads, 1024, hd, dtype=bf16))),
+        ("ViT-B/16 block, batch 32 (fp16)", ViTBlock().to(device, fp16).eval(), (rnd(32, 197, 768, dtype=fp16),)),
+        ("MLP 1024-4096-4096-1024, batch 512 (fp16)", mlp.to(device, fp16).eval(), (rnd(512, 1024, dtype=fp16),)),
+    ]
+
+
+# ----- one measurement --------------------------------------------------------------------------
+def bench_us(fn: Callable) -> float:
+    import triton
+
+    return 1000 * triton.testing.do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode="median")
+
+
+def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, Any]:
+    """Cold compile + first call, then do_bench of the compiled function."""
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"e2e_{method}_")
+    torch._dynamo.reset()
+    from torch._inductor import config as inductor_config
+
+    settings: dict[str, Any] = {"force_disable_caches": True}
+    if method in ("max_autotune", "exhaustive"):
+        settings.update(inductor_settings("DEFAULT" if method == "max_autotune" else "EXHAUSTIVE", "ATEN,TRITON"))
+    elif method.startswith("diode"):
+        settings.update(max_autotune_gemm=True, max_autotune_gemm_backends="ATEN,TRITON")
+    compiled = torch.compile(fn, dynamic=False)
+    record: dict[str, Any] = {}
+    with inductor_config.patch(settings), torch.no_grad():
+        if method.startswith("diode"):
+            k = 1 if method == "diode_top1" else 3
+            with diode_choices(model) as choices, diode_config.patch(top_k_configs=k, performance_threshold=1.0):
+                start = time.perf_counter()
+                compiled(*inputs)
+                torch.cuda.synchronize()
+                record["compile_s"] = time.perf_counter() - start
+                stats = choices.get_stats()
+            record["diode"] = {k2: stats[k2] for k2 in ("total_calls", "model_selections", "fallbacks", "configs_filtered")}
+            record["diode"]["unsure_widened"] = stats.get("unsure_widened", 0)
+        else:
+            start = time.perf_counter()
+            compiled(*inputs)
+            torch.cuda.synchronize()
+            record["compile_s"] = time.perf_counter() - start
+        record["runtime_us"] = bench_us(lambda: compiled(*inputs))
+    return record
+
+
+def run_item(kind: str, label: str, fn: Callable, inputs: tuple, methods: list[str], model: str) -> dict[str, Any]:
+    row: dict[str, Any] = {"kind": kind, "label": label, "methods": {}}
+    for method in methods:
+        try:
+            row["methods"][method] = measure(fn, inputs, method, model)
+        except Exception as e:  # a failed measurement is reported, the run goes on
+            row["methods"][method] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+        m = row["methods"][method]
+        stage(f"{label:52s} {method:12s} " + (f"compile {m['compile_s']:7.2f} s  runtime {m['runtime_us']:9.1f} us"
+                                              if "error" not in m else m["error"]))
+    return row
+
+
+# ----- summary ----------------------------------------------------------------------------------
+def geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0 and math.isfinite(v)]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def ratios(rows: list[dict], method: str, base: str, field: str) -> list[float]:
+    out = []
+    for r in rows:
+        m, b = r["methods"].get(method, {}), r["methods"].get(base, {})
+        if field in m and field in b:
+            out.append(m[field] / b[field])
+    return out
+
+
+def summarize(rows: list[dict]) -> dict[str, Any]:
+    s: dict[str, Any] = {}
+    for method in ("diode_top1", "diode_top3"):
+        suffix = "" if method == "diode_top1" else "_top3"
+        compile_vs_ma = ratios(rows, "max_autotune", method, "compile_s")  # max-autotune time / diode time
+        compile_vs_default = ratios(rows, method, "default", "compile_s")
+        rt_ma = ratios(rows, method, "max_autotune", "runtime_us")
+        rt_ex = ratios(rows, method, "exhaustive", "runtime_us")
+        s[f"compile_speedup_vs_max_autotune_geomean{suffix}"] = geomean(compile_vs_ma)
+        s[f"compile_ratio_vs_default_geomean{suffix}"] = geomean(compile_vs_default)
+        s[f"runtime_ratio_vs_max_autotune_geomean{suffix}"] = geomean(rt_ma)
+        s[f"runtime_ratio_vs_max_autotune_worst{suffix}"] = max(rt_ma) if rt_ma else None
+        s[f"runtime_ratio_vs_exhaustive_geomean{suffix}"] = geomean(rt_ex)
+        s[f"rows_compared{suffix}"] = len(rt_ma)
+        s[f"exhaustive_rows{suffix}"] = len(rt_ex)
+    s["runtime_ratio_max_autotune_vs_default_geomean"] = geomean(ratios(rows, "max_autotune", "default", "runtime_us"))
+    s["runtime_ratio_diode_top1_vs_default_geomean"] = geomean(ratios(rows, "diode_top1", "default", "runtime_us"))
+    return s
+
+
+def plot(rows: list[dict], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 6))
+    markers = dict(zip(METHODS, "osD^v"))
+    for method in METHODS:
+        xs = [r["methods"][method]["compile_s"] for r in rows if "compile_s" in r["methods"].get(method, {})]
+        ys = [r["methods"][method]["runtime_us"] / r["methods"]["default"]["runtime_us"] for r in rows
+              if "compile_s" in r["methods"].get(method, {}) and "runtime_us" in r["methods"].get("default", {})]
+        if xs and len(xs) == len(ys):
+            ax.scatter(xs, ys, label=method, marker=markers[method], alpha=0.75)
+    ax.set_xscale("log")
+    ax.set_xlabel("compile time, first call (s, log scale)")
+    ax.set_ylabel("runtime relative to default mode (lower is faster)")
+    ax.axhline(1.0, color="grey", lw=0.5)
+    ax.set_title("torch-diode vs stock Inductor, per GEMM and model")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def print_table(rows: list[dict], summary: dict) -> None:
+    print(f"\n{'item':52s} " + " ".join(f"{m:>21s}" for m in METHODS))
+    print(f"{'':52s} " + " ".join(f"{'compile s / run us':>21s}" for _ in METHODS))
+    for r in rows:
+        cells = []
+        for m in METHODS:
+            v = r["methods"].get(m)
+            cells.append(f"{'-':>21s}" if not v else f"{'error':>21s}" if "error" in v else
+                         f"{v['compile_s']:8.2f} /{v['runtime_us']:10.1f}")
+        print(f"{r['label'][:52]:52s} " + " ".join(f"{c:>21s}" for c in cells))
+    print()
+    for k, v in summary.items():
+        print(f"{k:48s} {v:.3f}" if isinstance(v, float) else f"{k:48s} {v}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shapes", default=str(HERE / "e2e_shapes.json"), help="JSON list of GEMMs")
+    parser.add_argument("--model", default="NVIDIA-H100-matmul", help="diode model name or file")
+    parser.add_argument("--train-data", nargs="*", default=[str(HERE.parent / "data" / "h100" / "train")],
+                        help="training data the shapes must not be in (none: skip the check)")
+    parser.add_argument("--only", choices=["gemms", "models"], help="measure only the GEMMs or only the models")
+    parser.add_argument("--no-exhaustive", action="store_true", help="skip the EXHAUSTIVE measurements")
+    parser.add_argument("--out", required=True, help="JSON report")
+    parser.add_argument("--plot", help="PNG of runtime vs compile time")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("e2e.py measures on a CUDA GPU; none is available here")
+
+    shapes = load_shapes(Path(args.shapes))
+    if args.train_data:
+        train = load_datasets(args.train_data)
+        seen = {problem_key(p) for _, p, _ in train.problems()}
+        leaked = [label for label, p, _ in shapes if problem_key(p) in seen]
+        if leaked:
+            raise SystemExit(f"{args.shapes}: these problems are in the training data, not held out: {leaked}")
+    report: dict[str, Any] = {
+        "command": " ".join(["python", *sys.argv]), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": __import__("triton").__version__,
+        "model": args.model, "do_bench": {"warmup_ms": WARMUP_MS, "rep_ms": REP_MS, "return_mode": "median"},
+        "settings": {"max_autotune": inductor_settings("DEFAULT", "ATEN,TRITON"),
+                     "exhaustive": inductor_settings("EXHAUSTIVE", "ATEN,TRITON"),
+                     "diode": {"max_autotune_gemm": True, "candidate_pool": diode_config.candidate_pool,
+                               "performance_threshold": 1.0, "unsure_top_k": diode_config.unsure_top_k}},
+        "rows": [],
+    }
+
+    def save() -> None:
+        report["summary"] = summarize(report["rows"])
+        Path(args.out).write_text(json.dumps(report, indent=1))
+
+    # one-time costs (CUDA and Triton start-up, Inductor's compile workers) land on a throwaway item
+    warm = Problem("mm", 1, 256, 256, 256, "float16", "float16", "float16")
+    run_item("warm-up", "warm-up (not reported)", op_function("mm"), make_inputs(warm, "cuda"),
+             ["default", "diode_top1", "max_autotune"], args.model)
+    if args.only != "models":
+        for label, problem, exhaustive in shapes:
+            methods = [m for m in METHODS if m != "exhaustive" or (exhaustive and not args.no_exhaustive)]
+            inputs = make_inputs(problem, "cuda")
+            row = run_item("gemm", label, op_function(problem.op), inputs, methods, args.model)
+            row["problem"] = problem.to_dict()
+            report["rows"].append(row)
+            save()
+    if args.only != "gemms":
+        for label, module, inputs in models("cuda"):
+            methods = [m for m in METHODS if m != "exhaustive"]
+            report["rows"].append(run_item("model", label, module, inputs, methods, args.model))
+            save()
+    save()
+    if args.plot:
+        plot(report["rows"], args.plot)
+    print_table(report["rows"], report["summary"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
