@@ -11,10 +11,15 @@ transformer block at prefill and at decode, a ViT-B block, an MLP), in one proce
   max_autotune   stock max-autotune: max_autotune=True, backends ATEN,TRITON, DEFAULT space
   exhaustive     stock max-autotune with the EXHAUSTIVE space (entries marked "exhaustive" only)
 
-Each measurement starts cold: Dynamo reset, Inductor's caches off (force_disable_caches), a new
-Triton cache directory; diode runs before stock autotuning so that it never finds kernels
-compiled by stock autotuning. Compile time is the wall time of the first call; runtime is
-``triton.testing.do_bench`` (median, same warm-up and repetitions for every method).
+Each measurement starts cold: Dynamo reset, Inductor's caches off (force_disable_caches). The
+methods run in three worker processes, one after the other, each with its own new Triton and
+Inductor cache directories: diode_top1; default + max_autotune + exhaustive; diode_top3. So no
+method finds kernels another compiled, and stock autotuning never runs in a process where a
+choice handler was installed (a first run that measured all methods in one process on torch 2.11
+got no stock autotuning at all after diode had been used). Each worker first compiles a small
+throwaway GEMM (CUDA, Triton and Inductor start-up). Compile time is the wall time of the first
+call; runtime is ``triton.testing.do_bench`` (median, same warm-up and repetitions for every
+method). A worker that outlives its time limit is stopped; its finished items are kept.
 
     python benchmarks/e2e.py --out $OUT/e2e_h100.json --plot $OUT/e2e_h100.png
 
@@ -28,6 +33,7 @@ import argparse
 import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +52,7 @@ from torch_diode.types import Problem, load_datasets
 
 HERE = Path(__file__).resolve().parent
 METHODS = ("default", "diode_top1", "diode_top3", "max_autotune", "exhaustive")
+WORKERS = (("diode_top1",), ("default", "max_autotune", "exhaustive"), ("diode_top3",))
 WARMUP_MS, REP_MS = 25, 100
 
 
@@ -136,7 +143,6 @@ def bench_us(fn: Callable) -> float:
 
 def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, Any]:
     """Cold compile + first call, then do_bench of the compiled function."""
-    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"e2e_{method}_")
     torch._dynamo.reset()
     from torch._inductor import config as inductor_config
 
@@ -254,6 +260,33 @@ def print_table(rows: list[dict], summary: dict) -> None:
         print(f"{k:48s} {v:.3f}" if isinstance(v, float) else f"{k:48s} {v}")
 
 
+def worker(args: argparse.Namespace) -> int:
+    """Measures ``args.worker`` methods on every item, rewriting ``args.out`` after each."""
+    methods = args.worker.split(",")
+    shapes = load_shapes(Path(args.shapes))
+    rows: list[dict] = []
+
+    def save() -> None:
+        Path(args.out).write_text(json.dumps(rows, indent=1))
+
+    warm = Problem("mm", 1, 256, 256, 256, "float16", "float16", "float16")
+    run_item("warm-up", "warm-up (not reported)", op_function("mm"), make_inputs(warm, "cuda"),
+             [m for m in methods if m not in ("max_autotune", "exhaustive")] or ["default"], args.model)
+    if args.only != "models":
+        for label, problem, exhaustive in shapes:
+            todo = [m for m in methods if m != "exhaustive" or (exhaustive and not args.no_exhaustive)]
+            row = run_item("gemm", label, op_function(problem.op), make_inputs(problem, "cuda"), todo, args.model)
+            row["problem"] = problem.to_dict()
+            rows.append(row)
+            save()
+    if args.only != "gemms":
+        for label, module, inputs in models("cuda"):
+            rows.append(run_item("model", label, module, inputs, [m for m in methods if m != "exhaustive"], args.model))
+            save()
+    save()
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shapes", default=str(HERE / "e2e_shapes.json"), help="JSON list of GEMMs")
@@ -262,11 +295,16 @@ def main() -> int:
                         help="training data the shapes must not be in (none: skip the check)")
     parser.add_argument("--only", choices=["gemms", "models"], help="measure only the GEMMs or only the models")
     parser.add_argument("--no-exhaustive", action="store_true", help="skip the EXHAUSTIVE measurements")
+    parser.add_argument("--time-limits", type=float, nargs=3, default=(120, 420, 240), metavar="S",
+                        help="seconds for the diode_top1, stock and diode_top3 workers (default 120 420 240)")
     parser.add_argument("--out", required=True, help="JSON report")
     parser.add_argument("--plot", help="PNG of runtime vs compile time")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("e2e.py measures on a CUDA GPU; none is available here")
+    if args.worker:
+        return worker(args)
 
     shapes = load_shapes(Path(args.shapes))
     if args.train_data:
@@ -283,31 +321,31 @@ def main() -> int:
                      "exhaustive": inductor_settings("EXHAUSTIVE", "ATEN,TRITON"),
                      "diode": {"max_autotune_gemm": True, "candidate_pool": diode_config.candidate_pool,
                                "performance_threshold": 1.0, "unsure_top_k": diode_config.unsure_top_k}},
+        "workers": [],
         "rows": [],
     }
-
-    def save() -> None:
-        report["summary"] = summarize(report["rows"])
-        Path(args.out).write_text(json.dumps(report, indent=1))
-
-    # one-time costs (CUDA and Triton start-up, Inductor's compile workers) land on a throwaway item
-    warm = Problem("mm", 1, 256, 256, 256, "float16", "float16", "float16")
-    run_item("warm-up", "warm-up (not reported)", op_function("mm"), make_inputs(warm, "cuda"),
-             ["default", "diode_top1", "max_autotune"], args.model)
-    if args.only != "models":
-        for label, problem, exhaustive in shapes:
-            methods = [m for m in METHODS if m != "exhaustive" or (exhaustive and not args.no_exhaustive)]
-            inputs = make_inputs(problem, "cuda")
-            row = run_item("gemm", label, op_function(problem.op), inputs, methods, args.model)
-            row["problem"] = problem.to_dict()
-            report["rows"].append(row)
-            save()
-    if args.only != "gemms":
-        for label, module, inputs in models("cuda"):
-            methods = [m for m in METHODS if m != "exhaustive"]
-            report["rows"].append(run_item("model", label, module, inputs, methods, args.model))
-            save()
-    save()
+    rows: dict[str, dict] = {}
+    for methods, limit in zip(WORKERS, args.time_limits):
+        part = Path(tempfile.mkdtemp(prefix="e2e_")) / "rows.json"
+        env = {**os.environ, "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix="e2e_triton_"),
+               "TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="e2e_inductor_"), "PYTHONUNBUFFERED": "1"}
+        cmd = [sys.executable, __file__, "--worker", ",".join(methods), "--out", str(part), "--shapes", args.shapes,
+               "--model", args.model] + (["--only", args.only] if args.only else []) + (["--no-exhaustive"] if args.no_exhaustive else [])
+        stage(f"worker {','.join(methods)} (limit {limit:.0f} s)")
+        start = time.perf_counter()
+        try:
+            code = subprocess.run(cmd, env=env, timeout=limit).returncode
+        except subprocess.TimeoutExpired:
+            code = "stopped at its time limit"
+        done = json.loads(part.read_text()) if part.exists() else []
+        report["workers"].append({"methods": list(methods), "exit": code, "seconds": time.perf_counter() - start,
+                                  "items": len(done)})
+        for row in done:
+            rows.setdefault(row["label"], {k: v for k, v in row.items() if k != "methods"} | {"methods": {}})
+            rows[row["label"]]["methods"].update(row["methods"])
+    report["rows"] = list(rows.values())
+    report["summary"] = summarize(report["rows"])
+    Path(args.out).write_text(json.dumps(report, indent=1))
     if args.plot:
         plot(report["rows"], args.plot)
     print_table(report["rows"], report["summary"])

@@ -40,9 +40,9 @@ def compile_bmm(a, b):
 
 
 def test_install_and_uninstall_restore_everything(cpu_model):
-    from torch._inductor.virtualized import _choices
+    from torch._inductor.virtualized import _choices, threadlocal
 
-    before_handler = _choices._get_handler(False)
+    before_handler = getattr(threadlocal, _choices._key, None)
     before_config = {k: getattr(inductor_config, k) for k in ("fx_graph_cache", "max_autotune_gemm") if hasattr(inductor_config, k)}
     has_class = hasattr(inductor_config, "inductor_choices_class")
     before_class = inductor_config.inductor_choices_class if has_class else None
@@ -52,7 +52,7 @@ def test_install_and_uninstall_restore_everything(cpu_model):
     if has_class:
         assert inductor_config.inductor_choices_class() is choices
     assert uninstall_diode_choices() and not uninstall_diode_choices()
-    assert _choices._get_handler(False) is before_handler
+    assert getattr(threadlocal, _choices._key, None) is before_handler
     assert {k: getattr(inductor_config, k) for k in before_config} == before_config
     if has_class:
         assert inductor_config.inductor_choices_class is before_class

@@ -30,10 +30,15 @@ def create_diode_choices(model_path: str | os.PathLike | None = None, device: st
     return DiodeInductorChoices(model_path, device, top_k_configs, performance_threshold, enable_fallback)
 
 
-def _current_handler() -> Any:
-    from torch._inductor.virtualized import _choices
+_UNSET = object()
 
-    return _choices._get_handler(False)
+
+def _current_handler() -> Any:
+    """The handler set on this thread, or _UNSET: Inductor's ``_get_handler`` would instead make
+    and install a default one, and restoring that object is not the same as restoring "unset"."""
+    from torch._inductor.virtualized import _choices, threadlocal
+
+    return getattr(threadlocal, _choices._key, _UNSET)
 
 
 def install_diode_choices(model_path: str | os.PathLike | None = None, device: str = "cpu",
@@ -74,7 +79,13 @@ def uninstall_diode_choices() -> bool:
     record = _installed.pop()
     for key, value in record["config"].items():
         setattr(inductor_config, key, value)
-    V.set_choices_handler(record["handler"])
+    if record["handler"] is _UNSET:
+        from torch._inductor.virtualized import _choices, threadlocal
+
+        if hasattr(threadlocal, _choices._key):
+            delattr(threadlocal, _choices._key)
+    else:
+        V.set_choices_handler(record["handler"])
     logger.info("torch-diode: choice handler uninstalled")
     return True
 
