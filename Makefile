@@ -25,7 +25,7 @@ $(STAMP): $(PY) $(SOURCES)
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/diode dataset stats data/sample/h100_sample.json.gz --problems
+	$(PY) workflows/demo.py
 
 test: test-python test-cpp
 

@@ -41,14 +41,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-import torch
-import torch.nn.functional as F
-from torch import nn
+# Diode acts only where this script installs it: without this, importing torch_diode on an H100
+# would register the shipped model for every compile, the stock methods included.
+os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"
 
-from torch_diode import config as diode_config
-from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs, op_function, problem_key
-from torch_diode.integration.install import diode_choices
-from torch_diode.types import Problem, load_datasets
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+from torch_diode import config as diode_config  # noqa: E402
+from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs, op_function, problem_key  # noqa: E402
+from torch_diode.integration.install import diode_choices  # noqa: E402
+from torch_diode.types import Problem, load_datasets  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 METHODS = ("default", "diode_top1", "diode_top3", "max_autotune", "exhaustive")

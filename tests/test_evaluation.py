@@ -97,6 +97,6 @@ def test_cli_reports(files, tmp_path):
                            "--report-json", tmp_path / "m.json"], check=True, capture_output=True, text=True)
     assert "MODEL VS MAX-AUTOTUNE" in proc.stdout
     assert set(json.loads((tmp_path / "m.json").read_text())["top_n"]) == {"1", "5", "10", "20", "50"}
-    bad = subprocess.run([sys.executable, "-m", "torch_diode.cli", "validate-model", "--model", "NVIDIA-H100-matmul",
+    bad = subprocess.run([sys.executable, "-m", "torch_diode.cli", "validate-model", "--model", "NVIDIA-A999-matmul",
                           "--dataset", data], capture_output=True, text=True)
-    assert bad.returncode == 2 and "known model name" in bad.stderr
+    assert bad.returncode == 2 and "known model name" in bad.stderr and "NVIDIA-H100-matmul" in bad.stderr

@@ -90,6 +90,19 @@ def disable() -> int:
     return count
 
 
+def _maybe_nvidia_gpu() -> bool:
+    """False only where there is certainly no usable NVIDIA GPU (checked without importing torch)."""
+    import glob
+    import os
+    import sys
+
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
+        return False
+    if sys.platform.startswith("linux"):
+        return bool(glob.glob("/dev/nvidia[0-9]*"))
+    return True  # elsewhere torch decides
+
+
 def autoregister(force: bool = False) -> str | None:
     """The import-time registration: install the shipped model matching this GPU, if any.
     Returns the model's name, or None (no GPU, no matching model, or disabled)."""
@@ -101,6 +114,8 @@ def autoregister(force: bool = False) -> str | None:
     models = shipped_models()
     if not models:
         return None  # nothing to register: do not even import torch
+    if not _maybe_nvidia_gpu():
+        return None  # a machine without an NVIDIA GPU: keep the import light, torch stays unimported
     import torch
 
     if not torch.cuda.is_available():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from .cli import write_report
 
@@ -98,6 +99,12 @@ def _cmd_list_models(args: argparse.Namespace) -> int:
         data = meta.get("training_data", {})
         print(f"{name}: {meta.get('hardware', {}).get('device_name')} {meta.get('model_family')} "
               f"{data.get('problems')} problems ({', '.join(data.get('ops', []))}) -> {path}")
+        validation = path.with_suffix(".validation.json")  # written beside a shipped model
+        if validation.is_file():
+            v = json.loads(validation.read_text())
+            print(f"  validated on {v.get('dataset', v.get('num_problems'))}: top-1 {v['top1_perf_geomean']:.3f}, "
+                  f"top-5 {v['top5_perf_geomean']:.3f}, exp(RMSE) {v['exp_rmse']:.3f}, "
+                  f"worst top-1 slowdown {v['worst_top1_slowdown']:.3f}")
     return 0
 
 

@@ -76,6 +76,23 @@ def test_model_decides_and_caches(cpu_model):
     assert prof["total_predictions"] == 2 and prof["fallbacks"] == 0
 
 
+def test_collect_records_stock_autotuning_while_diode_is_installed(cpu_model, tmp_path):
+    """A Collector takes diode's handler out while it records (else Inductor would benchmark only
+    diode's pick: with k=1, nothing) and puts the same handler back afterwards."""
+    from torch_diode.collection import collect
+
+    a, b = torch.randn(2, 48, 40), torch.randn(2, 40, 72)
+    with diode_choices(cpu_model) as choices:
+        with collect(tmp_path / "rec.json") as col:
+            assert installed_choices() is None
+            compile_bmm(a, b)
+        assert col.stats["gemms"] == 1 and col.stats["choices"] >= 2
+        assert installed_choices() is choices
+        compile_bmm(a, b)  # diode decides again once recording stops
+        assert choices.get_stats()["model_selections"] == 1
+    assert installed_choices() is None
+
+
 def test_in_inductor_prediction_equals_diode_predict(cpu_model):
     """One feature path: what the handler predicts for a (problem, config) is what `diode predict` gives."""
     seen = []

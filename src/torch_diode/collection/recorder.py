@@ -202,11 +202,14 @@ class Collector:
         ops: tuple[str, ...] = RECORDED_OPS,
         disable_caches: bool = True,
         settings: dict[str, Any] | None = None,
+        suspend_diode: bool = True,
     ):
         self.path = Path(path)
         self.flush_every = max(1, flush_every)
         self.ops = tuple(ops)
         self.disable_caches = disable_caches
+        self.suspend_diode = suspend_diode
+        self._suspended: list[Any] = []
         self.dataset = load_dataset(self.path) if self.path.exists() else Dataset()
         self.dataset.metadata.setdefault("sources", []).append(
             {"tool": "torch_diode.collect", "settings": dict(settings or {})}
@@ -225,6 +228,12 @@ class Collector:
             return self
         from torch._inductor import config as inductor_config
 
+        if self.suspend_diode:
+            # record Inductor's own autotuning: with diode's handler in place (e.g. registered on
+            # import on a GPU with a shipped model) Inductor would benchmark diode's pick only
+            from ..integration.install import suspend_diode_choices
+
+            self._suspended = suspend_diode_choices()
         if self.disable_caches:
             for key, value in _CACHE_OFF.items():
                 self._saved_config[key] = getattr(inductor_config, key)
@@ -246,6 +255,11 @@ class Collector:
         for key, value in self._saved_config.items():
             setattr(inductor_config, key, value)
         self._saved_config.clear()
+        if self._suspended:
+            from ..integration.install import resume_diode_choices
+
+            resume_diode_choices(self._suspended)
+            self._suspended = []
         self._active = False
         self.flush()
         logger.info("torch-diode: recording stopped: %s", dict(self.stats))

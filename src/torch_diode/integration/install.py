@@ -49,11 +49,18 @@ def install_diode_choices(model_path: str | os.PathLike | None = None, device: s
     ``enable_gemm_autotune`` also sets Inductor's ``max_autotune_gemm`` so that plain
     ``torch.compile`` offers GEMM candidates to diode (the auto-registration does this).
     """
+    choices = create_diode_choices(model_path, device, top_k_configs, performance_threshold, enable_fallback)
+    _install(choices, enable_gemm_autotune)
+    logger.info("torch-diode: choice handler installed (model %s)", choices.model_path)
+    return choices
+
+
+def _install(choices: Any, enable_gemm_autotune: bool) -> None:
     from torch._inductor import config as inductor_config
     from torch._inductor.virtualized import V
 
-    choices = create_diode_choices(model_path, device, top_k_configs, performance_threshold, enable_fallback)
-    record: dict[str, Any] = {"choices": choices, "handler": _current_handler(), "config": {}}
+    record: dict[str, Any] = {"choices": choices, "handler": _current_handler(), "config": {},
+                              "enable_gemm_autotune": enable_gemm_autotune}
     if hasattr(inductor_config, "inductor_choices_class"):
         record["config"]["inductor_choices_class"] = inductor_config.inductor_choices_class
         inductor_config.inductor_choices_class = lambda: choices
@@ -65,8 +72,22 @@ def install_diode_choices(model_path: str | os.PathLike | None = None, device: s
         inductor_config.max_autotune_gemm = True
     V.set_choices_handler(choices)
     _installed.append(record)
-    logger.info("torch-diode: choice handler installed (model %s)", choices.model_path)
-    return choices
+
+
+def suspend_diode_choices() -> list[Any]:
+    """Takes every installed diode handler out, innermost first, restoring stock Inductor; hand the
+    result to :func:`resume_diode_choices` to put them back. The Collector does this so that it
+    records Inductor's own autotuning, not diode's selection."""
+    suspended = []
+    while _installed:
+        suspended.append(_installed[-1])
+        uninstall_diode_choices()
+    return suspended
+
+
+def resume_diode_choices(suspended: list[Any]) -> None:
+    for record in reversed(suspended):
+        _install(record["choices"], record["enable_gemm_autotune"])
 
 
 def uninstall_diode_choices() -> bool:
