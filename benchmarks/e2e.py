@@ -14,12 +14,14 @@ transformer block at prefill and at decode, a ViT-B block, an MLP), in one proce
 Each measurement starts cold: Dynamo reset, Inductor's caches off (force_disable_caches). The
 methods run in three worker processes, one after the other, each with its own new Triton and
 Inductor cache directories: diode_top1; default + max_autotune + exhaustive; diode_top3. So no
-method finds kernels another compiled, and stock autotuning never runs in a process where a
-choice handler was installed (a first run that measured all methods in one process on torch 2.11
-got no stock autotuning at all after diode had been used). Each worker first compiles a small
-throwaway GEMM (CUDA, Triton and Inductor start-up). Compile time is the wall time of the first
-call; runtime is ``triton.testing.do_bench`` (median, same warm-up and repetitions for every
-method). A worker that outlives its time limit is stopped; its finished items are kept.
+method finds kernels another compiled, and stock autotuning never runs in a process where diode's
+handler was installed. TORCH_DIODE_NO_AUTOREGISTER=1 keeps the import from registering the
+shipped model (on an H100 it would otherwise decide every GEMM, the stock methods' included).
+Each worker first compiles a small throwaway GEMM (CUDA, Triton and Inductor start-up). Compile
+time is the wall time of the first call; runtime is ``triton.testing.do_bench`` (median, same
+warm-up and repetitions for every method) and, as a second figure, ``do_bench_cudagraph`` of the
+same function (kernel time without the host's launch cost). A worker that outlives its time
+limit is stopped; its finished items are kept.
 
     python benchmarks/e2e.py --out $OUT/e2e_h100.json --plot $OUT/e2e_h100.png
 
@@ -145,6 +147,15 @@ def bench_us(fn: Callable) -> float:
     return 1000 * triton.testing.do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode="median")
 
 
+def bench_cudagraph_us(fn: Callable) -> float:
+    """The same function replayed from a CUDA graph: kernel time without the host's launch cost
+    (mode="max-autotune" runs compiled functions this way). do_bench times one launch after a
+    cache flush, so a host cost above the flush's ~80 us lands in its figure."""
+    import triton
+
+    return 1000 * triton.testing.do_bench_cudagraph(fn, rep=REP_MS, return_mode="median")
+
+
 def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, Any]:
     """Cold compile + first call, then do_bench of the compiled function."""
     torch._dynamo.reset()
@@ -174,6 +185,10 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
             torch.cuda.synchronize()
             record["compile_s"] = time.perf_counter() - start
         record["runtime_us"] = bench_us(lambda: compiled(*inputs))
+        try:
+            record["runtime_cudagraph_us"] = bench_cudagraph_us(lambda: compiled(*inputs))
+        except Exception as e:  # reported; do_bench's figure stands
+            record["runtime_cudagraph_error"] = f"{type(e).__name__}: {str(e)[:200]}"
     return record
 
 
@@ -185,7 +200,8 @@ def run_item(kind: str, label: str, fn: Callable, inputs: tuple, methods: list[s
         except Exception as e:  # a failed measurement is reported, the run goes on
             row["methods"][method] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
         m = row["methods"][method]
-        stage(f"{label:52s} {method:12s} " + (f"compile {m['compile_s']:7.2f} s  runtime {m['runtime_us']:9.1f} us"
+        graph = f"  graph {m['runtime_cudagraph_us']:9.1f} us" if "runtime_cudagraph_us" in m else ""
+        stage(f"{label:52s} {method:12s} " + (f"compile {m['compile_s']:7.2f} s  runtime {m['runtime_us']:9.1f} us{graph}"
                                               if "error" not in m else m["error"]))
     return row
 
@@ -220,6 +236,11 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
         s[f"runtime_ratio_vs_exhaustive_geomean{suffix}"] = geomean(rt_ex)
         s[f"rows_compared{suffix}"] = len(rt_ma)
         s[f"exhaustive_rows{suffix}"] = len(rt_ex)
+    for method in ("diode_top1", "diode_top3"):
+        suffix = "" if method == "diode_top1" else "_top3"
+        cg = ratios(rows, method, "max_autotune", "runtime_cudagraph_us")
+        s[f"runtime_ratio_vs_max_autotune_geomean_cudagraph{suffix}"] = geomean(cg)
+        s[f"runtime_ratio_vs_max_autotune_worst_cudagraph{suffix}"] = max(cg) if cg else None
     s["runtime_ratio_max_autotune_vs_default_geomean"] = geomean(ratios(rows, "max_autotune", "default", "runtime_us"))
     s["runtime_ratio_diode_top1_vs_default_geomean"] = geomean(ratios(rows, "diode_top1", "default", "runtime_us"))
     return s
