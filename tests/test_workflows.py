@@ -28,3 +28,11 @@ def test_bring_your_own_model_records_trains_and_installs(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "outputs match eager" in proc.stdout and "'fallbacks_total': 0" in proc.stdout
     assert (tmp_path / "my_model.diode").stat().st_size > 0
+
+
+def test_demo_without_a_gpu_shows_the_shipped_model_against_max_autotune():
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.run([sys.executable, str(ROOT / "workflows" / "demo.py")], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "NVIDIA-H100-matmul" in proc.stdout and "MODEL VS MAX-AUTOTUNE" in proc.stdout
+    assert "problems: 105" in proc.stdout
