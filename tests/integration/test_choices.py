@@ -98,9 +98,9 @@ def test_in_inductor_prediction_equals_diode_predict(cpu_model):
     seen = []
 
     class Spy(DiodeInductorChoices):
-        def _select(self, predicted, features, problem):
+        def _select(self, predicted, features, problem, extern):
             seen.append((problem, features, predicted))
-            return super()._select(predicted, features, problem)
+            return super()._select(predicted, features, problem, extern)
 
     spy = Spy(cpu_model)
     from torch._inductor.virtualized import V

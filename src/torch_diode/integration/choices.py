@@ -8,7 +8,10 @@ recorder does, ranks all of them in one C++ call, and returns Inductor's own Ker
 objects for the chosen ones, so every kernel parameter (EVEN_K...) is Inductor's for the shape.
 
 Selection: the ``top_k_configs`` best predictions, plus any predicted within
-``performance_threshold`` of the best, at most ``max_selected_configs``. Candidates whose shared
+``performance_threshold`` of the best, at most ``max_selected_configs``. The best ATen/cuBLAS
+choice counts as the best unless a Triton config is predicted ``extern_preference`` times faster
+(:mod:`torch_diode.selection`: it needs no compiling, and a small predicted gain is within the
+model's error). Candidates whose shared
 memory need exceeds the device (the C++ ``smem_exceeds`` feature) are never chosen: they would
 fail to compile.
 
@@ -41,6 +44,7 @@ from .. import config
 from ..collection.recorder import config_from_kwargs, problem_from_nodes
 from ..features import FEATURE_NAMES, featurize
 from ..hardware import detect_hardware
+from ..selection import selection_order
 from ..types import Hardware, KernelConfig, Problem
 
 logger = logging.getLogger(__name__)
@@ -112,6 +116,7 @@ class DiodeInductorChoices(InductorChoices):
             "configs_filtered": self.stats["configs_filtered"],
             "cache_hits": self.stats["cache_hits"],
             "unsure_widened": self.stats["unsure_widened"],
+            "extern_preferred": self.stats["extern_preferred"],
             "not_gemm": self.stats["not_gemm"],
         }
 
@@ -171,7 +176,7 @@ class DiodeInductorChoices(InductorChoices):
             raise Fallback("unsupported_op", op_name)
         key = (problem, op_name, len(stock), tuple(sorted({k.template.uid for k in stock})), self._setting_pool(),
                self._setting("top_k_configs"), self._setting("performance_threshold"), config.max_selected_configs,
-               config.unsure_top_k)
+               config.unsure_top_k, config.extern_preference)
         if self._setting("cache_predictions") and key in self._cache:
             self.stats["cache_hits"] += 1
             self._cache.move_to_end(key)
@@ -187,7 +192,7 @@ class DiodeInductorChoices(InductorChoices):
             raise Fallback("inference_error", str(e)) from None
         if not np.all(np.isfinite(predicted)):
             raise Fallback("inference_error", "non-finite prediction")
-        indices = self._select(predicted, features, problem)
+        indices = self._select(predicted, features, problem, np.array([not c.is_tiled for c in configs]))
         if self._setting("cache_predictions"):
             self._cache[key] = indices
             if len(self._cache) > 4096:
@@ -214,20 +219,23 @@ class DiodeInductorChoices(InductorChoices):
                 return True
         return False
 
-    def _select(self, predicted: np.ndarray, features: np.ndarray, problem: Problem) -> list[int]:
+    def _select(self, predicted: np.ndarray, features: np.ndarray, problem: Problem, extern: np.ndarray) -> list[int]:
         usable = np.flatnonzero(features[:, _SMEM_EXCEEDS] < 0.5)
         if len(usable) == 0:
             raise Fallback("no_usable_candidate")
-        order = usable[np.argsort(predicted[usable], kind="stable")]
+        order = selection_order(predicted, extern, float(config.extern_preference), usable)
+        if order[0] != usable[np.argmin(predicted[usable])]:
+            self.stats["extern_preferred"] += 1
         k = max(1, int(self._setting("top_k_configs")))
         if self._unsure(features):
             k = max(k, int(config.unsure_top_k))
             self.stats["unsure_widened"] += 1
         threshold = float(self._setting("performance_threshold"))
         best = predicted[order[0]]
-        within = [i for i in order if predicted[i] <= best + math.log(max(threshold, 1.0))]
+        within = [i for i in order if predicted[i] <= best + math.log(threshold)] if threshold > 1.0 else []
         chosen = list(dict.fromkeys(list(order[:k]) + within))[: max(k, int(config.max_selected_configs))]
-        gap = 1.0 - math.exp(best - predicted[order[1]]) if len(order) > 1 else 1.0
+        ranked = np.sort(predicted[usable])
+        gap = 1.0 - math.exp(ranked[0] - ranked[1]) if len(ranked) > 1 else 1.0
         PREDICTION_STATS["total_predictions"] += 1
         PREDICTION_STATS["configs_scored"] += len(predicted)
         _CONFIDENCES.append(gap)
