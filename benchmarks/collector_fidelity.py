@@ -26,6 +26,8 @@ from pathlib import Path
 
 # an empty Triton cache: the fast path's rate includes compiling every kernel it needs
 os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="diode_fidelity_triton_")
+# stock Inductor only: no shipped model registered on import
+os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402

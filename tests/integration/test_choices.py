@@ -90,6 +90,13 @@ def test_collect_records_stock_autotuning_while_diode_is_installed(cpu_model, tm
         assert installed_choices() is choices
         compile_bmm(a, b)  # diode decides again once recording stops
         assert choices.get_stats()["model_selections"] == 1
+        # a handler set on top of diode's is the user's business: collect leaves it in force
+        from torch._inductor.choices import InductorChoices
+        from torch._inductor.virtualized import V, _choices
+
+        mine = InductorChoices()
+        with V.set_choices_handler(mine), collect(tmp_path / "rec2.json"):
+            assert _choices._get_handler() is mine and installed_choices() is choices
     assert installed_choices() is None
 
 

@@ -75,11 +75,13 @@ def _install(choices: Any, enable_gemm_autotune: bool) -> None:
 
 
 def suspend_diode_choices() -> list[Any]:
-    """Takes every installed diode handler out, innermost first, restoring stock Inductor; hand the
-    result to :func:`resume_diode_choices` to put them back. The Collector does this so that it
-    records Inductor's own autotuning, not diode's selection."""
+    """Takes the installed diode handlers out, innermost first, while one of them is the handler in
+    force, restoring what was there before; hand the result to :func:`resume_diode_choices` to
+    put them back. The Collector does this so that it records Inductor's own autotuning, not
+    diode's selection."""
     suspended = []
-    while _installed:
+    # only while diode's handler is the one in force: a handler set on top of it stays untouched
+    while _installed and _current_handler() is _installed[-1]["choices"]:
         suspended.append(_installed[-1])
         uninstall_diode_choices()
     return suspended
