@@ -183,10 +183,16 @@ def _solution_matches(entry: dict, problem: Problem, config: KernelConfig) -> bo
 
 def validate_max_autotune(model: str | os.PathLike, dataset: Dataset, *, solution: str | os.PathLike | None = None,
                           hardware_name: str | None = None, op_name: str | None = None,
-                          top_ns: Sequence[int] = TOP_NS) -> dict[str, Any]:
+                          top_ns: Sequence[int] = TOP_NS, extern_preference: float | None = None) -> dict[str, Any]:
     """max-autotune's chosen kernel time / the best measured time among the model's top-N, per
     problem (> 1: diode's pick is faster). Without a solution file max-autotune's choice is the
-    best measured of ATen + the DEFAULT list, as stock max-autotune chooses."""
+    best measured of ATen + the DEFAULT list, as stock max-autotune chooses. The model's order is
+    the one the Inductor handler uses (:func:`torch_diode.selection.selection_order`, with
+    ``extern_preference``; default: ``torch_diode.config.extern_preference``)."""
+    from . import config
+    from .selection import selection_order
+
+    preference = config.extern_preference if extern_preference is None else extern_preference
     pr = collect_predictions(model, dataset, hardware_name, op_name)
     entries = load_solution(solution) if solution else None
     ratios: dict[int, list[float]] = {n: [] for n in top_ns}
@@ -206,7 +212,8 @@ def validate_max_autotune(model: str | os.PathLike, dataset: Dataset, *, solutio
                 continue
             ma_time = float(measured[mask].min())
         ok = np.isfinite(measured)
-        order = np.argsort(np.where(ok, predicted, np.inf), kind="stable")
+        extern = np.array([not c.is_tiled for c in configs])
+        order = selection_order(predicted, extern, preference, usable=np.flatnonzero(ok))
         used += 1
         for n in top_ns:
             top = order[: min(n, int(ok.sum()))]
@@ -215,7 +222,8 @@ def validate_max_autotune(model: str | os.PathLike, dataset: Dataset, *, solutio
             saved[n] += ma_time - diode_time
     if not used:
         raise ValueError("no problem of the dataset matches the max-autotune solution")
-    out: dict[str, Any] = {"num_problems": used, "max_autotune_source": str(solution) if solution else "ATen + DEFAULT (derived)", "top_n": {}}
+    out: dict[str, Any] = {"num_problems": used, "max_autotune_source": str(solution) if solution else "ATen + DEFAULT (derived)",
+                           "extern_preference": preference, "top_n": {}}
     for n in top_ns:
         r = np.array(ratios[n])
         out["top_n"][str(n)] = {

@@ -75,10 +75,12 @@ def _cmd_validate_max_autotune(args: argparse.Namespace) -> int:
     from .evaluation import validate_max_autotune
 
     r = validate_max_autotune(args.model, _load(args), solution=args.max_autotune_solution,
-                              hardware_name=args.hardware_name, op_name=args.op_name)
+                              hardware_name=args.hardware_name, op_name=args.op_name,
+                              extern_preference=args.extern_preference)
     print("MODEL VS MAX-AUTOTUNE COMPARISON RESULTS")
     print(f"problems: {r['num_problems']}; max-autotune's choice: {r['max_autotune_source']}")
-    print("ratio = max-autotune's kernel time / best of the model's top-N (> 1: the model's pick is faster)")
+    print("ratio = max-autotune's kernel time / best of the model's top-N (> 1: the model's pick is faster); "
+          f"the model's order as diode's handler uses it (extern preference {r['extern_preference']:g})")
     print(f"{'top-N':>6s} {'geomean':>8s} {'median':>8s} {'p10':>7s} {'p90':>7s} {'better':>7s} {'equal':>7s} {'worse':>7s} {'saved us':>10s}")
     for n, s in r["top_n"].items():
         print(f"{n:>6s} {s['ratio_geomean']:8.3f} {s['ratio_median']:8.3f} {s['ratio_p10']:7.3f} {s['ratio_p90']:7.3f} "
@@ -154,6 +156,9 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
                        description="For N in 1, 5, 10, 20, 50: max-autotune's chosen time / best of the model's top-N.")
     _data_options(p)
     p.add_argument("--max-autotune-solution", metavar="F", help="JSON of max-autotune's chosen configs (default: derived)")
+    p.add_argument("--extern-preference", type=float, default=None,
+                   help="ATen/cuBLAS leads unless a Triton config is predicted this factor faster, as in the "
+                        "handler (default: torch_diode.config.extern_preference; 1.0: the model's plain order)")
     p.add_argument("--report-json", metavar="R", help="write the report as JSON")
     p.set_defaults(func=_cmd_validate_max_autotune)
 
