@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from torch_diode.collection import collect
-from torch_diode.collection.fast_sweep import FastSweep, hardware_l2_bytes, layout_tensors, precompile
+from torch_diode.collection.fast_sweep import FastSweep, _queue, hardware_l2_bytes, layout_tensors, precompile
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings
 from torch_diode.collection.triton_mm import make_launcher
 from torch_diode.types import Problem, load_dataset
@@ -43,12 +43,7 @@ def spearman(x, y) -> float:
 
 
 def events_time(fn, flush, reps: int) -> float:
-    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    for s, e in pairs:
-        flush.zero_()
-        s.record()
-        fn()
-        e.record()
+    pairs = _queue(fn, reps, flush)  # the fast path's own timing loop
     torch.cuda.synchronize()
     return min(s.elapsed_time(e) for s, e in pairs) * 1000.0
 

@@ -18,6 +18,7 @@ a rerun skips problems already done, so a killed run loses at most the problem i
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import math
@@ -100,6 +101,12 @@ def _stride_class(v: int) -> str:
     return "1" if v == 1 else ("16" if v % 16 == 0 else "x")
 
 
+@functools.lru_cache(maxsize=256)
+def _meta_layout(problem: Problem) -> tuple[Any, Any, Any, Any]:
+    """The problem's operands on the meta device: one set per problem, shared by all its configs."""
+    return layout_tensors(problem, "meta", fill=False)
+
+
 def variant_key(problem: Problem, config: KernelConfig, specialize_sizes: bool | None = None) -> tuple:
     """What makes Triton compile a new binary: the kernel, dtypes, constexprs and the stride
     classes it specialises on (1, multiple of 16, other)."""
@@ -108,8 +115,7 @@ def variant_key(problem: Problem, config: KernelConfig, specialize_sizes: bool |
 
     if specialize_sizes is None:
         specialize_sizes = kernel_spec.SPECIALIZE_SIZES
-    a, b, out, bias = layout_tensors(problem, "meta", fill=False)
-    batched, _, spec = launch_spec(a, b, out, bias, config)
+    batched, _, spec = launch_spec(*_meta_layout(problem), config)
     ints = tuple(_stride_class(int(v)) for v in spec["args"] if isinstance(v, int))
     dtypes = (problem.dtype_a, problem.dtype_b, problem.dtype_out)
     if not specialize_sizes:  # M, N, K (and the batch) are do_not_specialize
