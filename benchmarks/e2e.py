@@ -177,8 +177,9 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
                 torch.cuda.synchronize()
                 record["compile_s"] = time.perf_counter() - start
                 stats = choices.get_stats()
-            record["diode"] = {k2: stats[k2] for k2 in ("total_calls", "model_selections", "fallbacks", "configs_filtered")}
-            record["diode"]["unsure_widened"] = stats.get("unsure_widened", 0)
+            record["diode"] = {k2: stats[k2] for k2 in ("total_calls", "model_selections", "fallbacks", "configs_filtered",
+                                                        "unsure_widened", "extern_preferred", "decision_seconds")}
+            record["diode"]["decisions"] = list(choices.decisions)
         else:
             start = time.perf_counter()
             compiled(*inputs)

@@ -68,6 +68,10 @@ def test_model_decides_and_caches(cpu_model):
         torch.testing.assert_close(out, torch.bmm(a, b))
         stats = choices.get_stats()
         assert stats["total_calls"] == 1 and stats["model_selections"] == 1 and stats["fallbacks_total"] == 0
+        assert stats["decision_seconds"] > 0
+        (decision,) = choices.decisions
+        assert decision["problem"].startswith("bmm") and decision["chosen"] and decision["candidates"] >= 2
+        assert len(decision["predicted_us"]) == len(decision["chosen"]) and all(t > 0 for t in decision["predicted_us"])
         compile_bmm(a, b)  # same problem: the decision comes from the cache
         assert choices.get_stats()["cache_hits"] == 1
         with config.patch(top_k_configs=3):  # other settings: not the cached decision

@@ -32,7 +32,8 @@ import hashlib
 import logging
 import math
 import os
-from collections import Counter, OrderedDict
+import time
+from collections import Counter, OrderedDict, deque
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -94,6 +95,9 @@ class DiodeInductorChoices(InductorChoices):
         self._hardware: dict[str, Hardware] = {}
         self._cache: OrderedDict[tuple, list[int]] = OrderedDict()
         self.stats: Counter = Counter()
+        self.decision_seconds = 0.0
+        # The latest decisions, for reports: problem, chosen candidates and their predicted time.
+        self.decisions: deque[dict[str, Any]] = deque(maxlen=256)
         digest = hashlib.sha256(open(self.model_path, "rb").read()).hexdigest()[:16] if self.model_path else "none"
         self._uuid = f"torch-diode:{digest}"
 
@@ -118,10 +122,13 @@ class DiodeInductorChoices(InductorChoices):
             "unsure_widened": self.stats["unsure_widened"],
             "extern_preferred": self.stats["extern_preferred"],
             "not_gemm": self.stats["not_gemm"],
+            "decision_seconds": self.decision_seconds,
         }
 
     def reset_stats(self) -> None:
         self.stats.clear()
+        self.decision_seconds = 0.0
+        self.decisions.clear()
 
     # ----- the hook -------------------------------------------------------------------------------
     def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides=None):
@@ -129,6 +136,13 @@ class DiodeInductorChoices(InductorChoices):
             self.stats["not_gemm"] += 1
             return super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
         self.stats["total_calls"] += 1
+        start = time.perf_counter()
+        try:
+            return self._finalize(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+        finally:
+            self.decision_seconds += time.perf_counter() - start
+
+    def _finalize(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides):
         pool = self._setting_pool()
         with inductor_config.patch(max_autotune_gemm_search_space=pool):
             stock = super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
@@ -193,6 +207,9 @@ class DiodeInductorChoices(InductorChoices):
         if not np.all(np.isfinite(predicted)):
             raise Fallback("inference_error", "non-finite prediction")
         indices = self._select(predicted, features, problem, np.array([not c.is_tiled for c in configs]))
+        self.decisions.append({"problem": problem.short(), "candidates": len(configs),
+                               "chosen": [configs[i].short() for i in indices],
+                               "predicted_us": [round(math.exp(predicted[i]), 2) for i in indices]})
         if self._setting("cache_predictions"):
             self._cache[key] = indices
             if len(self._cache) > 4096:
