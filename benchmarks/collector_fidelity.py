@@ -1,6 +1,9 @@
 """Fast collection path vs Inductor's own autotuning, in one run on one GPU.
 
-1. Inductor reference: each shape compiled by stock torch.compile max-autotune with the
+1. Fast path throughput on a batch of random problems drawn like data/h100/collect.sh's half
+   precision mm/addmm part (ATen + DEFAULT + --exhaustive-sample EXHAUSTIVE configs each), with
+   an empty Triton cache, compile included: timings / wall minute.
+2. Inductor reference: each shape compiled by stock torch.compile max-autotune with the
    EXHAUSTIVE search space, restricted by a choice handler to ATen + the DEFAULT configs + a
    seeded sample of EXHAUSTIVE configs (the full space takes >5 min per shape); every timing is
    recorded by torch_diode.collect. Rate = timings / wall minute (precompile + benchmark).
@@ -9,14 +12,11 @@
    L2_cache_size set to fast_sweep.FLUSH_BYTES). An L2-sized flush takes ~20 us on an H100, less
    than Inductor's Python launch of a Triton kernel, so for kernels of a few tens of us the host's
    launch cost lands between the timing events; the larger flush hides it.
-2. Fast path on exactly the configs Inductor measured for those shapes: per-shape Spearman rank
+3. Fast path on exactly the configs Inductor measured for those shapes: per-shape Spearman rank
    correlation and relative differences of the times, against both references. The report's
    ``spearman_median`` and ``median_abs_rel_diff`` compare with Inductor's benchmark at the same
    flush (same method, so a difference is a different kernel or noise); ``*_stock_flush`` with
    stock Inductor as it runs.
-3. Fast path throughput on a batch of random problems drawn like data/h100/collect.sh's half
-   precision mm/addmm part (ATen + DEFAULT + --exhaustive-sample EXHAUSTIVE configs each), with
-   an empty Triton cache, compile included: timings / wall minute.
 
     python benchmarks/collector_fidelity.py --out $OUT/collector_h100.json
 """
@@ -155,14 +155,25 @@ def main() -> int:
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp())
 
-    # 1. Inductor, stock, then with the fast path's flush
+    # 1. fast path rate, first: the Triton cache is still empty, so compiling every kernel counts
+    problems = random_problems(ShapeSpec(num_shapes=args.rate_problems, ops=("mm", "addmm"), dtypes=("float16", "bfloat16"),
+                                         sizes=(64, 128, 256, 512, 768, 1024, 1536, 2048, 2304, 3072, 4096, 5120, 8192, 11008, 14336),
+                                         m_sizes=(16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192), layouts=("NN", "NT"),
+                                         max_gflop=200), seed=123)
+    sweep = FastSweep(exhaustive_sample=args.exhaustive_sample, reps=args.reps, progress=False)
+    t0 = time.perf_counter()
+    summary = sweep.run(problems, tmp / "fast.msgpack")
+    fast_seconds = time.perf_counter() - t0
+    stage(f"fast rate: {summary.line()}")
+
+    # 2. Inductor, stock, then with the fast path's flush
     shapes = FIDELITY_SHAPES[: args.inductor_shapes]
     ind_seconds, ind_count = inductor_reference(shapes, args.inductor_sample, args.seed, tmp / "inductor.json")
     stage(f"inductor: {ind_count} timings in {ind_seconds:.1f} s")
     inductor_reference(shapes, args.inductor_sample, args.seed, tmp / "inductor_flush.json", FLUSH_BYTES)
     references = {"stock": load_dataset(tmp / "inductor.json"), "flush": load_dataset(tmp / "inductor_flush.json")}
 
-    # 2. fast path on the same configs, compared with both references
+    # 3. fast path on the same configs, compared with both references
     flush = flush_buffer("cuda")
     results: dict[str, list[dict]] = {}
     t0 = time.perf_counter()
@@ -184,21 +195,8 @@ def main() -> int:
 
     fidelity = medians(rows)
     fidelity.update({f"{k}_stock_flush": v for k, v in medians(stock_rows).items()})
-    report = {**fidelity, "inductor_exhaustive_timings_per_gpu_minute": ind_count / (ind_seconds / 60),
-              "per_shape": rows, "per_shape_stock_flush": stock_rows}
-    Path(args.out).write_text(json.dumps(report, indent=1))
     stage("fast timing of the same configs done")
 
-    # 3. fast path rate
-    problems = random_problems(ShapeSpec(num_shapes=args.rate_problems, ops=("mm", "addmm"), dtypes=("float16", "bfloat16"),
-                                         sizes=(64, 128, 256, 512, 768, 1024, 1536, 2048, 2304, 3072, 4096, 5120, 8192, 11008, 14336),
-                                         m_sizes=(16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192), layouts=("NN", "NT"),
-                                         max_gflop=200), seed=123)
-    sweep = FastSweep(exhaustive_sample=args.exhaustive_sample, reps=args.reps, progress=False)
-    t0 = time.perf_counter()
-    summary = sweep.run(problems, tmp / "fast.msgpack")
-    fast_seconds = time.perf_counter() - t0
-    stage(f"fast rate: {summary.line()}")
 
     report = {
         "command": " ".join(sys.argv),

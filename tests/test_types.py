@@ -226,3 +226,17 @@ def test_problem_and_config_validation():
     with pytest.raises(ValueError, match="time_us"):
         TimedConfig(ATEN, float("nan"))
     assert KernelConfig("triton::mm", 16, 16, 16, 1, 1, 2, extras=[("b", 1), ("a", 2)]).extras == (("a", 2), ("b", 1))
+
+
+def test_misaligned_operands_follow_layout_strides_and_dtype():
+    def p(m, n, k, dtype="float16", **kw):
+        return Problem("mm", 1, m, n, k, dtype, dtype, dtype, **kw).misaligned_operands
+
+    assert p(64, 64, 64) == ()
+    assert p(2048, 512, 479, transpose_b=True) == ("a", "b")  # K=479: both operands' rows
+    assert p(197, 197, 64) == ("b", "out")  # B is K x N: rows of N=197
+    assert p(197, 197, 64, transpose_b=True) == ("out",)  # attention scores: B stored N x K
+    assert p(100, 64, 64, transpose_a=True) == ("a",)  # A stored K x M: rows of M=100 halves
+    assert p(100, 64, 64, dtype="float32", transpose_a=True) == ()  # 400 bytes
+    assert p(64, 64, 64, strides_a=(72, 1)) == ()  # a padded row stride (144 bytes) is aligned
+    assert p(64, 64, 64, strides_a=(65, 1)) == ("a",)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How data/h100/ was collected (on the lent H100, fast mode): bash data/h100/collect.sh [PART...]
-# Parts: train-mm train-bmm val-mm val-bmm train-f32 val-f32 (default: all, in that order). Files go to $DATA
+# Parts: train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd val-odd (default: all, in that order). Files go to $DATA
 # (default data/h100); every command resumes where a killed run stopped.
 set -euo pipefail
 DATA=${DATA:-data/h100}
@@ -12,8 +12,12 @@ HALF="--dtypes float16 bfloat16 --layouts NN NT --max-gflop 200"
 MM="$HALF --ops mm addmm --sizes 64 128 256 512 768 1024 1536 2048 2304 3072 4096 5120 8192 11008 14336 --m-sizes 16 32 64 128 256 512 1024 2048 4096 8192"
 BMM="$HALF --ops bmm --max-batch 32 --sizes 64 128 256 512 1024 2048 4096 --m-sizes 128 256 512 1024 2048 4096"
 F32="--dtypes float32 --layouts NT --max-gflop 20 --ops mm addmm --sizes 256 512 768 1024 1536 2048 2304 3072 4096 5120 8192 11008 14336 --m-sizes 256 512 1024 2048 4096 8192"
+# Sizes that are not multiples of 8 (K=479, 197 tokens, 1000 classes...): cuBLAS and the Triton
+# templates slow down on leading dimensions that are not 16-byte aligned; log-normal sizes are
+# mostly such. Half precision, mm/addmm/bmm, three layouts.
+ODD="--dtypes float16 bfloat16 --layouts NN NT TN --max-gflop 100 --ops mm addmm bmm --max-batch 32 --log-normal --log-normal-mean 6.9 --log-normal-sigma 1.0 --min-size 16 --max-size 8192"
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(train-mm train-bmm val-mm val-bmm train-f32 val-f32)
+[ ${#parts[@]} -eq 0 ] && parts=(train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd val-odd)
 for part in "${parts[@]}"; do
   echo "[$(date +%T)] $part"
   case $part in
@@ -23,6 +27,8 @@ for part in "${parts[@]}"; do
     val-mm)    $DIODE create-validation --train-dataset "$DATA/train" $COMMON $MM --num-shapes 80 --seed 101 -o "$DATA/validation/h100_mm.msgpack.gz" ;;
     val-bmm)   $DIODE create-validation --train-dataset "$DATA/train" $COMMON $BMM --num-shapes 25 --seed 102 -o "$DATA/validation/h100_bmm.msgpack.gz" ;;
     val-f32)   $DIODE create-validation --train-dataset "$DATA/train" $COMMON $F32 --num-shapes 15 --seed 103 -o "$DATA/validation/h100_f32.msgpack.gz" ;;
+    train-odd) $DIODE collect $COMMON $ODD --num-shapes 80 --seed 4 -o "$DATA/train/h100_odd.msgpack.gz" ;;
+    val-odd)   $DIODE create-validation --train-dataset "$DATA/train" $COMMON $ODD --num-shapes 25 --seed 104 -o "$DATA/validation/h100_odd.msgpack.gz" ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

@@ -57,6 +57,8 @@ DTYPES = (
     "int32",
     "float64",
 )
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1, "int8": 1,
+               "int32": 4, "float64": 8}
 DATASET_SUFFIXES = (".json", ".json.gz", ".msgpack", ".msgpack.gz")
 
 Scalar = int | float | bool | str
@@ -174,6 +176,25 @@ class Problem:
     @property
     def flops(self) -> int:
         return 2 * self.B * self.M * self.N * self.K
+
+    @property
+    def misaligned_operands(self) -> tuple[str, ...]:
+        """The operands ("a", "b", "out") whose rows are not 16-byte aligned: their leading
+        dimension (the recorded stride where there is one) times the element size is not a multiple
+        of 16. cuBLAS and the Triton templates lose their vector loads there (K=479, 197 tokens).
+        """
+
+        def leading(strides: tuple[int, ...] | None, rows: int, cols: int, transposed: bool) -> int:
+            if strides is not None and len(strides) >= 2:
+                return max(strides[-2:])
+            return rows if transposed else cols
+
+        dims = {
+            "a": (leading(self.strides_a, self.M, self.K, self.transpose_a), self.dtype_a),
+            "b": (leading(self.strides_b, self.K, self.N, self.transpose_b), self.dtype_b),
+            "out": (self.N, self.dtype_out),
+        }
+        return tuple(name for name, (ld, dtype) in dims.items() if (ld * DTYPE_BYTES[dtype]) % 16)
 
     def short(self) -> str:
         batch = f"{self.B}x" if self.op in ("bmm", "baddbmm") else ""

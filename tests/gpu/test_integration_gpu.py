@@ -15,7 +15,6 @@ import torch
 from torch._inductor import config as inductor_config
 
 from torch_diode import config
-from torch_diode.collection import collect
 from torch_diode.collection.inductor_sweep import make_inputs, op_function
 from torch_diode.integration.install import diode_choices
 from torch_diode.types import Problem
@@ -77,12 +76,20 @@ def test_outputs_match_eager_and_the_model_decides(model):
     assert stats["model_selections"] == checked
 
 
-def test_k1_means_no_benchmarking(model, tmp_path):
+def test_k1_means_no_benchmarking(model):
+    """Inductor's own autotune counter: zero with k=1 (one choice, nothing to benchmark), and
+    positive with k=3 on the same problem (the counter does count here)."""
+    from torch._dynamo.utils import counters
+
     problem = Problem("mm", 1, 1000, 700, 1024, "float16", "float16", "float16")
     inputs = make_inputs(problem, "cuda")
-    with diode_choices(model) as choices, config.patch(top_k_configs=1, performance_threshold=1.0):
-        torch._dynamo.reset()
-        with collect(tmp_path / "none.json") as col, inductor_config.patch(max_autotune=True):
+    autotunes = {}
+    for k in (1, 3):
+        with diode_choices(model) as choices, config.patch(top_k_configs=k, performance_threshold=1.0), \
+                inductor_config.patch(max_autotune=True, force_disable_caches=True):
+            torch._dynamo.reset()
+            counters.clear()
             torch.compile(op_function("mm"))(*inputs)
-    assert choices.get_stats()["model_selections"] == 1
-    assert col.stats["gemms"] == 0  # the feedback saver never fired: nothing was benchmarked
+            autotunes[k] = counters["inductor"]["select_algorithm_autotune"]
+            assert choices.get_stats()["model_selections"] == 1
+    assert autotunes[1] == 0 and autotunes[3] > 0, autotunes

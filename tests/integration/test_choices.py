@@ -168,6 +168,22 @@ def test_unsure_problems_widen_the_selection(cpu_model):
     with V.set_choices_handler(choices):
         compile_bmm(torch.randn(2, 2000, 16), torch.randn(2, 16, 24))  # M = 2000: far outside
     assert choices.get_stats()["unsure_widened"] == 1 and choices.get_stats()["model_selections"] == 1
+    assert choices.get_stats()["unsure_out_of_range"] == 1
+
+
+def test_misaligned_problems_widen_the_selection_unless_trained_on(cpu_model):
+    """K=18 fp32: A's rows are 72 bytes, not 16-byte aligned; the model saw only aligned rows."""
+    from torch._inductor.virtualized import V
+
+    a, b = torch.randn(2, 40, 18), torch.randn(2, 18, 56)
+    for seen, widened in ((0, 1), (3, 0)):
+        choices = DiodeInductorChoices(cpu_model)
+        assert choices.metadata["training_data"]["misaligned_problems"] == 0
+        choices.metadata["training_data"]["misaligned_problems"] = seen
+        with V.set_choices_handler(choices):
+            torch.testing.assert_close(compile_bmm(a, b), torch.bmm(a, b))
+        stats = choices.get_stats()
+        assert stats["model_selections"] == 1 and stats["unsure_misaligned"] == widened == stats["unsure_widened"], stats
 
 
 def run(code, env=None):

@@ -15,8 +15,12 @@ model's error). Candidates whose shared
 memory need exceeds the device (the C++ ``smem_exceeds`` feature) are never chosen: they would
 fail to compile.
 
-Confidence rule: a problem outside the model's training range (any of log2 B, M, N, K more than
-one unit, i.e. 2x, beyond what the training data held) is "unsure": the selection widens to
+Confidence rule: a problem is "unsure" where it lies outside the model's training range (any of
+log2 B, M, N, K more than one unit, i.e. 2x, beyond what the training data held), or where an
+operand's rows are not 16-byte aligned (K=479, 197 tokens) and the training data held no such
+problem: cuBLAS and the Triton templates lose their vector loads there, and a model that never saw
+it ranks them as if aligned (the shipped H100 model: top-1 0.75, worst 2.2x on 10 such shapes
+measured on the H100, against 0.97 on aligned ones). The selection then widens to
 ``unsure_top_k`` and Inductor benchmarks those, so an extrapolating model costs a little compile
 time rather than a slow kernel. The reported confidence of a decision is the predicted relative
 gap between the best and the second-best candidate (0: a coin toss, 1: no contest).
@@ -120,6 +124,8 @@ class DiodeInductorChoices(InductorChoices):
             "configs_filtered": self.stats["configs_filtered"],
             "cache_hits": self.stats["cache_hits"],
             "unsure_widened": self.stats["unsure_widened"],
+            "unsure_out_of_range": self.stats["unsure_out_of_range"],
+            "unsure_misaligned": self.stats["unsure_misaligned"],
             "extern_preferred": self.stats["extern_preferred"],
             "not_gemm": self.stats["not_gemm"],
             "decision_seconds": self.decision_seconds,
@@ -225,16 +231,19 @@ class DiodeInductorChoices(InductorChoices):
                 trained, None, 1, 0, 1, "").hardware_id == hardware.hardware_id
         return self._hardware_ok[hardware.device_name]
 
-    def _unsure(self, features: np.ndarray) -> bool:
-        ranges = (self.metadata.get("training_data") or {}).get("problem_feature_ranges")
-        if not ranges:
-            return False
+    def _unsure(self, features: np.ndarray, problem: Problem) -> str | None:
+        """Why the model's ranking of this problem is not to be trusted alone, or None."""
+        training = self.metadata.get("training_data") or {}
+        ranges = training.get("problem_feature_ranges") or {}
         for name in _RANGE_FEATURES:
             lo, hi = ranges.get(name, (-math.inf, math.inf))
             value = float(features[0, FEATURE_NAMES.index(name)])
             if value < lo - 1.0 or value > hi + 1.0:
-                return True
-        return False
+                return "out_of_range"
+        # Models from before the count was recorded were trained on aligned shapes only.
+        if problem.misaligned_operands and not training.get("misaligned_problems", 0):
+            return "misaligned"
+        return None
 
     def _select(self, predicted: np.ndarray, features: np.ndarray, problem: Problem, extern: np.ndarray) -> list[int]:
         usable = np.flatnonzero(features[:, _SMEM_EXCEEDS] < 0.5)
@@ -244,9 +253,11 @@ class DiodeInductorChoices(InductorChoices):
         if order[0] != usable[np.argmin(predicted[usable])]:
             self.stats["extern_preferred"] += 1
         k = max(1, int(self._setting("top_k_configs")))
-        if self._unsure(features):
+        unsure = self._unsure(features, problem)
+        if unsure:
             k = max(k, int(config.unsure_top_k))
             self.stats["unsure_widened"] += 1
+            self.stats[f"unsure_{unsure}"] += 1
         threshold = float(self._setting("performance_threshold"))
         best = predicted[order[0]]
         within = [i for i in order if predicted[i] <= best + math.log(threshold)] if threshold > 1.0 else []

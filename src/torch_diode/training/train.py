@@ -73,6 +73,9 @@ def _summary(dataset_arrays: TrainingArrays) -> dict[str, Any]:
     return {
         "problem_feature_ranges": ranges,
         "problems": dataset_arrays.num_problems,
+        # problems with an operand whose rows are not 16-byte aligned (the handler is unsure of
+        # such problems when the training data had none)
+        "misaligned_problems": sum(1 for _, p in dataset_arrays.problems if p.misaligned_operands),
         "rows": int(len(dataset_arrays.log_time_us)),
         "ops": sorted({p.op for _, p in dataset_arrays.problems}),
         "dtypes": sorted({p.dtype_a for _, p in dataset_arrays.problems}),
