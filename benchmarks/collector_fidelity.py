@@ -33,7 +33,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 # an empty Triton cache: the fast path's rate includes compiling every kernel it needs
-os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="diode_fidelity_triton_")
+# (once: the compile workers, spawned, import this module again and must not get another one)
+if "DIODE_FIDELITY_TRITON_CACHE" not in os.environ:
+    os.environ["DIODE_FIDELITY_TRITON_CACHE"] = os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="diode_fidelity_triton_")
 # stock Inductor only: no shipped model registered on import
 os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"
 

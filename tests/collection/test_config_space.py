@@ -65,3 +65,26 @@ def test_variant_keys_share_kernels_where_triton_would():
     assert variant_key(a, cfg(a)) != variant_key(t, cfg(t))  # another stride pattern
     f = Problem("mm", 1, 1024, 2048, 512, "bfloat16", "bfloat16", "bfloat16")
     assert variant_key(a, cfg(a)) != variant_key(f, cfg(f))
+
+
+def test_compile_workers_write_the_callers_triton_cache(tmp_path):
+    """Spawned workers re-import the caller's main module; one that points TRITON_CACHE_DIR at a
+    fresh directory on import (as a benchmark did) must not give every worker its own cache, or
+    the caller finds none of their kernels and compiles each again itself."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = tmp_path / "main.py"
+    script.write_text(textwrap.dedent("""
+        import os, tempfile
+        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp()  # runs again in every spawned worker
+        from torch_diode.collection.fast_sweep import KernelCompiler
+
+        if __name__ == "__main__":
+            with KernelCompiler(2) as compiler:
+                seen = {compiler.pool.submit(os.getenv, "TRITON_CACHE_DIR").result() for _ in range(4)}
+            print(seen == {os.environ["TRITON_CACHE_DIR"]}, len(seen))
+    """))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=300)
+    assert out.stdout.split() == ["True", "1"], out.stdout + out.stderr

@@ -137,11 +137,29 @@ def _warmup_one(problem: Problem, config: KernelConfig) -> str | None:
         return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
 
 
-def _worker_init() -> None:
+def _triton_cache_dir() -> str | None:
+    """The Triton cache directory this process reads (None: Triton's default)."""
+    try:
+        from triton import knobs
+
+        return str(knobs.cache.dir)
+    except Exception:  # no triton, or one without knobs
+        return os.environ.get("TRITON_CACHE_DIR")
+
+
+def _worker_init(triton_cache_dir: str | None = None) -> None:
+    """A spawned worker re-imports the caller's main module, which may point TRITON_CACHE_DIR
+    elsewhere (a script that sets a fresh temporary cache at import gets one per worker); the
+    caller loads what the workers compiled only if they write the cache it reads."""
     import logging as _logging
 
+    if triton_cache_dir:
+        os.environ["TRITON_CACHE_DIR"] = triton_cache_dir
     _logging.getLogger("torch").setLevel(_logging.ERROR)
-    from . import triton_mm  # noqa: F401  import once per worker, not per kernel
+    try:
+        from . import triton_mm  # noqa: F401  import once per worker, not per kernel
+    except ImportError:  # no triton here: every compile reports it
+        pass
 
 
 class KernelCompiler:
@@ -167,7 +185,7 @@ class KernelCompiler:
             from concurrent.futures import ProcessPoolExecutor
 
             self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                            initializer=_worker_init)
+                                            initializer=_worker_init, initargs=(_triton_cache_dir(),))
 
     def submit(self, problem: Problem, config: KernelConfig) -> tuple:
         key = variant_key(problem, config)
