@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.diode-installed
-SOURCES := $(shell find src csrc -type f \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.json' \)) CMakeLists.txt pyproject.toml
+SOURCES := $(shell find src csrc -type f \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.json' -o -name '*.diode' \)) CMakeLists.txt pyproject.toml
 
 .PHONY: install demo test test-python test-cpp clean
 

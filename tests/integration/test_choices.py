@@ -70,7 +70,7 @@ def test_model_decides_and_caches(cpu_model):
         assert stats["total_calls"] == 1 and stats["model_selections"] == 1 and stats["fallbacks_total"] == 0
         assert stats["decision_seconds"] > 0
         (decision,) = choices.decisions
-        assert decision["problem"].startswith("bmm") and decision["chosen"] and decision["candidates"] >= 2
+        assert decision["problem"].startswith("bmm") and decision["chosen"] and decision["candidates"] >= len(decision["chosen"])
         assert len(decision["predicted_us"]) == len(decision["chosen"]) and all(t > 0 for t in decision["predicted_us"])
         compile_bmm(a, b)  # same problem: the decision comes from the cache
         assert choices.get_stats()["cache_hits"] == 1
@@ -169,6 +169,21 @@ def test_unsure_problems_widen_the_selection(cpu_model):
         compile_bmm(torch.randn(2, 2000, 16), torch.randn(2, 16, 24))  # M = 2000: far outside
     assert choices.get_stats()["unsure_widened"] == 1 and choices.get_stats()["model_selections"] == 1
     assert choices.get_stats()["unsure_out_of_range"] == 1
+
+
+def test_ranges_of_the_problems_dtype_decide_when_recorded(cpu_model):
+    """fp32 training data covering only M >= 512 makes an fp32 M=40 problem unsure, though the
+    ranges over all dtypes cover it; ranges recorded for other dtypes only leave the global ones."""
+    from torch._inductor.virtualized import V
+
+    a, b = torch.randn(3, 40, 24), torch.randn(3, 24, 56)
+    for by_dtype, widened in (({"float32": {"log2_m": [9.0, 12.0]}}, 1), ({"float16": {"log2_m": [9.0, 12.0]}}, 0)):
+        choices = DiodeInductorChoices(cpu_model)
+        assert "float32" in choices.metadata["training_data"]["problem_feature_ranges_by_dtype"]
+        choices.metadata["training_data"]["problem_feature_ranges_by_dtype"] = by_dtype
+        with V.set_choices_handler(choices):
+            compile_bmm(a, b)
+        assert choices.get_stats()["unsure_out_of_range"] == widened, by_dtype
 
 
 def test_misaligned_problems_widen_the_selection_unless_trained_on(cpu_model):

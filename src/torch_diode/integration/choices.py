@@ -16,7 +16,8 @@ memory need exceeds the device (the C++ ``smem_exceeds`` feature) are never chos
 fail to compile.
 
 Confidence rule: a problem is "unsure" where it lies outside the model's training range (any of
-log2 B, M, N, K more than one unit, i.e. 2x, beyond what the training data held), or where an
+log2 B, M, N, K more than one unit, i.e. 2x, beyond what the training data of its element type
+held: the H100 set's fp32 part has M >= 256, so an fp32 GEMM with M=32 is unsure), or where an
 operand's rows are not 16-byte aligned (K=479, 197 tokens) and the training data held no such
 problem: cuBLAS and the Triton templates lose their vector loads there, and a model that never saw
 it ranks them as if aligned (the shipped H100 model: top-1 0.75, worst 2.2x on 10 such shapes
@@ -234,7 +235,8 @@ class DiodeInductorChoices(InductorChoices):
     def _unsure(self, features: np.ndarray, problem: Problem) -> str | None:
         """Why the model's ranking of this problem is not to be trusted alone, or None."""
         training = self.metadata.get("training_data") or {}
-        ranges = training.get("problem_feature_ranges") or {}
+        ranges = ((training.get("problem_feature_ranges_by_dtype") or {}).get(problem.dtype_a)
+                  or training.get("problem_feature_ranges") or {})
         for name in _RANGE_FEATURES:
             lo, hi = ranges.get(name, (-math.inf, math.inf))
             value = float(features[0, FEATURE_NAMES.index(name)])

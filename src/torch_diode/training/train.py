@@ -66,12 +66,23 @@ def _mse(model: Regressor, x: torch.Tensor, y: torch.Tensor, batch: int = 65536)
 
 def _summary(dataset_arrays: TrainingArrays) -> dict[str, Any]:
     hardware = {hw.hardware_id: hw for hw, _ in dataset_arrays.problems}
-    ranges = {}
-    for name in ("log2_batch", "log2_m", "log2_n", "log2_k"):
-        column = dataset_arrays.features[:, FEATURE_NAMES.index(name)]
-        ranges[name] = [float(column.min()), float(column.max())]
+    def ranges_of(rows: np.ndarray) -> dict[str, list[float]]:
+        out = {}
+        for name in ("log2_batch", "log2_m", "log2_n", "log2_k"):
+            column = dataset_arrays.features[rows, FEATURE_NAMES.index(name)]
+            out[name] = [float(column.min()), float(column.max())]
+        return out
+
+    everything = np.ones(len(dataset_arrays.features), dtype=bool)
+    by_dtype = {}
+    for dtype in sorted({p.dtype_a for _, p in dataset_arrays.problems}):
+        rows = np.isin(dataset_arrays.group, [i for i, (_, p) in enumerate(dataset_arrays.problems) if p.dtype_a == dtype])
+        if rows.any():
+            by_dtype[dtype] = ranges_of(rows)
     return {
-        "problem_feature_ranges": ranges,
+        "problem_feature_ranges": ranges_of(everything),
+        # the same per element type: a dtype may cover far less than all of them together
+        "problem_feature_ranges_by_dtype": by_dtype,
         "problems": dataset_arrays.num_problems,
         # problems with an operand whose rows are not 16-byte aligned (the handler is unsure of
         # such problems when the training data had none)
