@@ -17,7 +17,7 @@ from torch_diode.integration.install import diode_choices, install_diode_choices
 from torch_diode.model_file import read_model, write_model
 from torch_diode.predict import load_model, predict_log_time_us
 from torch_diode.training.train import TrainConfig, train_model
-from torch_diode.types import Problem, load_dataset
+from torch_diode.types import KernelConfig, Problem, load_dataset
 
 pytestmark = pytest.mark.slow
 CPU_BMM = {"max_autotune": True, "max_autotune_gemm_backends": "CPP,ATEN", "force_disable_caches": True}
@@ -80,6 +80,22 @@ def test_model_decides_and_caches(cpu_model):
     assert prof["total_predictions"] == 2 and prof["fallbacks"] == 0
 
 
+def test_a_stale_cached_decision_goes_to_the_full_path(cpu_model):
+    """The cache answers only with the configs it decided; if the candidates at the cached
+    positions are others, the problem is decided again from every candidate."""
+    a, b = torch.randn(3, 40, 24), torch.randn(3, 24, 56)
+    with diode_choices(cpu_model) as choices:
+        compile_bmm(a, b)
+        (key, (indices, configs, n)), = choices._cache.items()
+        choices._cache[key] = (indices, [KernelConfig("aten::not_this_one")] * len(configs), n)
+        torch.testing.assert_close(compile_bmm(a, b), torch.bmm(a, b))
+        stats = choices.get_stats()
+        assert stats["cache_stale"] == 1 and stats["cache_hits"] == 0 and stats["model_selections"] == 2, stats
+        assert choices._cache[key][1] == configs  # decided again, the same way
+        compile_bmm(a, b)
+        assert choices.get_stats()["cache_hits"] == 1
+
+
 def test_collect_records_stock_autotuning_while_diode_is_installed(cpu_model, tmp_path):
     """A Collector takes diode's handler out while it records (else Inductor would benchmark only
     diode's pick: with k=1, nothing) and puts the same handler back afterwards."""
@@ -124,7 +140,6 @@ def test_in_inductor_prediction_equals_diode_predict(cpu_model):
 
     hardware = detect_hardware("cpu")
     assert (problem.B, problem.M, problem.N, problem.K) == (2, 33, 45, 17)
-    from torch_diode.types import KernelConfig
 
     offline = predict_log_time_us(load_model(cpu_model), problem, [KernelConfig("aten::bmm")], hardware)
     np.testing.assert_allclose(predicted, offline, rtol=1e-6)

@@ -34,6 +34,7 @@ or dtype the model does not cover, sizes without hints, any error in features or
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import math
 import os
@@ -98,7 +99,8 @@ class DiodeInductorChoices(InductorChoices):
         self.metadata = json.loads(self.engine.metadata_json) if self.engine is not None else {}
         self._hardware_ok: dict[str, bool] = {}
         self._hardware: dict[str, Hardware] = {}
-        self._cache: OrderedDict[tuple, list[int]] = OrderedDict()
+        # decision cache: key -> (chosen indices, their configs, how many candidates there were)
+        self._cache: OrderedDict[tuple, tuple[list[int], list[KernelConfig], int]] = OrderedDict()
         self.stats: Counter = Counter()
         self.decision_seconds = 0.0
         # The latest decisions, for reports: problem, chosen candidates and their predicted time.
@@ -124,6 +126,7 @@ class DiodeInductorChoices(InductorChoices):
             "fallbacks_total": sum(fallbacks.values()),
             "configs_filtered": self.stats["configs_filtered"],
             "cache_hits": self.stats["cache_hits"],
+            "cache_stale": self.stats["cache_stale"],
             "unsure_widened": self.stats["unsure_widened"],
             "unsure_out_of_range": self.stats["unsure_out_of_range"],
             "unsure_misaligned": self.stats["unsure_misaligned"],
@@ -152,11 +155,14 @@ class DiodeInductorChoices(InductorChoices):
     def _finalize(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides):
         pool = self._setting_pool()
         with inductor_config.patch(max_autotune_gemm_search_space=pool):
+            chosen, template_choices = self._from_cache(template_choices, kernel_inputs, templates, op_name)
+            if chosen is not None:
+                return chosen
             stock = super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
         if not stock:
             return stock
         try:
-            chosen = self._choose(stock, kernel_inputs, op_name)
+            chosen = self._choose(stock, kernel_inputs, op_name, templates)
         except Exception as e:
             reason = e.reason if isinstance(e, Fallback) else f"error_{type(e).__name__}"
             self.stats[f"fallback_{reason}"] += 1
@@ -169,6 +175,52 @@ class DiodeInductorChoices(InductorChoices):
         self.stats["configs_filtered"] += len(stock) - len(chosen)
         return chosen
 
+    def _cache_key(self, kernel_inputs: Any, templates: list, op_name: str) -> tuple:
+        """What a decision depends on, known before any candidate is generated."""
+        problem = problem_from_nodes(op_name, kernel_inputs.nodes(), kernel_inputs.out_dtype(), require_hints=True)
+        uids = tuple(sorted(str(getattr(t, "uid", None) or type(t).__name__) for t in templates))
+        device = str(kernel_inputs.nodes()[-1].get_device())
+        return (problem, device, op_name, uids, self._setting_pool(), self._setting("top_k_configs"),
+                self._setting("performance_threshold"), config.max_selected_configs, config.unsure_top_k,
+                config.extern_preference)
+
+    def _from_cache(self, template_choices: dict, kernel_inputs: Any, templates: list, op_name: str) -> tuple[list | None, dict]:
+        """A repeated problem's decision without generating its whole candidate pool: Inductor's
+        generators are lazy, so only the candidates up to the last chosen one are built (the same
+        GEMM in every layer of a model costs its ~1,400 candidates once). The chosen candidates
+        must be the cached decision's configs; otherwise the generators, with what was taken from
+        them put back in front, go to the full path."""
+        if not self._setting("cache_predictions") or self.engine is None:
+            return None, template_choices
+        try:
+            key = self._cache_key(kernel_inputs, templates, op_name)
+        except Exception:  # no hints, or anything else: the full path decides (and reports it)
+            return None, template_choices
+        entry = self._cache.get(key)
+        if entry is None:
+            return None, template_choices
+        indices, configs, num_stock = entry
+        iterators = {uid: iter(gen) for uid, gen in template_choices.items()}
+        taken: dict[Any, list] = {uid: [] for uid in iterators}
+        flat: list = []
+        need = max(indices) + 1
+        for uid, it in iterators.items():
+            for ktc in itertools.islice(it, need - len(flat)):
+                taken[uid].append(ktc)
+                flat.append(ktc)
+            if len(flat) == need:
+                break
+        if len(flat) == need:
+            chosen = [flat[i] for i in indices]
+            if [ktc_config(k) for k in chosen] == configs:
+                self._cache.move_to_end(key)
+                self.stats["cache_hits"] += 1
+                self.stats["model_selections"] += 1
+                self.stats["configs_filtered"] += num_stock - len(chosen)
+                return chosen, template_choices
+        self.stats["cache_stale"] += 1
+        return None, {uid: itertools.chain(taken[uid], it) for uid, it in iterators.items()}
+
     def _setting_pool(self) -> str:
         pool = config.candidate_pool
         return pool if pool in ("DEFAULT", "EXHAUSTIVE") else "EXHAUSTIVE"
@@ -180,7 +232,7 @@ class DiodeInductorChoices(InductorChoices):
             self._hardware[key] = detect_hardware(device)
         return self._hardware[key]
 
-    def _choose(self, stock: list, kernel_inputs: Any, op_name: str) -> list:
+    def _choose(self, stock: list, kernel_inputs: Any, op_name: str, templates: list) -> list:
         if self.engine is None:
             raise Fallback("no_model")
         hardware = self._hardware_for(kernel_inputs)
@@ -195,13 +247,6 @@ class DiodeInductorChoices(InductorChoices):
         model_op = self.metadata.get("op")
         if model_op and model_op != op_name:
             raise Fallback("unsupported_op", op_name)
-        key = (problem, op_name, len(stock), tuple(sorted({k.template.uid for k in stock})), self._setting_pool(),
-               self._setting("top_k_configs"), self._setting("performance_threshold"), config.max_selected_configs,
-               config.unsure_top_k, config.extern_preference)
-        if self._setting("cache_predictions") and key in self._cache:
-            self.stats["cache_hits"] += 1
-            self._cache.move_to_end(key)
-            return [stock[i] for i in self._cache[key]]
         configs = [ktc_config(k) for k in stock]
         try:
             features = featurize(problem, configs, hardware)
@@ -218,7 +263,7 @@ class DiodeInductorChoices(InductorChoices):
                                "chosen": [configs[i].short() for i in indices],
                                "predicted_us": [round(math.exp(predicted[i]), 2) for i in indices]})
         if self._setting("cache_predictions"):
-            self._cache[key] = indices
+            self._cache[self._cache_key(kernel_inputs, templates, op_name)] = (indices, [configs[i] for i in indices], len(stock))
             if len(self._cache) > 4096:
                 self._cache.popitem(last=False)
         return [stock[i] for i in indices]
