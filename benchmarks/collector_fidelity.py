@@ -35,7 +35,8 @@ from pathlib import Path
 # an empty Triton cache: the fast path's rate includes compiling every kernel it needs
 # (once: the compile workers, spawned, import this module again and must not get another one)
 if "DIODE_FIDELITY_TRITON_CACHE" not in os.environ:
-    os.environ["DIODE_FIDELITY_TRITON_CACHE"] = os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="diode_fidelity_triton_")
+    os.environ["DIODE_FIDELITY_TRITON_CACHE"] = tempfile.mkdtemp(prefix="diode_fidelity_triton_")
+os.environ["TRITON_CACHE_DIR"] = os.environ["DIODE_FIDELITY_TRITON_CACHE"]
 # stock Inductor only: no shipped model registered on import
 os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"
 
@@ -93,8 +94,13 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
 def inductor_reference(shapes, sample: int, seed: int, path: Path, flush_bytes: int | None = None) -> tuple[float, int]:
     """Inductor autotunes ``shapes`` (recorded into ``path``); ``flush_bytes`` replaces the size of
     the cache flush of Inductor's benchmarker (its L2_cache_size, read per benchmark)."""
-    from torch._inductor.runtime.benchmarking import benchmarker
+    from torch._inductor import config as inductor_config
+    from torch._inductor.runtime.benchmarking import InductorBenchmarker, benchmarker
     from torch._inductor.virtualized import V
+
+    if flush_bytes is not None and (not isinstance(benchmarker, InductorBenchmarker) or inductor_config.autotune_in_subproc):
+        raise SystemExit("the flush override needs Inductor's InductorBenchmarker in this process "
+                         f"(found {type(benchmarker).__name__}, autotune_in_subproc={inductor_config.autotune_in_subproc})")
 
     saved = benchmarker.__dict__.get("L2_cache_size")
     if flush_bytes is not None:
@@ -123,6 +129,8 @@ def compare(problem: Problem, timings, fast_ms, compile_errors) -> dict:
             and (not t.config.is_tiled or compile_errors.get(variant_key(problem, t.config)) is None)]
     tri = [(t.time_us, f * 1000) for t, f in zip(timings, fast_ms) if t.config.is_tiled and not t.failed and f is not None]
     aten = [(t.config.template_id, t.time_us, f * 1000) for t, f in zip(timings, fast_ms) if not t.config.is_tiled and not t.failed and f is not None]
+    if len(both) < 2:
+        raise SystemExit(f"{problem.short()}: {len(both)} choices timed by both Inductor and the fast path; nothing to compare")
     ind, fast = np.array([b[0] for b in both]), np.array([b[1] for b in both])
     rel = np.abs(fast - ind) / ind
     tind, tfast = np.array([b[0] for b in tri]), np.array([b[1] for b in tri])

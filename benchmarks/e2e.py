@@ -195,8 +195,12 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
             record["runtime_cudagraph_us"] = bench_cudagraph_us(lambda: compiled(*inputs))
         except Exception as e:  # reported; do_bench's figure stands in
             record["runtime_cudagraph_error"] = f"{type(e).__name__}: {str(e)[:200]}"
-        record["runtime_us"] = record.get("runtime_cudagraph_us", record["runtime_do_bench_us"])
-        record["wall_us_per_call"] = wall_us_per_call(lambda: compiled(*inputs))
+        if "runtime_cudagraph_us" in record:  # never a do_bench figure: ratios compare like with like
+            record["runtime_us"] = record["runtime_cudagraph_us"]
+        try:
+            record["wall_us_per_call"] = wall_us_per_call(lambda: compiled(*inputs))
+        except Exception as e:
+            record["wall_error"] = f"{type(e).__name__}: {str(e)[:200]}"
     return record
 
 
@@ -219,8 +223,8 @@ def run_item(kind: str, label: str, fn: Callable, inputs: tuple, methods: list[s
         except Exception as e:  # a failed measurement is reported, the run goes on
             row["methods"][method] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
         m = row["methods"][method]
-        stage(f"{label:52s} {method:12s} " + (f"compile {m['compile_s']:7.2f} s  runtime {m['runtime_us']:9.1f} us  "
-                                              f"do_bench {m['runtime_do_bench_us']:9.1f} us  wall/call {m['wall_us_per_call']:8.1f} us"
+        stage(f"{label:52s} {method:12s} " + (f"compile {m['compile_s']:7.2f} s  runtime {m.get('runtime_us', math.nan):9.1f} us  "
+                                              f"do_bench {m['runtime_do_bench_us']:9.1f} us  wall/call {m.get('wall_us_per_call', math.nan):8.1f} us"
                                               if "error" not in m else m["error"]))
     return row
 
@@ -274,11 +278,10 @@ def plot(rows: list[dict], path: str) -> None:
     fig, ax = plt.subplots(figsize=(8, 6))
     markers = dict(zip(METHODS, "osD^v"))
     for method in METHODS:
-        xs = [r["methods"][method]["compile_s"] for r in rows if "compile_s" in r["methods"].get(method, {})]
-        ys = [r["methods"][method]["runtime_us"] / r["methods"]["default"]["runtime_us"] for r in rows
-              if "compile_s" in r["methods"].get(method, {}) and "runtime_us" in r["methods"].get("default", {})]
-        if xs and len(xs) == len(ys):
-            ax.scatter(xs, ys, label=method, marker=markers[method], alpha=0.75)
+        both = [(r["methods"][method]["compile_s"], r["methods"][method]["runtime_us"] / r["methods"]["default"]["runtime_us"])
+                for r in rows if "runtime_us" in r["methods"].get(method, {}) and "runtime_us" in r["methods"].get("default", {})]
+        if both:
+            ax.scatter([x for x, _ in both], [y for _, y in both], label=method, marker=markers[method], alpha=0.75)
     ax.set_xscale("log")
     ax.set_xlabel("compile time, first call (s, log scale)")
     ax.set_ylabel("runtime relative to default mode (lower is faster)")
@@ -297,7 +300,7 @@ def print_table(rows: list[dict], summary: dict) -> None:
         for m in METHODS:
             v = r["methods"].get(m)
             cells.append(f"{'-':>21s}" if not v else f"{'error':>21s}" if "error" in v else
-                         f"{v['compile_s']:8.2f} /{v['runtime_us']:10.1f}")
+                         f"{v['compile_s']:8.2f} /{v.get('runtime_us', math.nan):10.1f}")
         print(f"{r['label'][:52]:52s} " + " ".join(f"{c:>21s}" for c in cells))
     print()
     for k, v in summary.items():
@@ -334,9 +337,18 @@ def worker(args: argparse.Namespace) -> int:
 def combine(args: argparse.Namespace) -> int:
     """One report from several runs' reports: their rows, a summary over all of them."""
     parts = [json.loads(Path(p).read_text()) for p in args.combine]
-    report = {k: v for k, v in parts[0].items() if k not in ("command", "date", "workers", "rows", "summary")}
-    report["runs"] = [{k: part.get(k) for k in ("command", "date", "device", "torch", "triton", "workers")} for part in parts]
-    report["rows"] = [row for part in parts for row in part["rows"]]
+    for key in ("device", "torch", "triton", "model"):
+        if len({part.get(key) for part in parts}) > 1:
+            raise SystemExit(f"--combine: the reports differ in {key!r}: {[part.get(key) for part in parts]}")
+    report = {k: v for k, v in parts[0].items() if k not in ("command", "date", "workers", "rows", "summary", "runs")}
+    report["runs"] = [run for part in parts for run in
+                      (part.get("runs") or [{k: part.get(k) for k in ("command", "date", "device", "torch", "triton", "workers")}])]
+    merged: dict[str, dict] = {}  # by label, as one run merges its workers' rows: a later report's method wins
+    for part in parts:
+        for row in part["rows"]:
+            merged.setdefault(row["label"], {k: v for k, v in row.items() if k != "methods"} | {"methods": {}})
+            merged[row["label"]]["methods"].update(row["methods"])
+    report["rows"] = list(merged.values())
     report["summary"] = summarize(report["rows"])
     Path(args.out).write_text(json.dumps(report, indent=1))
     if args.plot:

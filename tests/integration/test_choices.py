@@ -188,11 +188,13 @@ def test_unsure_problems_widen_the_selection(cpu_model):
 
 def test_ranges_of_the_problems_dtype_decide_when_recorded(cpu_model):
     """fp32 training data covering only M >= 512 makes an fp32 M=40 problem unsure, though the
-    ranges over all dtypes cover it; ranges recorded for other dtypes only leave the global ones."""
+    ranges over all dtypes cover it; so does a model whose data held no fp32 at all; a model
+    without per-dtype ranges is judged by the global ones."""
     from torch._inductor.virtualized import V
 
     a, b = torch.randn(3, 40, 24), torch.randn(3, 24, 56)
-    for by_dtype, widened in (({"float32": {"log2_m": [9.0, 12.0]}}, 1), ({"float16": {"log2_m": [9.0, 12.0]}}, 0)):
+    for by_dtype, widened in (({"float32": {"log2_m": [9.0, 12.0]}}, 1), ({"float16": {"log2_m": [4.0, 12.0]}}, 1),
+                              (None, 0)):
         choices = DiodeInductorChoices(cpu_model)
         assert "float32" in choices.metadata["training_data"]["problem_feature_ranges_by_dtype"]
         choices.metadata["training_data"]["problem_feature_ranges_by_dtype"] = by_dtype
@@ -206,10 +208,12 @@ def test_misaligned_problems_widen_the_selection_unless_trained_on(cpu_model):
     from torch._inductor.virtualized import V
 
     a, b = torch.randn(2, 40, 18), torch.randn(2, 18, 56)
-    for seen, widened in ((0, 1), (3, 0)):
+    for seen, widened in ((0, 1), (3, 0), (None, 0)):  # None: a model that does not say
         choices = DiodeInductorChoices(cpu_model)
         assert choices.metadata["training_data"]["misaligned_problems"] == 0
         choices.metadata["training_data"]["misaligned_problems"] = seen
+        if seen is None:
+            del choices.metadata["training_data"]["misaligned_problems"]
         with V.set_choices_handler(choices):
             torch.testing.assert_close(compile_bmm(a, b), torch.bmm(a, b))
         stats = choices.get_stats()

@@ -180,7 +180,7 @@ class DiodeInductorChoices(InductorChoices):
         problem = problem_from_nodes(op_name, kernel_inputs.nodes(), kernel_inputs.out_dtype(), require_hints=True)
         uids = tuple(sorted(str(getattr(t, "uid", None) or type(t).__name__) for t in templates))
         device = str(kernel_inputs.nodes()[-1].get_device())
-        return (problem, device, op_name, uids, self._setting_pool(), self._setting("top_k_configs"),
+        return (problem, device, op_name, uids, config.allow_hardware_mismatch, self._setting_pool(), self._setting("top_k_configs"),
                 self._setting("performance_threshold"), config.max_selected_configs, config.unsure_top_k,
                 config.extern_preference)
 
@@ -212,7 +212,11 @@ class DiodeInductorChoices(InductorChoices):
                 break
         if len(flat) == need:
             chosen = [flat[i] for i in indices]
-            if [ktc_config(k) for k in chosen] == configs:
+            try:
+                same = [ktc_config(k) for k in chosen] == configs
+            except Exception:  # the full path decides, and reports what fails
+                same = False
+            if same:
                 self._cache.move_to_end(key)
                 self.stats["cache_hits"] += 1
                 self.stats["model_selections"] += 1
@@ -280,15 +284,17 @@ class DiodeInductorChoices(InductorChoices):
     def _unsure(self, features: np.ndarray, problem: Problem) -> str | None:
         """Why the model's ranking of this problem is not to be trusted alone, or None."""
         training = self.metadata.get("training_data") or {}
-        ranges = ((training.get("problem_feature_ranges_by_dtype") or {}).get(problem.dtype_a)
-                  or training.get("problem_feature_ranges") or {})
+        by_dtype = training.get("problem_feature_ranges_by_dtype")
+        if by_dtype and problem.dtype_a not in by_dtype:
+            return "out_of_range"  # the model never saw this element type
+        ranges = (by_dtype or {}).get(problem.dtype_a) or training.get("problem_feature_ranges") or {}
         for name in _RANGE_FEATURES:
             lo, hi = ranges.get(name, (-math.inf, math.inf))
             value = float(features[0, FEATURE_NAMES.index(name)])
             if value < lo - 1.0 or value > hi + 1.0:
                 return "out_of_range"
-        # Models from before the count was recorded were trained on aligned shapes only.
-        if problem.misaligned_operands and not training.get("misaligned_problems", 0):
+        # only where the training data's count is known (diode train records it)
+        if problem.misaligned_operands and training.get("misaligned_problems", 1) == 0:
             return "misaligned"
         return None
 
