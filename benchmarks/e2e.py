@@ -343,11 +343,15 @@ def combine(args: argparse.Namespace) -> int:
     report = {k: v for k, v in parts[0].items() if k not in ("command", "date", "workers", "rows", "summary", "runs")}
     report["runs"] = [run for part in parts for run in
                       (part.get("runs") or [{k: part.get(k) for k in ("command", "date", "device", "torch", "triton", "workers")}])]
-    merged: dict[str, dict] = {}  # by label, as one run merges its workers' rows: a later report's method wins
-    for part in parts:
-        for row in part["rows"]:
-            merged.setdefault(row["label"], {k: v for k, v in row.items() if k != "methods"} | {"methods": {}})
-            merged[row["label"]]["methods"].update(row["methods"])
+    return finish(report, [row for part in parts for row in part["rows"]], args)
+
+
+def finish(report: dict[str, Any], rows: list[dict], args: argparse.Namespace) -> int:
+    """Rows merged by label (a later row's methods win), the summary, then the report, plot and table."""
+    merged: dict[str, dict] = {}
+    for row in rows:
+        merged.setdefault(row["label"], {k: v for k, v in row.items() if k != "methods"} | {"methods": {}})
+        merged[row["label"]]["methods"].update(row["methods"])
     report["rows"] = list(merged.values())
     report["summary"] = summarize(report["rows"])
     Path(args.out).write_text(json.dumps(report, indent=1))
@@ -399,7 +403,7 @@ def main() -> int:
         "workers": [],
         "rows": [],
     }
-    rows: dict[str, dict] = {}
+    rows: list[dict] = []
     for methods, limit in zip(WORKERS, args.time_limits):
         part = Path(tempfile.mkdtemp(prefix="e2e_")) / "rows.json"
         env = {**os.environ, "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix="e2e_triton_"),
@@ -415,16 +419,8 @@ def main() -> int:
         done = json.loads(part.read_text()) if part.exists() else []
         report["workers"].append({"methods": list(methods), "exit": code, "seconds": time.perf_counter() - start,
                                   "items": len(done)})
-        for row in done:
-            rows.setdefault(row["label"], {k: v for k, v in row.items() if k != "methods"} | {"methods": {}})
-            rows[row["label"]]["methods"].update(row["methods"])
-    report["rows"] = list(rows.values())
-    report["summary"] = summarize(report["rows"])
-    Path(args.out).write_text(json.dumps(report, indent=1))
-    if args.plot:
-        plot(report["rows"], args.plot)
-    print_table(report["rows"], report["summary"])
-    return 0
+        rows.extend(done)
+    return finish(report, rows, args)
 
 
 if __name__ == "__main__":
