@@ -78,6 +78,7 @@ NB_MODULE(_C, m) {
   m.def("config_columns", &diode::config_columns, "Columns of a config row (int64).");
   m.def("hardware_columns", &diode::hardware_columns, "Entries of the hardware row (int64).");
   m.def("dtype_names", &diode::dtype_names, "Dtype codes: index = code.");
+  m.def("dtype_bytes", &diode::dtype_bytes, nb::arg("dtype_code"), "Bytes per element of a dtype code.");
   m.def("op_names", &diode::op_names, "Op codes: index = code.");
   m.def("template_kind_names", &diode::template_kind_names, "Template-kind codes.");
   m.def(

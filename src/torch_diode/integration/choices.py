@@ -175,9 +175,8 @@ class DiodeInductorChoices(InductorChoices):
         self.stats["configs_filtered"] += len(stock) - len(chosen)
         return chosen
 
-    def _cache_key(self, kernel_inputs: Any, templates: list, op_name: str) -> tuple:
+    def _cache_key(self, problem: Problem, kernel_inputs: Any, templates: list, op_name: str) -> tuple:
         """What a decision depends on, known before any candidate is generated."""
-        problem = problem_from_nodes(op_name, kernel_inputs.nodes(), kernel_inputs.out_dtype(), require_hints=True)
         uids = tuple(sorted(str(getattr(t, "uid", None) or type(t).__name__) for t in templates))
         device = str(kernel_inputs.nodes()[-1].get_device())
         return (problem, device, op_name, uids, config.allow_hardware_mismatch, self._setting_pool(), self._setting("top_k_configs"),
@@ -193,7 +192,8 @@ class DiodeInductorChoices(InductorChoices):
         if not self._setting("cache_predictions") or self.engine is None:
             return None, template_choices
         try:
-            key = self._cache_key(kernel_inputs, templates, op_name)
+            problem = problem_from_nodes(op_name, kernel_inputs.nodes(), kernel_inputs.out_dtype(), require_hints=True)
+            key = self._cache_key(problem, kernel_inputs, templates, op_name)
         except Exception:  # no hints, or anything else: the full path decides (and reports it)
             return None, template_choices
         entry = self._cache.get(key)
@@ -267,7 +267,7 @@ class DiodeInductorChoices(InductorChoices):
                                "chosen": [configs[i].short() for i in indices],
                                "predicted_us": [round(math.exp(predicted[i]), 2) for i in indices]})
         if self._setting("cache_predictions"):
-            self._cache[self._cache_key(kernel_inputs, templates, op_name)] = (indices, [configs[i] for i in indices], len(stock))
+            self._cache[self._cache_key(problem, kernel_inputs, templates, op_name)] = (indices, [configs[i] for i in indices], len(stock))
             if len(self._cache) > 4096:
                 self._cache.popitem(last=False)
         return [stock[i] for i in indices]
