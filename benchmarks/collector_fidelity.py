@@ -207,7 +207,6 @@ def main() -> int:
     fidelity.update({f"{k}_stock_flush": v for k, v in medians(stock_rows).items()})
     stage("fast timing of the same configs done")
 
-
     report = {
         "command": " ".join(sys.argv),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),

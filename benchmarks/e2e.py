@@ -193,7 +193,7 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
         record["runtime_do_bench_us"] = bench_us(lambda: compiled(*inputs))
         try:
             record["runtime_cudagraph_us"] = bench_cudagraph_us(lambda: compiled(*inputs))
-        except Exception as e:  # reported; do_bench's figure stands in
+        except Exception as e:  # reported; this method then has no runtime_us (do_bench's figure is kept)
             record["runtime_cudagraph_error"] = f"{type(e).__name__}: {str(e)[:200]}"
         if "runtime_cudagraph_us" in record:  # never a do_bench figure: ratios compare like with like
             record["runtime_us"] = record["runtime_cudagraph_us"]
