@@ -71,3 +71,16 @@ def detect_hardware(device: "str | int | None" = None) -> Hardware:
             cuda_version=None,
         )
     raise ValueError(f"detect_hardware: unsupported device {device!r}")
+
+
+def current_device(device: str):
+    """A context making ``device`` (``cuda:1``) the current CUDA device: Triton launches kernels,
+    and CUDA events record, on the current device's stream, whatever device the tensors are on.
+    A no-op context for non-CUDA devices."""
+    from contextlib import nullcontext
+
+    import torch
+
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        return torch.cuda.device(torch.device(device))
+    return nullcontext()

@@ -65,3 +65,16 @@ def test_fast_sweep_end_to_end(tmp_path):
             assert all(0.5 < t.time_us < 1e5 for t in ok)
     again = FastSweep(exhaustive_sample=30, reps=3, workers=4, progress=False).run(PROBLEMS[:3], out, chunk_size=2)
     assert again.problems_resumed == 3 and again.problems_measured == 0
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
+def test_fast_sweep_on_second_gpu_matches_first(tmp_path):
+    """A worker given cuda:1 (diode collect --devices cuda:0 cuda:1) must launch and time its
+    kernels on cuda:1: the same problems fail the same configs (out of shared memory) on both."""
+    problems = PROBLEMS[:2]
+    summaries = [FastSweep(exhaustive_sample=20, reps=3, workers=4, progress=False, device=device).run(problems, tmp_path / f"{i}.msgpack")
+                 for i, device in enumerate(("cuda:0", "cuda:1"))]
+    assert [s.problems_measured for s in summaries] == [2, 2]
+    assert summaries[1].timed_configs == summaries[0].timed_configs
+    assert summaries[1].failed_configs == summaries[0].failed_configs
+    assert summaries[1].failed_configs < summaries[1].timed_configs / 2

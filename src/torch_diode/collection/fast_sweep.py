@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from ..hardware import current_device
 from ..types import KernelConfig, Problem, TimedConfig
 from .config_space import aten_configs, scaled_configs, triton_configs
 from .inductor_sweep import SweepSummary, _done_keys, _mark, chunked, problem_key
@@ -311,6 +312,11 @@ class FastSweep:
             import triton  # noqa: F401
         except ImportError:
             raise ValueError("--search-mode fast needs triton (installed with CUDA builds of torch)") from None
+        with current_device(self.device):
+            return self._run(problems, output, chunk_size, settings_record)
+
+    def _run(self, problems, output, chunk_size, settings_record) -> SweepSummary:
+        import torch
         from tqdm import tqdm
 
         from ..hardware import detect_hardware

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from ..hardware import current_device
 from ..types import Problem
 from .recorder import Collector
 
@@ -158,7 +159,7 @@ def sweep_inductor(
     summary = SweepSummary()
     start = time.perf_counter()
     record = {"mode": "inductor", "device": device, **settings, **(settings_record or {})}
-    with Collector(output, settings=record) as collector:
+    with current_device(device), Collector(output, settings=record) as collector:
         done = _done_keys(collector)
         bar = tqdm(problems, desc="collect", unit="shape", disable=not progress)
         for problem in bar:
