@@ -8,6 +8,7 @@ environment variables read at import. ``patch(**values)`` changes some for a ``w
 | performance_threshold | TORCH_DIODE_PERFORMANCE_THRESHOLD | 1.0 | also keep choices predicted within this factor of the best (1.1 = 10%) |
 | max_selected_configs | TORCH_DIODE_MAX_SELECTED | 8 | cap on the choices kept |
 | unsure_top_k | TORCH_DIODE_UNSURE_TOP_K | 5 | choices kept when the problem lies outside the model's training range |
+| min_dtype_problems | TORCH_DIODE_MIN_DTYPE_PROBLEMS | 100 | a problem whose element type had fewer training problems is unsure too (the H100 model: 39 fp32 problems, top-1 0.88 on held-out fp32) |
 | extern_preference | TORCH_DIODE_EXTERN_PREFERENCE | 1.1 | keep the best ATen/cuBLAS choice first unless a Triton config is predicted this factor faster (1.0: off; see torch_diode.selection) |
 | candidate_pool | TORCH_DIODE_CANDIDATE_POOL | EXHAUSTIVE | Inductor search space the model ranks (DEFAULT or EXHAUSTIVE) |
 | cache_predictions | TORCH_DIODE_CACHE_PREDICTIONS | 1 | remember the decision for a repeated problem |
@@ -32,6 +33,7 @@ top_k_configs: int = int(os.environ.get("TORCH_DIODE_TOP_K", "1"))
 performance_threshold: float = float(os.environ.get("TORCH_DIODE_PERFORMANCE_THRESHOLD", "1.0"))
 max_selected_configs: int = int(os.environ.get("TORCH_DIODE_MAX_SELECTED", "8"))
 unsure_top_k: int = int(os.environ.get("TORCH_DIODE_UNSURE_TOP_K", "5"))
+min_dtype_problems: int = int(os.environ.get("TORCH_DIODE_MIN_DTYPE_PROBLEMS", "100"))
 extern_preference: float = float(os.environ.get("TORCH_DIODE_EXTERN_PREFERENCE", "1.1"))
 candidate_pool: str = os.environ.get("TORCH_DIODE_CANDIDATE_POOL", "EXHAUSTIVE")
 cache_predictions: bool = _env_bool("TORCH_DIODE_CACHE_PREDICTIONS", True)
@@ -39,7 +41,7 @@ allow_hardware_mismatch: bool = _env_bool("TORCH_DIODE_ALLOW_HARDWARE_MISMATCH",
 autoregister: bool = not _env_bool("TORCH_DIODE_NO_AUTOREGISTER", False)
 
 _NAMES = ("enable_fallback", "top_k_configs", "performance_threshold", "max_selected_configs", "unsure_top_k",
-          "extern_preference", "candidate_pool", "cache_predictions", "allow_hardware_mismatch", "autoregister")
+          "min_dtype_problems", "extern_preference", "candidate_pool", "cache_predictions", "allow_hardware_mismatch", "autoregister")
 
 
 def snapshot() -> dict[str, Any]:

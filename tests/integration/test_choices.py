@@ -33,6 +33,16 @@ def cpu_model(tmp_path_factory):
     return write_model(d / "cpu.diode", model)
 
 
+@pytest.fixture(autouse=True)
+def _enough_examples():
+    """cpu_model learnt from 3 problems: below any sensible min_dtype_problems, which would make
+    every problem unsure; the tests of other rules judge it as a model with enough examples."""
+    from torch_diode import config
+
+    with config.patch(min_dtype_problems=0):
+        yield
+
+
 def compile_bmm(a, b):
     torch._dynamo.reset()
     with inductor_config.patch(CPU_BMM):
@@ -218,6 +228,27 @@ def test_misaligned_problems_widen_the_selection_unless_trained_on(cpu_model):
             torch.testing.assert_close(compile_bmm(a, b), torch.bmm(a, b))
         stats = choices.get_stats()
         assert stats["model_selections"] == 1 and stats["unsure_misaligned"] == widened == stats["unsure_widened"], stats
+
+
+def test_a_dtype_with_few_training_problems_widens_the_selection(cpu_model):
+    """fp32 learnt from fewer than min_dtype_problems problems is unsure; enough of them, or a
+    model that does not record its counts, is not."""
+    from torch._inductor.virtualized import V
+
+    from torch_diode import config
+
+    a, b = torch.randn(3, 40, 24), torch.randn(3, 24, 56)
+    for counts, minimum, widened in (({"float32": 39}, 100, 1), ({"float32": 39}, 30, 0), (None, 100, 0)):
+        choices = DiodeInductorChoices(cpu_model)
+        assert choices.metadata["training_data"]["problems_by_dtype"]["float32"] > 0
+        if counts is None:
+            del choices.metadata["training_data"]["problems_by_dtype"]
+        else:
+            choices.metadata["training_data"]["problems_by_dtype"] = counts
+        with config.patch(min_dtype_problems=minimum), V.set_choices_handler(choices):
+            torch.testing.assert_close(compile_bmm(a, b), torch.bmm(a, b))
+        stats = choices.get_stats()
+        assert stats["model_selections"] == 1 and stats["unsure_few_examples"] == widened == stats["unsure_widened"], (counts, minimum)
 
 
 def run(code, env=None):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -84,6 +85,8 @@ def _summary(dataset_arrays: TrainingArrays) -> dict[str, Any]:
         # the same per element type: a dtype may cover far less than all of them together
         "problem_feature_ranges_by_dtype": by_dtype,
         "problems": dataset_arrays.num_problems,
+        # how many problems of each element type (the handler is unsure of a dtype with few)
+        "problems_by_dtype": dict(sorted(Counter(p.dtype_a for _, p in dataset_arrays.problems).items())),
         # problems with an operand whose rows are not 16-byte aligned (the handler is unsure of
         # such problems when the training data had none)
         "misaligned_problems": sum(1 for _, p in dataset_arrays.problems if p.misaligned_operands),
