@@ -12,6 +12,7 @@ environment variables read at import. ``patch(**values)`` changes some for a ``w
 | extern_preference | TORCH_DIODE_EXTERN_PREFERENCE | 1.1 | keep the best ATen/cuBLAS choice first unless a Triton config is predicted this factor faster (1.0: off; see torch_diode.selection) |
 | candidate_pool | TORCH_DIODE_CANDIDATE_POOL | EXHAUSTIVE | Inductor search space the model ranks (DEFAULT or EXHAUSTIVE) |
 | cache_predictions | TORCH_DIODE_CACHE_PREDICTIONS | 1 | remember the decision for a repeated problem |
+| enumerate_candidates | TORCH_DIODE_ENUMERATE_CANDIDATES | 1 | diode enumerates the Triton mm/bmm candidates itself instead of Inductor's generator building them all (static sizes, stock config settings) |
 | allow_hardware_mismatch | TORCH_DIODE_ALLOW_HARDWARE_MISMATCH | 0 | use a model on hardware it was not trained for |
 | autoregister | TORCH_DIODE_NO_AUTOREGISTER (inverted) | on | ``import torch_diode`` registers a shipped model matching the GPU |
 """
@@ -37,11 +38,12 @@ min_dtype_problems: int = int(os.environ.get("TORCH_DIODE_MIN_DTYPE_PROBLEMS", "
 extern_preference: float = float(os.environ.get("TORCH_DIODE_EXTERN_PREFERENCE", "1.1"))
 candidate_pool: str = os.environ.get("TORCH_DIODE_CANDIDATE_POOL", "EXHAUSTIVE")
 cache_predictions: bool = _env_bool("TORCH_DIODE_CACHE_PREDICTIONS", True)
+enumerate_candidates: bool = _env_bool("TORCH_DIODE_ENUMERATE_CANDIDATES", True)
 allow_hardware_mismatch: bool = _env_bool("TORCH_DIODE_ALLOW_HARDWARE_MISMATCH", False)
 autoregister: bool = not _env_bool("TORCH_DIODE_NO_AUTOREGISTER", False)
 
 _NAMES = ("enable_fallback", "top_k_configs", "performance_threshold", "max_selected_configs", "unsure_top_k",
-          "min_dtype_problems", "extern_preference", "candidate_pool", "cache_predictions", "allow_hardware_mismatch", "autoregister")
+          "min_dtype_problems", "extern_preference", "candidate_pool", "cache_predictions", "enumerate_candidates", "allow_hardware_mismatch", "autoregister")
 
 
 def snapshot() -> dict[str, Any]:

@@ -93,3 +93,34 @@ def test_k1_means_no_benchmarking(model):
             autotunes[k] = counters["inductor"]["select_algorithm_autotune"]
             assert choices.get_stats()["model_selections"] == 1
     assert autotunes[1] == 0 and autotunes[3] > 0, autotunes
+
+
+def test_own_enumeration_decides_as_inductors_generators(model):
+    """Diode's own enumeration of the Triton template's candidates (config.enumerate_candidates)
+    must rank the same pool as Inductor's generators: the same picks, in the same order, on random
+    problems of every op (unaligned sizes, transposes, three dtypes), and correct outputs."""
+    decided, seconds = {}, {}
+    for enumerate_candidates in (True, False):
+        with diode_choices(model) as choices, config.patch(enumerate_candidates=enumerate_candidates):
+            for op in ("mm", "addmm", "bmm", "baddbmm"):
+                problems = random_problems(op, 12, seed=7 + sum(map(ord, op)))
+                inputs = [make_inputs(p, "cuda") for p in problems]
+                fn = op_function(op)
+                torch._dynamo.reset()
+                with inductor_config.patch(max_autotune_gemm=True, force_disable_caches=True):
+                    outs = torch.compile(lambda *xs: [fn(*x) for x in xs], dynamic=False)(*inputs)
+                for problem, x, out in zip(problems, inputs, outs):
+                    ref = fn(*[t.float() for t in x]).to(out.dtype)
+                    tol = TOL[problem.dtype_a]
+                    assert torch.allclose(out.float(), ref.float(), atol=tol * max(1.0, ref.abs().max().item()), rtol=tol), problem.short()
+            stats = choices.get_stats()
+            decided[enumerate_candidates] = [(d["problem"], d["chosen"]) for d in choices.decisions]
+            seconds[enumerate_candidates] = stats["decision_seconds"]
+            assert stats["fallbacks_total"] == 0 and stats["enumeration_mismatch"] == 0, stats
+            if enumerate_candidates:
+                assert stats["enumerated"] == len(decided[True]) > 0, stats
+            else:
+                assert stats["enumerated"] == 0, stats
+    print(f"decision seconds: enumerated {seconds[True]:.3f}, Inductor's generators {seconds[False]:.3f} "
+          f"({len(decided[True])} decisions)")
+    assert decided[True] == decided[False]

@@ -1,11 +1,22 @@
 """DiodeInductorChoices: the model chooses GEMM kernels inside torch.compile.
 
 Inductor calls ``_finalize_template_configs`` with lazy generators of every candidate
-(KernelTemplateChoice) before any kernel is generated. Diode lets those generators produce the
-candidate pool (``config.candidate_pool``: EXHAUSTIVE by default, so the model can pick kernels
-stock max-autotune never tries), converts each candidate to a KernelConfig exactly as the
-recorder does, ranks all of them in one C++ call, and returns Inductor's own KernelTemplateChoice
-objects for the chosen ones, so every kernel parameter (EVEN_K...) is Inductor's for the shape.
+(KernelTemplateChoice) before any kernel is generated. The candidate pool is
+``config.candidate_pool`` (EXHAUSTIVE by default, so the model can pick kernels stock
+max-autotune never tries), every candidate a KernelConfig exactly as the recorder converts it,
+all of them ranked in one C++ call.
+
+Where it can (``config.enumerate_candidates``, static sizes, Inductor's stock config settings),
+diode enumerates the Triton mm/bmm template's candidates itself (:mod:`..collection.config_space`:
+Inductor's lists, scaled and pruned by Inductor's rules, the same configs the training data was
+measured with) instead of letting Inductor's generator build ~1,400 KernelTemplateChoice objects,
+whose per-candidate work (a sympy EVEN_K check, dataclass copies) costs more than the whole
+decision. Inductor's first candidate must equal diode's first config, else the full path runs.
+The chosen configs become KernelTemplateChoices as Inductor's lookup table builds them: the
+template's first candidate with the config's parameters (block sizes, GROUP_M, stages, warps,
+EVEN_K) put in; each must convert back to its config. Other templates' candidates (ATen...) are
+Inductor's own. Without enumeration, Inductor's generators produce the pool and their
+KernelTemplateChoice objects are returned for the chosen ones.
 
 Selection: the ``top_k_configs`` best predictions, plus any predicted within
 ``performance_threshold`` of the best, at most ``max_selected_configs``. The best ATen/cuBLAS
@@ -50,6 +61,7 @@ from torch._inductor import config as inductor_config
 from torch._inductor.choices import InductorChoices
 
 from .. import config
+from ..collection.config_space import template_id, triton_configs
 from ..collection.recorder import config_from_kwargs, problem_from_nodes
 from ..features import FEATURE_NAMES, featurize
 from ..hardware import detect_hardware
@@ -79,6 +91,18 @@ class Fallback(Exception):
 def ktc_config(ktc: Any) -> KernelConfig:
     """The KernelConfig of an Inductor KernelTemplateChoice (the recorder's conversion)."""
     return config_from_kwargs(ktc.template.uid, {**ktc.params.to_kwargs(), **(ktc.extra_kwargs or {})})
+
+
+def ktc_with_config(base: Any, config: KernelConfig) -> Any:
+    """A KernelTemplateChoice of ``base``'s template, inputs and layout with ``config``'s tile
+    parameters, built as Inductor's lookup table builds its choices."""
+    from torch._inductor.kernel_template_choice import KernelTemplateChoice
+    from torch._inductor.template_heuristics.params import DictKernelTemplateParams
+
+    kwargs = {**base.params.to_kwargs(), "BLOCK_M": config.block_m, "BLOCK_N": config.block_n, "BLOCK_K": config.block_k,
+              "GROUP_M": config.group_m, "num_stages": config.num_stages, "num_warps": config.num_warps, "EVEN_K": config.even_k}
+    return KernelTemplateChoice(template=base.template, params=DictKernelTemplateParams(kwargs), extra_kwargs=base.extra_kwargs,
+                                layout=base.layout, inputs=base.inputs)
 
 
 class DiodeInductorChoices(InductorChoices):
@@ -129,6 +153,8 @@ class DiodeInductorChoices(InductorChoices):
             "configs_filtered": self.stats["configs_filtered"],
             "cache_hits": self.stats["cache_hits"],
             "cache_stale": self.stats["cache_stale"],
+            "enumerated": self.stats["enumerated"],
+            "enumeration_mismatch": self.stats["enumeration_mismatch"],
             "unsure_widened": self.stats["unsure_widened"],
             "unsure_out_of_range": self.stats["unsure_out_of_range"],
             "unsure_misaligned": self.stats["unsure_misaligned"],
@@ -158,7 +184,10 @@ class DiodeInductorChoices(InductorChoices):
     def _finalize(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides):
         pool = self._setting_pool()
         with inductor_config.patch(max_autotune_gemm_search_space=pool):
-            chosen, template_choices = self._from_cache(template_choices, kernel_inputs, templates, op_name)
+            chosen, template_choices = self._from_cache(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+            if chosen is not None:
+                return chosen
+            chosen, template_choices = self._from_enumeration(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
             if chosen is not None:
                 return chosen
             stock = super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
@@ -186,12 +215,12 @@ class DiodeInductorChoices(InductorChoices):
                 self._setting("performance_threshold"), config.max_selected_configs, config.unsure_top_k,
                 config.min_dtype_problems, config.extern_preference)
 
-    def _from_cache(self, template_choices: dict, kernel_inputs: Any, templates: list, op_name: str) -> tuple[list | None, dict]:
-        """A repeated problem's decision without generating its whole candidate pool: Inductor's
-        generators are lazy, so only the candidates up to the last chosen one are built (the same
-        GEMM in every layer of a model costs its ~1,400 candidates once). The chosen candidates
-        must be the cached decision's configs; otherwise the generators, with what was taken from
-        them put back in front, go to the full path."""
+    def _from_cache(self, template_choices: dict, kernel_inputs: Any, templates: list, op_name: str,
+                    kwarg_overrides: dict | None) -> tuple[list | None, dict]:
+        """A repeated problem's decision without generating its whole candidate pool (the same GEMM
+        in every layer of a model is decided once): the cached configs are materialised (see
+        :meth:`_materialise`). If one is not among the candidates, the generators, with what was
+        taken from them put back in front, go on to a new decision."""
         if not self._setting("cache_predictions") or self.engine is None:
             return None, template_choices
         try:
@@ -202,31 +231,135 @@ class DiodeInductorChoices(InductorChoices):
         entry = self._cache.get(key)
         if entry is None:
             return None, template_choices
-        indices, configs, num_stock = entry
+        configs, num_candidates = entry
+        enumerable = self._enumerable_uid(problem, kernel_inputs, template_choices, kwarg_overrides)
+        chosen, template_choices = self._materialise(configs, template_choices, enumerable)
+        if chosen is None:
+            self.stats["cache_stale"] += 1
+            return None, template_choices
+        self._cache.move_to_end(key)
+        self.stats["cache_hits"] += 1
+        self.stats["model_selections"] += 1
+        self.stats["configs_filtered"] += num_candidates - len(chosen)
+        return chosen, template_choices
+
+    def _materialise(self, wanted: list[KernelConfig], template_choices: dict, enumerable: str | None) -> tuple[list | None, dict]:
+        """KernelTemplateChoices for ``wanted`` configs, in order: those of the ``enumerable``
+        template built from its first candidate, the others found in their template's generator,
+        consumed only as far as needed. None if one is missing; the generators come back with what
+        was taken from them in front."""
         iterators = {uid: iter(gen) for uid, gen in template_choices.items()}
         taken: dict[Any, list] = {uid: [] for uid in iterators}
-        flat: list = []
-        need = max(indices) + 1
-        for uid, it in iterators.items():
-            for ktc in itertools.islice(it, need - len(flat)):
+
+        def restored() -> dict:
+            return {uid: itertools.chain(taken[uid], it) for uid, it in iterators.items()}
+
+        def candidate(uid: Any, want: KernelConfig) -> Any:
+            found = next((k for k in taken[uid] if ktc_config(k) == want), None)
+            while found is None:
+                ktc = next(iterators[uid], None)
+                if ktc is None:
+                    return None
                 taken[uid].append(ktc)
-                flat.append(ktc)
-            if len(flat) == need:
-                break
-        if len(flat) == need:
-            chosen = [flat[i] for i in indices]
-            try:
-                same = [ktc_config(k) for k in chosen] == configs
-            except Exception:  # the full path decides, and reports what fails
-                same = False
-            if same:
-                self._cache.move_to_end(key)
-                self.stats["cache_hits"] += 1
-                self.stats["model_selections"] += 1
-                self.stats["configs_filtered"] += num_stock - len(chosen)
-                return chosen, template_choices
-        self.stats["cache_stale"] += 1
-        return None, {uid: itertools.chain(taken[uid], it) for uid, it in iterators.items()}
+                if ktc_config(ktc) == want:
+                    found = ktc
+            return found
+
+        out = []
+        try:
+            for want in wanted:
+                uid = want.template_id
+                if uid not in iterators:
+                    return None, restored()
+                if uid == enumerable:
+                    if not taken[uid]:
+                        first = next(iterators[uid], None)
+                        if first is None:
+                            return None, restored()
+                        taken[uid].append(first)
+                    ktc = ktc_with_config(taken[uid][0], want)
+                    if ktc_config(ktc) != want:
+                        return None, restored()
+                else:
+                    ktc = candidate(uid, want)
+                    if ktc is None:
+                        return None, restored()
+                out.append(ktc)
+        except Exception:  # a conversion failing: the full path decides, and reports what fails
+            return None, restored()
+        return out, restored()
+
+    def _enumerable_uid(self, problem: Problem, kernel_inputs: Any, template_choices: dict, kwarg_overrides: dict | None) -> str | None:
+        """The Triton template whose candidates diode can enumerate for this problem, or None:
+        its own enumeration is on, the sizes are static (EVEN_K is then K % BLOCK_K == 0), and
+        Inductor's config generation runs with its stock settings."""
+        if not config.enumerate_candidates:
+            return None
+        uid = template_id(problem)
+        if uid not in template_choices or (kwarg_overrides or {}).get(uid):
+            return None
+        if inductor_config.multi_kernel_hints or inductor_config.test_configs.max_mm_configs is not None \
+                or getattr(inductor_config, "max_autotune_prune_choices_based_on_shared_mem", False):
+            return None
+        try:
+            sizes = kernel_inputs.mnk_symbolic()
+        except Exception:
+            return None
+        return uid if all(isinstance(s, int) or getattr(s, "is_Integer", False) for s in sizes) else None
+
+    def _from_enumeration(self, template_choices: dict, kernel_inputs: Any, templates: list, op_name: str,
+                          kwarg_overrides: dict | None) -> tuple[list | None, dict]:
+        """The decision with the Triton template's candidates enumerated by diode (module
+        docstring). None where it does not apply, the full path then deciding (and reporting any
+        fallback): the generators come back with what was taken from them in front."""
+        if self.engine is None:
+            return None, template_choices
+        try:
+            problem = problem_from_nodes(op_name, kernel_inputs.nodes(), kernel_inputs.out_dtype(), require_hints=True)
+            uid = self._enumerable_uid(problem, kernel_inputs, template_choices, kwarg_overrides)
+            if uid is None:
+                return None, template_choices
+            self._check_covered(problem, kernel_inputs, op_name)
+        except Exception:
+            return None, template_choices
+        lists: dict[Any, list] = {}
+        rest = iter(template_choices[uid])
+
+        def restored() -> dict:
+            return {u: itertools.chain(lists[u], rest) if u == uid else iter(lists[u]) if u in lists else g
+                    for u, g in template_choices.items()}
+
+        try:
+            first = next(rest, None)
+            lists[uid] = [first] if first is not None else []
+            own = triton_configs(problem, self._setting_pool())
+            if first is None or not own or ktc_config(first) != own[0]:
+                self.stats["enumeration_mismatch"] += 1
+                logger.debug("torch-diode: Inductor's first %s candidate is not diode's first config for %s", uid, problem.short())
+                return None, restored()
+            configs: list[KernelConfig] = []
+            ktcs: list[Any] = []
+            for u, gen in template_choices.items():
+                if u == uid:
+                    configs += own
+                    ktcs += [first] + [None] * (len(own) - 1)
+                else:
+                    lists[u] = list(gen)
+                    configs += [ktc_config(k) for k in lists[u]]
+                    ktcs += lists[u]
+            indices = self._decide(problem, configs, kernel_inputs)
+            chosen = [ktcs[i] if ktcs[i] is not None else ktc_with_config(first, configs[i]) for i in indices]
+            if [ktc_config(k) for k in chosen] != [configs[i] for i in indices]:
+                self.stats["enumeration_mismatch"] += 1
+                return None, restored()
+        except Exception as e:  # the full path decides again and reports the failure as its own
+            logger.debug("torch-diode: enumeration of %s failed (%s)", op_name, e)
+            return None, restored()
+        self._remember(problem, kernel_inputs, templates, op_name, [configs[i] for i in indices], len(configs))
+        self.stats["enumerated"] += 1
+        self.stats["model_selections"] += 1
+        self.stats["configs_filtered"] += len(configs) - len(chosen)
+        return chosen, restored()
 
     def _setting_pool(self) -> str:
         pool = config.candidate_pool
@@ -239,24 +372,36 @@ class DiodeInductorChoices(InductorChoices):
             self._hardware[key] = detect_hardware(device)
         return self._hardware[key]
 
-    def _choose(self, stock: list, kernel_inputs: Any, op_name: str, templates: list) -> list:
+    def _check_covered(self, problem: Problem, kernel_inputs: Any, op_name: str) -> None:
+        """Raises Fallback where the model does not decide this problem."""
         if self.engine is None:
             raise Fallback("no_model")
         hardware = self._hardware_for(kernel_inputs)
         if not self._hardware_matches(hardware):
             raise Fallback("no_model_for_hardware", hardware.device_name)
-        try:
-            problem = problem_from_nodes(op_name, kernel_inputs.nodes(), kernel_inputs.out_dtype(), require_hints=True)
-        except LookupError as e:
-            raise Fallback("symbolic_sizes_without_hints", str(e)) from None
         if problem.dtype_a not in SUPPORTED_DTYPES:
             raise Fallback("unsupported_dtype", problem.dtype_a)
         model_op = self.metadata.get("op")
         if model_op and model_op != op_name:
             raise Fallback("unsupported_op", op_name)
-        configs = [ktc_config(k) for k in stock]
+
+    def _choose(self, stock: list, kernel_inputs: Any, op_name: str, templates: list) -> list:
+        if self.engine is None:
+            raise Fallback("no_model")
         try:
-            features = featurize(problem, configs, hardware)
+            problem = problem_from_nodes(op_name, kernel_inputs.nodes(), kernel_inputs.out_dtype(), require_hints=True)
+        except LookupError as e:
+            raise Fallback("symbolic_sizes_without_hints", str(e)) from None
+        self._check_covered(problem, kernel_inputs, op_name)
+        configs = [ktc_config(k) for k in stock]
+        indices = self._decide(problem, configs, kernel_inputs)
+        self._remember(problem, kernel_inputs, templates, op_name, [configs[i] for i in indices], len(stock))
+        return [stock[i] for i in indices]
+
+    def _decide(self, problem: Problem, configs: list[KernelConfig], kernel_inputs: Any) -> list[int]:
+        """Indices of the chosen configs, best first."""
+        try:
+            features = featurize(problem, configs, self._hardware_for(kernel_inputs))
         except Exception as e:
             raise Fallback("feature_error", str(e)) from None
         try:
@@ -269,11 +414,14 @@ class DiodeInductorChoices(InductorChoices):
         self.decisions.append({"problem": problem.short(), "candidates": len(configs),
                                "chosen": [configs[i].short() for i in indices],
                                "predicted_us": [round(math.exp(predicted[i]), 2) for i in indices]})
+        return indices
+
+    def _remember(self, problem: Problem, kernel_inputs: Any, templates: list, op_name: str, chosen: list[KernelConfig],
+                  num_candidates: int) -> None:
         if self._setting("cache_predictions"):
-            self._cache[self._cache_key(problem, kernel_inputs, templates, op_name)] = (indices, [configs[i] for i in indices], len(stock))
+            self._cache[self._cache_key(problem, kernel_inputs, templates, op_name)] = (chosen, num_candidates)
             if len(self._cache) > 4096:
                 self._cache.popitem(last=False)
-        return [stock[i] for i in indices]
 
     def _hardware_matches(self, hardware: Hardware) -> bool:
         if config.allow_hardware_mismatch:
