@@ -103,9 +103,11 @@ def test_own_enumeration_decides_as_inductors_generators(model):
     problems of every op (unaligned sizes, transposes, three dtypes), and correct outputs."""
     decided, seconds = {}, {}
     for enumerate_candidates in (True, False):
-        with diode_choices(model) as choices, config.patch(enumerate_candidates=enumerate_candidates):
+        # one pick per GEMM, unsure or not: nothing is benchmarked (it ran out of time otherwise)
+        with diode_choices(model) as choices, config.patch(enumerate_candidates=enumerate_candidates, top_k_configs=1,
+                                                           unsure_top_k=1, performance_threshold=1.0):
             for op in ("mm", "addmm", "bmm", "baddbmm"):
-                problems = random_problems(op, 12, seed=7 + sum(map(ord, op)))
+                problems = random_problems(op, 10, seed=7 + sum(map(ord, op)))
                 inputs = [make_inputs(p, "cuda") for p in problems]
                 fn = op_function(op)
                 torch._dynamo.reset()

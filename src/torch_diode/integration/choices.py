@@ -11,10 +11,12 @@ diode enumerates the Triton mm/bmm template's candidates itself (:mod:`..collect
 Inductor's lists, scaled and pruned by Inductor's rules, the same configs the training data was
 measured with) instead of letting Inductor's generator build ~1,400 KernelTemplateChoice objects,
 whose per-candidate work (a sympy EVEN_K check, dataclass copies) costs more than the whole
-decision. Inductor's first candidate must equal diode's first config, else the full path runs.
-The chosen configs become KernelTemplateChoices as Inductor's lookup table builds them: the
-template's first candidate with the config's parameters (block sizes, GROUP_M, stages, warps,
-EVEN_K) put in; each must convert back to its config. Other templates' candidates (ATen...) are
+decision (even its first candidate: Inductor scales the whole list before yielding one). The
+chosen configs become KernelTemplateChoices as Inductor's lookup table builds them: a probe
+candidate of the template (the first of a generator Inductor makes for its ~20-config DEFAULT
+list, which must equal diode's first DEFAULT config, else the full path runs) with the config's
+parameters (block sizes, GROUP_M, stages, warps, EVEN_K) put in; each must convert back to its
+config. Other templates' candidates (ATen...) are
 Inductor's own. Without enumeration, Inductor's generators produce the pool and their
 KernelTemplateChoice objects are returned for the chosen ones.
 
@@ -233,7 +235,8 @@ class DiodeInductorChoices(InductorChoices):
             return None, template_choices
         configs, num_candidates = entry
         enumerable = self._enumerable_uid(problem, kernel_inputs, template_choices, kwarg_overrides)
-        chosen, template_choices = self._materialise(configs, template_choices, enumerable)
+        probe = (lambda: self._probe(problem, kernel_inputs, templates, enumerable, op_name)) if enumerable else None
+        chosen, template_choices = self._materialise(configs, template_choices, enumerable, probe)
         if chosen is None:
             self.stats["cache_stale"] += 1
             return None, template_choices
@@ -243,9 +246,10 @@ class DiodeInductorChoices(InductorChoices):
         self.stats["configs_filtered"] += num_candidates - len(chosen)
         return chosen, template_choices
 
-    def _materialise(self, wanted: list[KernelConfig], template_choices: dict, enumerable: str | None) -> tuple[list | None, dict]:
+    def _materialise(self, wanted: list[KernelConfig], template_choices: dict, enumerable: str | None,
+                     probe: Any = None) -> tuple[list | None, dict]:
         """KernelTemplateChoices for ``wanted`` configs, in order: those of the ``enumerable``
-        template built from its first candidate, the others found in their template's generator,
+        template built from ``probe()`` (see :meth:`_probe`), the others found in their template's generator,
         consumed only as far as needed. None if one is missing; the generators come back with what
         was taken from them in front."""
         iterators = {uid: iter(gen) for uid, gen in template_choices.items()}
@@ -266,18 +270,17 @@ class DiodeInductorChoices(InductorChoices):
             return found
 
         out = []
+        base = None
         try:
             for want in wanted:
                 uid = want.template_id
                 if uid not in iterators:
                     return None, restored()
                 if uid == enumerable:
-                    if not taken[uid]:
-                        first = next(iterators[uid], None)
-                        if first is None:
-                            return None, restored()
-                        taken[uid].append(first)
-                    ktc = ktc_with_config(taken[uid][0], want)
+                    base = base or probe()
+                    if base is None:
+                        return None, restored()
+                    ktc = ktc_with_config(base, want)
                     if ktc_config(ktc) != want:
                         return None, restored()
                 else:
@@ -307,6 +310,22 @@ class DiodeInductorChoices(InductorChoices):
             return None
         return uid if all(isinstance(s, int) or getattr(s, "is_Integer", False) for s in sizes) else None
 
+    def _probe(self, problem: Problem, kernel_inputs: Any, templates: list, uid: str, op_name: str) -> Any:
+        """A KernelTemplateChoice of template ``uid`` to put chosen configs into: the first
+        candidate of a generator Inductor makes for its DEFAULT list (~20 configs to scale, not
+        ~1,900). None unless it converts to diode's first DEFAULT config (what diode enumerates
+        must be what Inductor would generate)."""
+        template = next((t for t in templates if getattr(t, "uid", None) == uid), None)
+        if template is None:
+            return None
+        with inductor_config.patch(max_autotune_gemm_search_space="DEFAULT"):
+            first = next(iter(self.get_ktc(kernel_inputs, template, op_name, {})), None)
+        expected = triton_configs(problem, "DEFAULT")
+        if first is None or not expected or ktc_config(first) != expected[0]:
+            logger.debug("torch-diode: Inductor's first %s candidate is not diode's first config for %s", uid, problem.short())
+            return None
+        return first
+
     def _from_enumeration(self, template_choices: dict, kernel_inputs: Any, templates: list, op_name: str,
                           kwarg_overrides: dict | None) -> tuple[list | None, dict]:
         """The decision with the Triton template's candidates enumerated by diode (module
@@ -323,32 +342,28 @@ class DiodeInductorChoices(InductorChoices):
         except Exception:
             return None, template_choices
         lists: dict[Any, list] = {}
-        rest = iter(template_choices[uid])
 
         def restored() -> dict:
-            return {u: itertools.chain(lists[u], rest) if u == uid else iter(lists[u]) if u in lists else g
-                    for u, g in template_choices.items()}
+            return {u: iter(lists[u]) if u in lists else g for u, g in template_choices.items()}
 
         try:
-            first = next(rest, None)
-            lists[uid] = [first] if first is not None else []
-            own = triton_configs(problem, self._setting_pool())
-            if first is None or not own or ktc_config(first) != own[0]:
+            base = self._probe(problem, kernel_inputs, templates, uid, op_name)
+            if base is None:
                 self.stats["enumeration_mismatch"] += 1
-                logger.debug("torch-diode: Inductor's first %s candidate is not diode's first config for %s", uid, problem.short())
-                return None, restored()
+                return None, template_choices
+            own = triton_configs(problem, self._setting_pool())
             configs: list[KernelConfig] = []
             ktcs: list[Any] = []
             for u, gen in template_choices.items():
                 if u == uid:
                     configs += own
-                    ktcs += [first] + [None] * (len(own) - 1)
+                    ktcs += [None] * len(own)
                 else:
                     lists[u] = list(gen)
                     configs += [ktc_config(k) for k in lists[u]]
                     ktcs += lists[u]
             indices = self._decide(problem, configs, kernel_inputs)
-            chosen = [ktcs[i] if ktcs[i] is not None else ktc_with_config(first, configs[i]) for i in indices]
+            chosen = [ktcs[i] if ktcs[i] is not None else ktc_with_config(base, configs[i]) for i in indices]
             if [ktc_config(k) for k in chosen] != [configs[i] for i in indices]:
                 self.stats["enumeration_mismatch"] += 1
                 return None, restored()
