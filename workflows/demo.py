@@ -4,7 +4,7 @@ With a CUDA GPU that has a shipped model (an H100): compiles a small MLP three w
 process with empty caches (default mode, diode top-1, stock max-autotune) and prints compile time
 and runtime. Elsewhere (a CPU machine, or a GPU without a model): lists the shipped models and
 prints the shipped H100 model's comparison with max-autotune's choices on the shipped H100
-validation set (105 problems, 34,000 measured kernel timings; no GPU needed).
+validation set (120 problems, 39,000 measured kernel timings; no GPU needed).
 
     python workflows/demo.py
 """
