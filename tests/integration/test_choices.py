@@ -135,9 +135,9 @@ def test_in_inductor_prediction_equals_diode_predict(cpu_model):
     seen = []
 
     class Spy(DiodeInductorChoices):
-        def _select(self, predicted, features, problem, extern):
+        def _select(self, predicted, features, problem, extern, notes):
             seen.append((problem, features, predicted))
-            return super()._select(predicted, features, problem, extern)
+            return super()._select(predicted, features, problem, extern, notes)
 
     spy = Spy(cpu_model)
     from torch._inductor.virtualized import V
@@ -277,3 +277,37 @@ def test_config_from_environment():
     with pytest.raises(AttributeError):
         with config.patch(no_such_setting=1):
             pass
+
+
+def test_enumeration_requires_inductors_own_config_lists():
+    """Diode enumerates the Triton template's candidates only where Inductor's heuristic for that
+    template holds the lists diode reads (CUDA's): XPU's differ, so XPU keeps Inductor's generators."""
+
+    class Inputs:
+        def __init__(self, device_type):
+            self.device_type = device_type
+
+    choices = DiodeInductorChoices(None)
+    for uid, op in (("triton::mm", "mm"), ("triton::mm", "addmm"), ("triton::bmm", "bmm"), ("triton::bmm", "baddbmm")):
+        assert choices._same_config_lists(uid, Inputs("cuda"), op), (uid, op)
+    assert not choices._same_config_lists("triton::mm", Inputs("xpu"), "mm")
+    assert not choices._same_config_lists("no::such_template", Inputs("cuda"), "mm")
+
+
+def test_enumerated_allow_tf32_follows_inductor_for_every_dtype():
+    """Inductor's ALLOW_TF32 depends on the tf32 setting and the size, not the dtype; diode's
+    enumeration must say the same or its picks would not convert back (then no enumeration)."""
+    from torch_diode.collection.config_space import allow_tf32
+
+    matmul = torch.backends.cuda.matmul
+    if not hasattr(matmul, "fp32_precision"):
+        pytest.skip("this torch has no fp32_precision setting")
+    before = matmul.fp32_precision
+    try:
+        for precision, large in (("tf32", True), ("ieee", False)):
+            matmul.fp32_precision = precision
+            for dtype in ("float16", "bfloat16", "float32"):
+                assert allow_tf32(Problem("mm", 1, 1024, 1024, 1024, dtype, dtype, dtype)) is large, (precision, dtype)
+                assert allow_tf32(Problem("mm", 1, 1024, 256, 1024, dtype, dtype, dtype)) is False
+    finally:
+        matmul.fp32_precision = before

@@ -30,14 +30,15 @@ def raw_config_lists() -> dict[str, tuple[tuple[int, int, int, int, int, int], .
     from torch._inductor.template_heuristics.triton import CUDAConfigHeuristic
 
     heuristic = CUDAConfigHeuristic()
+    return {"DEFAULT": rows_of(heuristic.mm_configs), "EXHAUSTIVE": rows_of(heuristic.exhaustive_configs)}
 
-    def rows(configs: Iterable[Any]) -> tuple[tuple[int, int, int, int, int, int], ...]:
-        return tuple(
-            (c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps, getattr(c, "group_m", None) or 8)
-            for c in configs
-        )
 
-    return {"DEFAULT": rows(heuristic.mm_configs), "EXHAUSTIVE": rows(heuristic.exhaustive_configs)}
+def rows_of(configs: Iterable[Any]) -> tuple[tuple[int, int, int, int, int, int], ...]:
+    """(block_m, block_n, block_k, num_stages, num_warps, group_m) of Inductor's GEMM configs."""
+    return tuple(
+        (c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps, getattr(c, "group_m", None) or 8)
+        for c in configs
+    )
 
 
 def _next_power_of_2(n: int) -> int:
@@ -67,11 +68,10 @@ def scaled_configs(m: int, n: int, k: int, search_space: str) -> list[tuple[int,
 
 
 def allow_tf32(problem: Problem) -> bool:
-    """Inductor's ALLOW_TF32 for the mm template (fp32 inputs, tf32 allowed, large enough)."""
+    """Inductor's ALLOW_TF32 for the mm template: tf32 allowed and the problem large enough,
+    whatever the dtype (Inductor sets it for fp16/bf16 too, where it changes nothing)."""
     import torch
 
-    if problem.dtype_a != "float32":
-        return False
     backend = torch.backends.cuda.matmul
     precision = getattr(backend, "fp32_precision", None)
     tf32 = precision == "tf32" if precision is not None else bool(backend.allow_tf32)

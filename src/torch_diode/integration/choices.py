@@ -127,6 +127,7 @@ class DiodeInductorChoices(InductorChoices):
         self.metadata = json.loads(self.engine.metadata_json) if self.engine is not None else {}
         self._hardware_ok: dict[str, bool] = {}
         self._hardware: dict[str, Hardware] = {}
+        self._lists_checked: dict[tuple, bool] = {}
         # decision cache: key -> (chosen indices, their configs, how many candidates there were)
         self._cache: OrderedDict[tuple, tuple[list[int], list[KernelConfig], int]] = OrderedDict()
         self.stats: Counter = Counter()
@@ -236,7 +237,7 @@ class DiodeInductorChoices(InductorChoices):
         configs, num_candidates = entry
         enumerable = self._enumerable_uid(problem, kernel_inputs, template_choices, kwarg_overrides)
         probe = (lambda: self._probe(problem, kernel_inputs, templates, enumerable, op_name)) if enumerable else None
-        chosen, template_choices = self._materialise(configs, template_choices, enumerable, probe)
+        chosen, template_choices = self._materialise(configs, template_choices, enumerable, probe, problem.K)
         if chosen is None:
             self.stats["cache_stale"] += 1
             return None, template_choices
@@ -247,7 +248,7 @@ class DiodeInductorChoices(InductorChoices):
         return chosen, template_choices
 
     def _materialise(self, wanted: list[KernelConfig], template_choices: dict, enumerable: str | None,
-                     probe: Any = None) -> tuple[list | None, dict]:
+                     probe: Any = None, static_k: int = 0) -> tuple[list | None, dict]:
         """KernelTemplateChoices for ``wanted`` configs, in order: those of the ``enumerable``
         template built from ``probe()`` (see :meth:`_probe`), the others found in their template's generator,
         consumed only as far as needed. None if one is missing; the generators come back with what
@@ -276,9 +277,12 @@ class DiodeInductorChoices(InductorChoices):
                 uid = want.template_id
                 if uid not in iterators:
                     return None, restored()
-                if uid == enumerable:
+                if uid == enumerable and want.is_tiled:
                     base = base or probe()
-                    if base is None:
+                if uid == enumerable and want.is_tiled and base is not None:
+                    # static sizes here: a decision cached from a dynamic graph of the same hints
+                    # (EVEN_K False) is not this graph's kernel
+                    if want.even_k != (static_k % want.block_k == 0):
                         return None, restored()
                     ktc = ktc_with_config(base, want)
                     if ktc_config(ktc) != want:
@@ -298,17 +302,37 @@ class DiodeInductorChoices(InductorChoices):
         Inductor's config generation runs with its stock settings."""
         if not config.enumerate_candidates:
             return None
-        uid = template_id(problem)
-        if uid not in template_choices or (kwarg_overrides or {}).get(uid):
-            return None
-        if inductor_config.multi_kernel_hints or inductor_config.test_configs.max_mm_configs is not None \
-                or getattr(inductor_config, "max_autotune_prune_choices_based_on_shared_mem", False):
-            return None
         try:
+            uid = template_id(problem)
+            if uid not in template_choices or (kwarg_overrides or {}).get(uid):
+                return None
+            if getattr(inductor_config, "multi_kernel_hints", None) \
+                    or getattr(getattr(inductor_config, "test_configs", None), "max_mm_configs", None) is not None \
+                    or getattr(inductor_config, "max_autotune_prune_choices_based_on_shared_mem", False):
+                return None
             sizes = kernel_inputs.mnk_symbolic()
-        except Exception:
+            return uid if all(isinstance(s, int) or getattr(s, "is_Integer", False) for s in sizes) else None
+        except Exception:  # anything unexpected: Inductor's generators produce the pool
             return None
-        return uid if all(isinstance(s, int) or getattr(s, "is_Integer", False) for s in sizes) else None
+
+    def _same_config_lists(self, uid: str, kernel_inputs: Any, op_name: str) -> bool:
+        """Whether Inductor's heuristic for this template holds the config lists diode enumerates
+        (``config_space.raw_config_lists``: CUDA's); checked once per template, device and op."""
+        key = (uid, kernel_inputs.device_type, op_name)
+        if key not in self._lists_checked:
+            try:
+                from torch._inductor.template_heuristics.registry import get_template_heuristic
+
+                from ..collection.config_space import raw_config_lists, rows_of
+
+                heuristic = get_template_heuristic(uid, kernel_inputs.device_type, op_name)
+                lists = raw_config_lists()
+                self._lists_checked[key] = (rows_of(heuristic.mm_configs) == lists["DEFAULT"]
+                                            and rows_of(heuristic.exhaustive_configs) == lists["EXHAUSTIVE"])
+            except Exception as e:  # another torch's layout: Inductor's generators produce the pool
+                logger.debug("torch-diode: cannot compare %s's config lists (%s)", uid, e)
+                self._lists_checked[key] = False
+        return self._lists_checked[key]
 
     def _probe(self, problem: Problem, kernel_inputs: Any, templates: list, uid: str, op_name: str) -> Any:
         """A KernelTemplateChoice of template ``uid`` to put chosen configs into: the first
@@ -316,7 +340,7 @@ class DiodeInductorChoices(InductorChoices):
         ~1,900). None unless it converts to diode's first DEFAULT config (what diode enumerates
         must be what Inductor would generate)."""
         template = next((t for t in templates if getattr(t, "uid", None) == uid), None)
-        if template is None:
+        if template is None or not self._same_config_lists(uid, kernel_inputs, op_name):
             return None
         with inductor_config.patch(max_autotune_gemm_search_space="DEFAULT"):
             first = next(iter(self.get_ktc(kernel_inputs, template, op_name, {})), None)
@@ -362,15 +386,16 @@ class DiodeInductorChoices(InductorChoices):
                     lists[u] = list(gen)
                     configs += [ktc_config(k) for k in lists[u]]
                     ktcs += lists[u]
-            indices = self._decide(problem, configs, kernel_inputs)
+            indices, commit = self._decide(problem, configs, kernel_inputs)
             chosen = [ktcs[i] if ktcs[i] is not None else ktc_with_config(base, configs[i]) for i in indices]
             if [ktc_config(k) for k in chosen] != [configs[i] for i in indices]:
                 self.stats["enumeration_mismatch"] += 1
                 return None, restored()
+            self._remember(problem, kernel_inputs, templates, op_name, [configs[i] for i in indices], len(configs))
         except Exception as e:  # the full path decides again and reports the failure as its own
             logger.debug("torch-diode: enumeration of %s failed (%s)", op_name, e)
             return None, restored()
-        self._remember(problem, kernel_inputs, templates, op_name, [configs[i] for i in indices], len(configs))
+        commit()
         self.stats["enumerated"] += 1
         self.stats["model_selections"] += 1
         self.stats["configs_filtered"] += len(configs) - len(chosen)
@@ -409,12 +434,15 @@ class DiodeInductorChoices(InductorChoices):
             raise Fallback("symbolic_sizes_without_hints", str(e)) from None
         self._check_covered(problem, kernel_inputs, op_name)
         configs = [ktc_config(k) for k in stock]
-        indices = self._decide(problem, configs, kernel_inputs)
+        indices, commit = self._decide(problem, configs, kernel_inputs)
+        commit()
         self._remember(problem, kernel_inputs, templates, op_name, [configs[i] for i in indices], len(stock))
         return [stock[i] for i in indices]
 
-    def _decide(self, problem: Problem, configs: list[KernelConfig], kernel_inputs: Any) -> list[int]:
-        """Indices of the chosen configs, best first."""
+    def _decide(self, problem: Problem, configs: list[KernelConfig], kernel_inputs: Any) -> tuple[list[int], Any]:
+        """Indices of the chosen configs, best first, and a function that records the decision
+        (statistics, ``decisions``): called once the decision is used, so that a decision the
+        enumerated path gives up is not counted twice."""
         try:
             features = featurize(problem, configs, self._hardware_for(kernel_inputs))
         except Exception as e:
@@ -425,11 +453,19 @@ class DiodeInductorChoices(InductorChoices):
             raise Fallback("inference_error", str(e)) from None
         if not np.all(np.isfinite(predicted)):
             raise Fallback("inference_error", "non-finite prediction")
-        indices = self._select(predicted, features, problem, np.array([not c.is_tiled for c in configs]))
-        self.decisions.append({"problem": problem.short(), "candidates": len(configs),
-                               "chosen": [configs[i].short() for i in indices],
-                               "predicted_us": [round(math.exp(predicted[i]), 2) for i in indices]})
-        return indices
+        notes: Counter = Counter()
+        indices, gap = self._select(predicted, features, problem, np.array([not c.is_tiled for c in configs]), notes)
+
+        def commit() -> None:
+            self.stats.update(notes)
+            PREDICTION_STATS["total_predictions"] += 1
+            PREDICTION_STATS["configs_scored"] += len(predicted)
+            _CONFIDENCES.append(gap)
+            self.decisions.append({"problem": problem.short(), "candidates": len(configs),
+                                   "chosen": [configs[i].short() for i in indices],
+                                   "predicted_us": [round(math.exp(predicted[i]), 2) for i in indices]})
+
+        return indices, commit
 
     def _remember(self, problem: Problem, kernel_inputs: Any, templates: list, op_name: str, chosen: list[KernelConfig],
                   num_candidates: int) -> None:
@@ -467,30 +503,29 @@ class DiodeInductorChoices(InductorChoices):
             return "misaligned"
         return None
 
-    def _select(self, predicted: np.ndarray, features: np.ndarray, problem: Problem, extern: np.ndarray) -> list[int]:
+    def _select(self, predicted: np.ndarray, features: np.ndarray, problem: Problem, extern: np.ndarray,
+                notes: Counter) -> tuple[list[int], float]:
+        """The chosen indices and the decision's confidence; what it counts goes into ``notes``."""
         usable = np.flatnonzero(features[:, _SMEM_EXCEEDS] < 0.5)
         if len(usable) == 0:
             raise Fallback("no_usable_candidate")
         order = selection_order(predicted, extern, float(config.extern_preference), usable)
         if order[0] != usable[np.argmin(predicted[usable])]:
-            self.stats["extern_preferred"] += 1
+            notes["extern_preferred"] += 1
         k = max(1, int(self._setting("top_k_configs")))
         unsure = self._unsure(features, problem)
         if unsure:
             k = max(k, int(config.unsure_top_k))
-            self.stats["unsure_widened"] += 1
-            self.stats[f"unsure_{unsure}"] += 1
+            notes["unsure_widened"] += 1
+            notes[f"unsure_{unsure}"] += 1
         threshold = float(self._setting("performance_threshold"))
         best = predicted[order[0]]
         within = [i for i in order if predicted[i] <= best + math.log(threshold)] if threshold > 1.0 else []
         chosen = list(dict.fromkeys(list(order[:k]) + within))[: max(k, int(config.max_selected_configs))]
         ranked = np.sort(predicted[usable])
         gap = 1.0 - math.exp(ranked[0] - ranked[1]) if len(ranked) > 1 else 1.0
-        PREDICTION_STATS["total_predictions"] += 1
-        PREDICTION_STATS["configs_scored"] += len(predicted)
-        _CONFIDENCES.append(gap)
         logger.debug("torch-diode: %s -> %d of %d candidates (confidence %.3f)", problem.short(), len(chosen), len(predicted), gap)
-        return [int(i) for i in chosen]
+        return [int(i) for i in chosen], gap
 
 
 def get_prediction_stats() -> dict[str, Any]:
