@@ -216,7 +216,9 @@ void compute_features(std::span<const int64_t> problems, std::span<const int64_t
       f[j++] = static_cast<float>(stages);
       f[j++] = static_cast<float>(warps);
       f[j++] = static_cast<float>(c[kCEvenK]);
-      f[j++] = static_cast<float>(c[kCAllowTF32]);
+      // TF32 changes only fp32 dots; Inductor sets ALLOW_TF32 for half precision too (whenever
+      // tf32 is on and the GEMM is large), where the kernel is the same.
+      f[j++] = c[kCAllowTF32] != 0 && dt == DType::float32 ? 1.f : 0.f;
       f[j++] = static_cast<float>(c[kCUseFastAccum]);
       f[j++] = lg(tiles_m);
       f[j++] = lg(tiles_n);

@@ -76,6 +76,13 @@ TEST(Features, AtenChoiceHasNoTileFeatures) {
   EXPECT_FLOAT_EQ(f[col("log2_batch")], std::log2(9.0f));
 }
 
+TEST(Features, AllowTf32CountsOnlyForFloat32) {
+  std::vector<int64_t> off = {3, 128, 64, 32, 8, 3, 4, 1, 0, 0}, on = {3, 128, 64, 32, 8, 3, 4, 1, 1, 0};
+  EXPECT_EQ(run(problem(0, 1, 1024, 1024, 1024, 1), on), run(problem(0, 1, 1024, 1024, 1024, 1), off));  // fp16
+  EXPECT_FLOAT_EQ(run(problem(0, 1, 1024, 1024, 1024, 0), on)[col("allow_tf32")], 1.0f);  // fp32
+  EXPECT_FLOAT_EQ(run(problem(0, 1, 1024, 1024, 1024, 0), off)[col("allow_tf32")], 0.0f);
+}
+
 TEST(Features, SharedMemoryOverflowIsFlagged) {
   // fp32 256x256x64, 5 stages: (256*64 + 64*256) * 4 * 5 = 640 KiB > 227 KiB.
   std::vector<int64_t> cfg = {3, 256, 256, 64, 8, 5, 8, 1, 0, 0};
