@@ -6,7 +6,8 @@ Inductor calls ``_finalize_template_configs`` with lazy generators of every cand
 max-autotune never tries), every candidate a KernelConfig exactly as the recorder converts it,
 all of them ranked in one C++ call.
 
-Where it can (``config.enumerate_candidates``, static sizes, Inductor's stock config settings),
+Where it can (``config.enumerate_candidates``, static sizes, Inductor's stock config settings,
+Inductor's heuristic for the template holding the CUDA config lists diode reads),
 diode enumerates the Triton mm/bmm template's candidates itself (:mod:`..collection.config_space`:
 Inductor's lists, scaled and pruned by Inductor's rules, the same configs the training data was
 measured with) instead of letting Inductor's generator build ~1,400 KernelTemplateChoice objects,
