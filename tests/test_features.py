@@ -148,7 +148,7 @@ def reference_features(problem: Problem, config: KernelConfig, hardware: Hardwar
     f["num_stages"] = float(stages)
     f["num_warps"] = float(warps)
     f["even_k"] = float(config.even_k)
-    f["allow_tf32"] = float(config.allow_tf32)
+    f["allow_tf32"] = float(config.allow_tf32 and problem.dtype_a == "float32")  # TF32 changes only fp32 dots
     f["use_fast_accum"] = float(config.use_fast_accum)
     f["log2_tiles_m"] = lg(tiles_m)
     f["log2_tiles_n"] = lg(tiles_n)
