@@ -70,12 +70,16 @@ def scaled_configs(m: int, n: int, k: int, search_space: str) -> list[tuple[int,
 def allow_tf32(problem: Problem) -> bool:
     """Inductor's ALLOW_TF32 for the mm template: tf32 allowed and the problem large enough,
     whatever the dtype (Inductor sets it for fp16/bf16 too, where it changes nothing)."""
+    return tf32_enabled() and problem.M >= 16 and min(problem.N, problem.K) >= 512
+
+
+def tf32_enabled() -> bool:
+    """Whether fp32 CUDA matmuls may use TF32 (``torch.set_float32_matmul_precision("high")``)."""
     import torch
 
     backend = torch.backends.cuda.matmul
     precision = getattr(backend, "fp32_precision", None)
-    tf32 = precision == "tf32" if precision is not None else bool(backend.allow_tf32)
-    return tf32 and problem.M >= 16 and min(problem.N, problem.K) >= 512
+    return precision == "tf32" if precision is not None else bool(backend.allow_tf32)
 
 
 def template_id(problem: Problem) -> str:

@@ -37,7 +37,9 @@ problem: cuBLAS and the Triton templates lose their vector loads there, and a mo
 it ranks them as if aligned (the shipped H100 model: top-1 0.75, worst 2.2x on 10 such shapes
 measured on the H100, against 0.97 on aligned ones), or where its element type had fewer than
 ``min_dtype_problems`` training problems (the shipped H100 model learnt fp32 from 39 problems: top-1
-0.88, worst 2.45x on 15 held-out fp32 problems, top-5 1.00). The selection then widens to
+0.88, worst 2.45x on 15 held-out fp32 problems, top-5 1.00), or where it is fp32 with TF32
+allowed (``torch.set_float32_matmul_precision("high")``) and the model records no such timing.
+The selection then widens to
 ``unsure_top_k`` and Inductor benchmarks those, so an extrapolating model costs a little compile
 time rather than a slow kernel. The reported confidence of a decision is the predicted relative
 gap between the best and the second-best candidate (0: a coin toss, 1: no contest).
@@ -64,7 +66,7 @@ from torch._inductor import config as inductor_config
 from torch._inductor.choices import InductorChoices
 
 from .. import config
-from ..collection.config_space import template_id, triton_configs
+from ..collection.config_space import template_id, tf32_enabled, triton_configs
 from ..collection.recorder import config_from_kwargs, problem_from_nodes
 from ..features import FEATURE_NAMES, featurize
 from ..hardware import detect_hardware
@@ -163,6 +165,7 @@ class DiodeInductorChoices(InductorChoices):
             "unsure_out_of_range": self.stats["unsure_out_of_range"],
             "unsure_misaligned": self.stats["unsure_misaligned"],
             "unsure_few_examples": self.stats["unsure_few_examples"],
+            "unsure_tf32": self.stats["unsure_tf32"],
             "extern_preferred": self.stats["extern_preferred"],
             "not_gemm": self.stats["not_gemm"],
             "decision_seconds": self.decision_seconds,
@@ -217,7 +220,7 @@ class DiodeInductorChoices(InductorChoices):
         device = str(kernel_inputs.nodes()[-1].get_device())
         return (problem, device, op_name, uids, config.allow_hardware_mismatch, self._setting_pool(), self._setting("top_k_configs"),
                 self._setting("performance_threshold"), config.max_selected_configs, config.unsure_top_k,
-                config.min_dtype_problems, config.extern_preference)
+                config.min_dtype_problems, config.extern_preference, tf32_enabled())
 
     def _from_cache(self, template_choices: dict, kernel_inputs: Any, templates: list, op_name: str,
                     kwarg_overrides: dict | None) -> tuple[list | None, dict]:
@@ -502,6 +505,9 @@ class DiodeInductorChoices(InductorChoices):
             return "few_examples"
         if problem.misaligned_operands and training.get("misaligned_problems", 1) == 0:
             return "misaligned"
+        # fp32 with TF32 allowed runs other kernels (cuBLAS and Triton) than a model timed without it
+        if problem.dtype_a == "float32" and training.get("tf32_problems", 1) == 0 and tf32_enabled():
+            return "tf32"
         return None
 
     def _select(self, predicted: np.ndarray, features: np.ndarray, problem: Problem, extern: np.ndarray,

@@ -90,6 +90,8 @@ def _summary(dataset_arrays: TrainingArrays) -> dict[str, Any]:
         # problems with an operand whose rows are not 16-byte aligned (the handler is unsure of
         # such problems when the training data had none)
         "misaligned_problems": sum(1 for _, p in dataset_arrays.problems if p.misaligned_operands),
+        # fp32 problems timed with TF32 allowed (the handler is unsure of fp32 under TF32 when none)
+        "tf32_problems": len(np.unique(dataset_arrays.group[dataset_arrays.features[:, FEATURE_NAMES.index("allow_tf32")] > 0.5])),
         "rows": int(len(dataset_arrays.log_time_us)),
         "ops": sorted({p.op for _, p in dataset_arrays.problems}),
         "dtypes": sorted({p.dtype_a for _, p in dataset_arrays.problems}),
