@@ -43,6 +43,23 @@ def random_problems(op: str, n: int, seed: int) -> list[Problem]:
     return out
 
 
+def compile_and_compare(op: str, problems: list[Problem]) -> list[str]:
+    """Compiles ``problems`` of ``op`` in one graph under max-autotune (diode decides each GEMM)
+    and returns those whose outputs differ from eager's (fp32 reference)."""
+    inputs = [make_inputs(p, "cuda") for p in problems]
+    fn = op_function(op)
+    torch._dynamo.reset()
+    with inductor_config.patch(max_autotune_gemm=True, force_disable_caches=True):
+        outs = torch.compile(lambda *xs: [fn(*x) for x in xs], dynamic=False)(*inputs)
+    mismatches = []
+    for problem, x, out in zip(problems, inputs, outs):
+        ref = fn(*[t.float() for t in x]).to(out.dtype)
+        tol = TOL[problem.dtype_a]
+        if not torch.allclose(out.float(), ref.float(), atol=tol * max(1.0, ref.abs().max().item()), rtol=tol):
+            mismatches.append(problem.short())
+    return mismatches
+
+
 def test_outputs_match_eager_and_the_model_decides(model):
     n = int(os.environ.get("DIODE_CORRECTNESS_PROBLEMS", "100"))
     checked, mismatches = 0, []
@@ -51,18 +68,8 @@ def test_outputs_match_eager_and_the_model_decides(model):
             problems = random_problems(op, n, seed=sum(map(ord, op)))
             for start in range(0, len(problems), GROUP):
                 group = problems[start : start + GROUP]
-                inputs = [make_inputs(p, "cuda") for p in group]
-                fn = op_function(op)
-                torch._dynamo.reset()
-                with inductor_config.patch(max_autotune_gemm=True, force_disable_caches=True):
-                    outs = torch.compile(lambda *xs: [fn(*x) for x in xs], dynamic=False)(*inputs)
-                for problem, x, out in zip(group, inputs, outs):
-                    ref = fn(*[t.float() for t in x]).to(out.dtype)
-                    tol = TOL[problem.dtype_a]
-                    scale = max(1.0, ref.abs().max().item())
-                    checked += 1
-                    if not torch.allclose(out.float(), ref.float(), atol=tol * scale, rtol=tol):
-                        mismatches.append(problem.short())
+                mismatches += compile_and_compare(op, group)
+                checked += len(group)
         stats = choices.get_stats()
     report = {"problems_checked": checked, "mismatches": len(mismatches), "mismatched_problems": mismatches,
               "fallbacks": stats["fallbacks_total"], "fallbacks_by_reason": stats["fallbacks"],
@@ -107,16 +114,8 @@ def test_own_enumeration_decides_as_inductors_generators(model):
         with diode_choices(model) as choices, config.patch(enumerate_candidates=enumerate_candidates, top_k_configs=1,
                                                            unsure_top_k=1, performance_threshold=1.0):
             for op in ("mm", "addmm", "bmm", "baddbmm"):
-                problems = random_problems(op, 10, seed=7 + sum(map(ord, op)))
-                inputs = [make_inputs(p, "cuda") for p in problems]
-                fn = op_function(op)
-                torch._dynamo.reset()
-                with inductor_config.patch(max_autotune_gemm=True, force_disable_caches=True):
-                    outs = torch.compile(lambda *xs: [fn(*x) for x in xs], dynamic=False)(*inputs)
-                for problem, x, out in zip(problems, inputs, outs):
-                    ref = fn(*[t.float() for t in x]).to(out.dtype)
-                    tol = TOL[problem.dtype_a]
-                    assert torch.allclose(out.float(), ref.float(), atol=tol * max(1.0, ref.abs().max().item()), rtol=tol), problem.short()
+                mismatches = compile_and_compare(op, random_problems(op, 10, seed=7 + sum(map(ord, op))))
+                assert not mismatches, mismatches
             stats = choices.get_stats()
             decided[enumerate_candidates] = [(d["problem"], d["chosen"]) for d in choices.decisions]
             seconds[enumerate_candidates] = stats["decision_seconds"]
