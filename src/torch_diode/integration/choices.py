@@ -66,7 +66,7 @@ from torch._inductor import config as inductor_config
 from torch._inductor.choices import InductorChoices
 
 from .. import config
-from ..collection.config_space import template_id, tf32_enabled, triton_configs
+from ..collection.config_space import raw_config_lists, rows_of, template_id, tf32_enabled, triton_configs
 from ..collection.recorder import config_from_kwargs, problem_from_nodes
 from ..features import FEATURE_NAMES, featurize
 from ..hardware import detect_hardware
@@ -131,8 +131,8 @@ class DiodeInductorChoices(InductorChoices):
         self._hardware_ok: dict[str, bool] = {}
         self._hardware: dict[str, Hardware] = {}
         self._lists_checked: dict[tuple, bool] = {}
-        # decision cache: key -> (chosen indices, their configs, how many candidates there were)
-        self._cache: OrderedDict[tuple, tuple[list[int], list[KernelConfig], int]] = OrderedDict()
+        # decision cache: key -> (the chosen configs, how many candidates there were)
+        self._cache: OrderedDict[tuple, tuple[list[KernelConfig], int]] = OrderedDict()
         self.stats: Counter = Counter()
         self.decision_seconds = 0.0
         # The latest decisions, for reports: problem, chosen candidates and their predicted time.
@@ -189,19 +189,26 @@ class DiodeInductorChoices(InductorChoices):
             self.decision_seconds += time.perf_counter() - start
 
     def _finalize(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides):
+        # the problem, built once for every path (None where it cannot be: the full path reports why)
+        try:
+            problem, problem_error = problem_from_nodes(op_name, kernel_inputs.nodes(), kernel_inputs.out_dtype(), require_hints=True), None
+        except Exception as e:
+            problem, problem_error = None, e
         pool = self._setting_pool()
         with inductor_config.patch(max_autotune_gemm_search_space=pool):
-            chosen, template_choices = self._from_cache(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
-            if chosen is not None:
-                return chosen
-            chosen, template_choices = self._from_enumeration(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
-            if chosen is not None:
-                return chosen
+            if problem is not None:
+                chosen, template_choices = self._from_cache(problem, template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+                if chosen is not None:
+                    return chosen
+                chosen, template_choices = self._from_enumeration(problem, template_choices, kernel_inputs, templates, op_name,
+                                                                  kwarg_overrides)
+                if chosen is not None:
+                    return chosen
             stock = super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
         if not stock:
             return stock
         try:
-            chosen = self._choose(stock, kernel_inputs, op_name, templates)
+            chosen = self._choose(stock, problem, problem_error, kernel_inputs, op_name, templates)
         except Exception as e:
             reason = e.reason if isinstance(e, Fallback) else f"error_{type(e).__name__}"
             self.stats[f"fallback_{reason}"] += 1
@@ -222,7 +229,7 @@ class DiodeInductorChoices(InductorChoices):
                 self._setting("performance_threshold"), config.max_selected_configs, config.unsure_top_k,
                 config.min_dtype_problems, config.extern_preference, tf32_enabled())
 
-    def _from_cache(self, template_choices: dict, kernel_inputs: Any, templates: list, op_name: str,
+    def _from_cache(self, problem: Problem, template_choices: dict, kernel_inputs: Any, templates: list, op_name: str,
                     kwarg_overrides: dict | None) -> tuple[list | None, dict]:
         """A repeated problem's decision without generating its whole candidate pool (the same GEMM
         in every layer of a model is decided once): the cached configs are materialised (see
@@ -231,9 +238,8 @@ class DiodeInductorChoices(InductorChoices):
         if not self._setting("cache_predictions") or self.engine is None:
             return None, template_choices
         try:
-            problem = problem_from_nodes(op_name, kernel_inputs.nodes(), kernel_inputs.out_dtype(), require_hints=True)
             key = self._cache_key(problem, kernel_inputs, templates, op_name)
-        except Exception:  # no hints, or anything else: the full path decides (and reports it)
+        except Exception:  # the full path decides (and reports what fails)
             return None, template_choices
         entry = self._cache.get(key)
         if entry is None:
@@ -327,8 +333,6 @@ class DiodeInductorChoices(InductorChoices):
             try:
                 from torch._inductor.template_heuristics.registry import get_template_heuristic
 
-                from ..collection.config_space import raw_config_lists, rows_of
-
                 heuristic = get_template_heuristic(uid, kernel_inputs.device_type, op_name)
                 lists = raw_config_lists()
                 self._lists_checked[key] = (rows_of(heuristic.mm_configs) == lists["DEFAULT"]
@@ -354,7 +358,7 @@ class DiodeInductorChoices(InductorChoices):
             return None
         return first
 
-    def _from_enumeration(self, template_choices: dict, kernel_inputs: Any, templates: list, op_name: str,
+    def _from_enumeration(self, problem: Problem, template_choices: dict, kernel_inputs: Any, templates: list, op_name: str,
                           kwarg_overrides: dict | None) -> tuple[list | None, dict]:
         """The decision with the Triton template's candidates enumerated by diode (module
         docstring). None where it does not apply, the full path then deciding (and reporting any
@@ -362,7 +366,6 @@ class DiodeInductorChoices(InductorChoices):
         if self.engine is None:
             return None, template_choices
         try:
-            problem = problem_from_nodes(op_name, kernel_inputs.nodes(), kernel_inputs.out_dtype(), require_hints=True)
             uid = self._enumerable_uid(problem, kernel_inputs, template_choices, kwarg_overrides)
             if uid is None:
                 return None, template_choices
@@ -429,13 +432,14 @@ class DiodeInductorChoices(InductorChoices):
         if model_op and model_op != op_name:
             raise Fallback("unsupported_op", op_name)
 
-    def _choose(self, stock: list, kernel_inputs: Any, op_name: str, templates: list) -> list:
+    def _choose(self, stock: list, problem: Problem | None, problem_error: Exception | None, kernel_inputs: Any, op_name: str,
+                templates: list) -> list:
         if self.engine is None:
             raise Fallback("no_model")
-        try:
-            problem = problem_from_nodes(op_name, kernel_inputs.nodes(), kernel_inputs.out_dtype(), require_hints=True)
-        except LookupError as e:
-            raise Fallback("symbolic_sizes_without_hints", str(e)) from None
+        if problem is None:
+            if isinstance(problem_error, LookupError):
+                raise Fallback("symbolic_sizes_without_hints", str(problem_error)) from None
+            raise problem_error
         self._check_covered(problem, kernel_inputs, op_name)
         configs = [ktc_config(k) for k in stock]
         indices, commit = self._decide(problem, configs, kernel_inputs)
