@@ -29,7 +29,7 @@ import torch  # noqa: E402
 from torch._inductor import config as inductor_config  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from e2e import load_shapes  # noqa: E402
+from e2e import geomean, load_shapes  # noqa: E402
 
 from torch_diode import config  # noqa: E402
 from torch_diode.collection.inductor_sweep import make_inputs, op_function  # noqa: E402
@@ -81,13 +81,12 @@ def main() -> int:
     diode_compile(problem, args.model, False, profile)
     text = io.StringIO()
     pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(40)
-    geo = lambda xs: float(torch.tensor(xs).log().mean().exp())  # noqa: E731
     summary = {
-        "decision_ms_geomean_enumerated": 1e3 * geo([r["enumerated"]["decision_s"] for r in rows]),
-        "decision_ms_geomean_inductor_generators": 1e3 * geo([r["inductor_generators"]["decision_s"] for r in rows]),
-        "compile_s_geomean_enumerated": geo([r["enumerated"]["compile_s"] for r in rows]),
-        "compile_s_geomean_inductor_generators": geo([r["inductor_generators"]["compile_s"] for r in rows]),
-        "compile_s_geomean_default": geo([r["default_compile_s"] for r in rows]),
+        "decision_ms_geomean_enumerated": 1e3 * geomean([r["enumerated"]["decision_s"] for r in rows]),
+        "decision_ms_geomean_inductor_generators": 1e3 * geomean([r["inductor_generators"]["decision_s"] for r in rows]),
+        "compile_s_geomean_enumerated": geomean([r["enumerated"]["compile_s"] for r in rows]),
+        "compile_s_geomean_inductor_generators": geomean([r["inductor_generators"]["compile_s"] for r in rows]),
+        "compile_s_geomean_default": geomean([r["default_compile_s"] for r in rows]),
         "all_same_picks": all(r["same_picks"] for r in rows),
     }
     report = {"command": " ".join(sys.argv), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
