@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -37,8 +38,6 @@ def cpu_model(tmp_path_factory):
 def _enough_examples():
     """cpu_model learnt from 3 problems: below any sensible min_dtype_problems, which would make
     every problem unsure; the tests of other rules judge it as a model with enough examples."""
-    from torch_diode import config
-
     with config.patch(min_dtype_problems=0):
         yield
 
@@ -235,8 +234,6 @@ def test_a_dtype_with_few_training_problems_widens_the_selection(cpu_model):
     model that does not record its counts, is not."""
     from torch._inductor.virtualized import V
 
-    from torch_diode import config
-
     a, b = torch.randn(3, 40, 24), torch.randn(3, 24, 56)
     for counts, minimum, widened in (({"float32": 39}, 100, 1), ({"float32": 39}, 30, 0), (None, 100, 0)):
         choices = DiodeInductorChoices(cpu_model)
@@ -251,31 +248,37 @@ def test_a_dtype_with_few_training_problems_widens_the_selection(cpu_model):
         assert stats["model_selections"] == 1 and stats["unsure_few_examples"] == widened == stats["unsure_widened"], (counts, minimum)
 
 
+@contextmanager
+def float32_matmul_precision(precision: str):
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
 def test_fp32_with_tf32_allowed_widens_the_selection_when_the_model_never_saw_it(cpu_model):
     """torch.set_float32_matmul_precision("high") lets fp32 GEMMs run TF32 kernels, which a model
     timed without it never saw; the decision depends on the setting, so the cache keys on it."""
     from torch._inductor.virtualized import V
 
-    before = torch.get_float32_matmul_precision()
     a, b = torch.randn(3, 40, 24), torch.randn(3, 24, 56)
-    try:
-        for precision, recorded, widened in (("high", 0, 1), ("highest", 0, 0), ("high", 5, 0), ("high", None, 0)):
-            torch.set_float32_matmul_precision(precision)
-            choices = DiodeInductorChoices(cpu_model)
-            assert choices.metadata["training_data"]["tf32_problems"] == 0  # CPU timings: no TF32
-            if recorded is None:
-                del choices.metadata["training_data"]["tf32_problems"]
-            else:
-                choices.metadata["training_data"]["tf32_problems"] = recorded
-            with V.set_choices_handler(choices):
+    for precision, recorded, widened in (("high", 0, 1), ("highest", 0, 0), ("high", 5, 0), ("high", None, 0)):
+        choices = DiodeInductorChoices(cpu_model)
+        assert choices.metadata["training_data"]["tf32_problems"] == 0  # CPU timings: no TF32
+        if recorded is None:
+            del choices.metadata["training_data"]["tf32_problems"]
+        else:
+            choices.metadata["training_data"]["tf32_problems"] = recorded
+        with V.set_choices_handler(choices):
+            with float32_matmul_precision(precision):
                 torch.testing.assert_close(compile_bmm(a, b), torch.bmm(a, b))
                 assert choices.get_stats()["unsure_tf32"] == widened, (precision, recorded)
-                torch.set_float32_matmul_precision("highest" if precision == "high" else "high")
+            with float32_matmul_precision("highest" if precision == "high" else "high"):
                 compile_bmm(a, b)  # the other setting: not the cached decision
-            stats = choices.get_stats()
-            assert stats["cache_hits"] == 0 and stats["model_selections"] == 2, (precision, recorded, stats)
-    finally:
-        torch.set_float32_matmul_precision(before)
+        stats = choices.get_stats()
+        assert stats["cache_hits"] == 0 and stats["model_selections"] == 2, (precision, recorded, stats)
 
 
 def run(code, env=None):
@@ -326,12 +329,8 @@ def test_enumerated_allow_tf32_follows_inductor_for_every_dtype():
     enumeration must say the same or its picks would not convert back (then no enumeration)."""
     from torch_diode.collection.config_space import allow_tf32
 
-    before = torch.get_float32_matmul_precision()
-    try:
-        for precision, large in (("high", True), ("highest", False)):
-            torch.set_float32_matmul_precision(precision)
+    for precision, large in (("high", True), ("highest", False)):
+        with float32_matmul_precision(precision):
             for dtype in ("float16", "bfloat16", "float32"):
                 assert allow_tf32(Problem("mm", 1, 1024, 1024, 1024, dtype, dtype, dtype)) is large, (precision, dtype)
                 assert allow_tf32(Problem("mm", 1, 1024, 256, 1024, dtype, dtype, dtype)) is False
-    finally:
-        torch.set_float32_matmul_precision(before)
