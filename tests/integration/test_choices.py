@@ -195,6 +195,27 @@ def test_unsure_problems_widen_the_selection(cpu_model):
     assert choices.get_stats()["unsure_out_of_range"] == 1
 
 
+def test_unsure_widening_keeps_the_candidates_within_the_window(cpu_model):
+    """Of the top unsure_top_k, only those predicted within unsure_window of the best prediction
+    are kept. (The CPU's Inductor offers a single bmm candidate here, so the selection is called
+    with five predicted candidates directly; the features say M = 1, outside the training range.)"""
+    from collections import Counter
+
+    from torch_diode.features import FEATURE_NAMES
+
+    features = np.zeros((5, len(FEATURE_NAMES)), np.float32)
+    predicted = np.log([14.0, 10.0, 12.5, 11.0, 30.0])
+    problem = Problem("bmm", 2, 1, 56, 16, "float32", "float32", "float32")
+    kept = {}
+    for window in (1.0, 1.3, 1e9):
+        notes = Counter()
+        with config.patch(unsure_top_k=4, unsure_window=window, extern_preference=1.0):
+            chosen, _ = DiodeInductorChoices(cpu_model)._select(predicted, features, problem, np.zeros(5, bool), notes)
+        assert notes["unsure_widened"] == notes["unsure_out_of_range"] == 1
+        kept[window] = chosen
+    assert kept == {1.0: [1], 1.3: [1, 3, 2], 1e9: [1, 3, 2, 0]}, kept
+
+
 def test_ranges_of_the_problems_dtype_decide_when_recorded(cpu_model):
     """fp32 training data covering only M >= 512 makes an fp32 M=40 problem unsure, though the
     ranges over all dtypes cover it; so does a model whose data held no fp32 at all; a model

@@ -40,8 +40,12 @@ measured on the H100, against 0.97 on aligned ones), or where its element type h
 0.88, worst 2.45x on 15 held-out fp32 problems, top-5 1.00), or where it is fp32 with TF32
 allowed (``torch.set_float32_matmul_precision("high")``) and the model records no such timing.
 The selection then widens to
-``unsure_top_k`` and Inductor benchmarks those, so an extrapolating model costs a little compile
-time rather than a slow kernel. The reported confidence of a decision is the predicted relative
+the top ``unsure_top_k`` predicted within ``unsure_window`` (1.3x) of the best prediction, and
+Inductor benchmarks those, so an extrapolating model costs a little compile time rather than a slow
+kernel. (The window: on the H100's held-out fp32 and unaligned problems, the best of the top 5
+within 1.3x of the best prediction is as fast as the best of all top 5, with 2.7 and 4.3 candidates
+instead of 5; a candidate predicted far slower is one more kernel to compile and one more chance
+for a noisy benchmark of a microsecond-sized GEMM to pick it.) The reported confidence of a decision is the predicted relative
 gap between the best and the second-best candidate (0: a coin toss, 1: no contest).
 
 Fallback (the stock list, counted by reason in ``get_stats()``): no model for this hardware, an op
@@ -227,7 +231,7 @@ class DiodeInductorChoices(InductorChoices):
         device = str(kernel_inputs.nodes()[-1].get_device())
         return (problem, device, op_name, uids, config.allow_hardware_mismatch, self._setting_pool(), self._setting("top_k_configs"),
                 self._setting("performance_threshold"), config.max_selected_configs, config.unsure_top_k,
-                config.min_dtype_problems, config.extern_preference, tf32_enabled())
+                config.unsure_window, config.min_dtype_problems, config.extern_preference, tf32_enabled())
 
     def _from_cache(self, problem: Problem, template_choices: dict, kernel_inputs: Any, templates: list, op_name: str,
                     kwarg_overrides: dict | None) -> tuple[list | None, dict]:
@@ -524,15 +528,20 @@ class DiodeInductorChoices(InductorChoices):
         if order[0] != usable[np.argmin(predicted[usable])]:
             notes["extern_preferred"] += 1
         k = max(1, int(self._setting("top_k_configs")))
+        widened: list[int] = []
         unsure = self._unsure(features, problem)
         if unsure:
-            k = max(k, int(config.unsure_top_k))
+            # the top unsure_top_k, less those predicted beyond unsure_window of the best prediction:
+            # only candidates the model's error could make the best are compiled and benchmarked
+            limit = predicted[usable].min() + math.log(max(1.0, float(config.unsure_window)))
+            widened = [i for i in order[: int(config.unsure_top_k)] if predicted[i] <= limit]
             notes["unsure_widened"] += 1
             notes[f"unsure_{unsure}"] += 1
         threshold = float(self._setting("performance_threshold"))
         best = predicted[order[0]]
         within = [i for i in order if predicted[i] <= best + math.log(threshold)] if threshold > 1.0 else []
-        chosen = list(dict.fromkeys(list(order[:k]) + within))[: max(k, int(config.max_selected_configs))]
+        cap = max(k, len(widened), int(config.max_selected_configs))
+        chosen = list(dict.fromkeys(list(order[:k]) + widened + within))[:cap]
         ranked = np.sort(predicted[usable])
         gap = 1.0 - math.exp(ranked[0] - ranked[1]) if len(ranked) > 1 else 1.0
         logger.debug("torch-diode: %s -> %d of %d candidates (confidence %.3f)", problem.short(), len(chosen), len(predicted), gap)
