@@ -45,8 +45,9 @@ Inductor benchmarks those, so an extrapolating model costs a little compile time
 kernel. (The window: on the H100's held-out fp32 and unaligned problems, the best of the top 5
 within 1.3x of the best prediction is as fast as the best of all top 5, with 2.7 and 4.3 candidates
 instead of 5; a candidate predicted far slower is one more kernel to compile and one more chance
-for a noisy benchmark of a microsecond-sized GEMM to pick it.) The reported confidence of a decision is the predicted relative
-gap between the best and the second-best candidate (0: a coin toss, 1: no contest).
+for a noisy benchmark of a microsecond-sized GEMM to pick it.) The reported confidence of a
+decision is the predicted relative gap between the best and the second-best candidate (0: a coin
+toss, 1: no contest).
 
 Fallback (the stock list, counted by reason in ``get_stats()``): no model for this hardware, an op
 or dtype the model does not cover, sizes without hints, any error in features or inference. With
