@@ -399,7 +399,8 @@ def main() -> int:
         "settings": {"max_autotune": inductor_settings("DEFAULT", "ATEN,TRITON"),
                      "exhaustive": inductor_settings("EXHAUSTIVE", "ATEN,TRITON"),
                      "diode": {"max_autotune_gemm": True, "candidate_pool": diode_config.candidate_pool,
-                               "performance_threshold": 1.0, "unsure_top_k": diode_config.unsure_top_k}},
+                               "performance_threshold": 1.0, "unsure_top_k": diode_config.unsure_top_k,
+                               "unsure_window": diode_config.unsure_window}},
         "workers": [],
         "rows": [],
     }

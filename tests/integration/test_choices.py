@@ -206,14 +206,25 @@ def test_unsure_widening_keeps_the_candidates_within_the_window(cpu_model):
     features = np.zeros((5, len(FEATURE_NAMES)), np.float32)
     predicted = np.log([14.0, 10.0, 12.5, 11.0, 30.0])
     problem = Problem("bmm", 2, 1, 56, 16, "float32", "float32", "float32")
-    kept = {}
-    for window in (1.0, 1.3, 1e9):
+    choices = DiodeInductorChoices(cpu_model)
+
+    def select(window, extern=(), **settings):
         notes = Counter()
-        with config.patch(unsure_top_k=4, unsure_window=window, extern_preference=1.0):
-            chosen, _ = DiodeInductorChoices(cpu_model)._select(predicted, features, problem, np.zeros(5, bool), notes)
+        is_extern = np.isin(np.arange(5), list(extern))
+        with config.patch(unsure_top_k=4, unsure_window=window, **settings):
+            chosen, _ = choices._select(predicted, features, problem, is_extern, notes)
         assert notes["unsure_widened"] == notes["unsure_out_of_range"] == 1
-        kept[window] = chosen
-    assert kept == {1.0: [1], 1.3: [1, 3, 2], 1e9: [1, 3, 2, 0]}, kept
+        return chosen
+
+    # 12.5 lies exactly 1.25x above the best (10): inside a window of 1.25
+    assert {w: select(w, extern_preference=1.0) for w in (1.0, 1.25, 1.3, 1e9)} == {
+        1.0: [1], 1.25: [1, 3, 2], 1.3: [1, 3, 2], 1e9: [1, 3, 2, 0]}
+    # the window is measured from the best prediction, not from a preferred ATen choice: with
+    # candidate 0 (14 us) an ATen choice preferred over Triton predicted up to 1.5x faster, the
+    # window of 1.1 keeps only what lies within 11 us, and 0 (kept as the first pick)
+    assert select(1.1, extern=[0], extern_preference=1.5) == [0, 1, 3]
+    # the widened set is not cut by max_selected_configs
+    assert select(1e9, extern_preference=1.0, max_selected_configs=2) == [1, 3, 2, 0]
 
 
 def test_ranges_of_the_problems_dtype_decide_when_recorded(cpu_model):

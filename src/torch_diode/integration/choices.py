@@ -535,7 +535,7 @@ class DiodeInductorChoices(InductorChoices):
             # the top unsure_top_k, less those predicted beyond unsure_window of the best prediction:
             # only candidates the model's error could make the best are compiled and benchmarked
             limit = predicted[usable].min() + math.log(max(1.0, float(config.unsure_window)))
-            widened = [i for i in order[: int(config.unsure_top_k)] if predicted[i] <= limit]
+            widened = [i for i in order[: max(1, int(config.unsure_top_k))] if predicted[i] <= limit]
             notes["unsure_widened"] += 1
             notes[f"unsure_{unsure}"] += 1
         threshold = float(self._setting("performance_threshold"))
