@@ -193,6 +193,7 @@ def test_unsure_problems_widen_the_selection(cpu_model):
         compile_bmm(torch.randn(2, 2000, 16), torch.randn(2, 16, 24))  # M = 2000: far outside
     assert choices.get_stats()["unsure_widened"] == 1 and choices.get_stats()["model_selections"] == 1
     assert choices.get_stats()["unsure_out_of_range"] == 1
+    assert choices.get_stats()["unsure_benchmarked"] == 0  # the CPU offers this bmm one candidate
 
 
 def test_unsure_widening_keeps_the_candidates_within_the_window(cpu_model):
@@ -214,6 +215,7 @@ def test_unsure_widening_keeps_the_candidates_within_the_window(cpu_model):
         with config.patch(unsure_top_k=4, unsure_window=window, **settings):
             chosen, _ = choices._select(predicted, features, problem, is_extern, notes)
         assert notes["unsure_widened"] == notes["unsure_out_of_range"] == 1
+        assert notes["unsure_benchmarked"] == (len(chosen) > 1), (chosen, notes)  # k=1: only widening adds
         return chosen
 
     # 12.5 lies exactly 1.25x above the best (10): inside a window of 1.25

@@ -167,6 +167,7 @@ class DiodeInductorChoices(InductorChoices):
             "enumerated": self.stats["enumerated"],
             "enumeration_mismatch": self.stats["enumeration_mismatch"],
             "unsure_widened": self.stats["unsure_widened"],
+            "unsure_benchmarked": self.stats["unsure_benchmarked"],
             "unsure_out_of_range": self.stats["unsure_out_of_range"],
             "unsure_misaligned": self.stats["unsure_misaligned"],
             "unsure_few_examples": self.stats["unsure_few_examples"],
@@ -538,6 +539,7 @@ class DiodeInductorChoices(InductorChoices):
             widened = [i for i in order[: max(1, int(config.unsure_top_k))] if predicted[i] <= limit]
             notes["unsure_widened"] += 1
             notes[f"unsure_{unsure}"] += 1
+            notes["unsure_benchmarked"] += len(widened) > 1  # more than the top pick lay in the window
         threshold = float(self._setting("performance_threshold"))
         best = predicted[order[0]]
         within = [i for i in order if predicted[i] <= best + math.log(threshold)] if threshold > 1.0 else []
