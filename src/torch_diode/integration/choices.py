@@ -105,14 +105,16 @@ def ktc_config(ktc: Any) -> KernelConfig:
 
 def ktc_with_config(base: Any, config: KernelConfig) -> Any:
     """A KernelTemplateChoice of ``base``'s template, inputs and layout with ``config``'s tile
-    parameters, built as Inductor's lookup table builds its choices."""
+    parameters, built as Inductor's lookup table builds its choices; None unless it converts back
+    to ``config``."""
     from torch._inductor.kernel_template_choice import KernelTemplateChoice
     from torch._inductor.template_heuristics.params import DictKernelTemplateParams
 
     kwargs = {**base.params.to_kwargs(), "BLOCK_M": config.block_m, "BLOCK_N": config.block_n, "BLOCK_K": config.block_k,
               "GROUP_M": config.group_m, "num_stages": config.num_stages, "num_warps": config.num_warps, "EVEN_K": config.even_k}
-    return KernelTemplateChoice(template=base.template, params=DictKernelTemplateParams(kwargs), extra_kwargs=base.extra_kwargs,
-                                layout=base.layout, inputs=base.inputs)
+    ktc = KernelTemplateChoice(template=base.template, params=DictKernelTemplateParams(kwargs), extra_kwargs=base.extra_kwargs,
+                               layout=base.layout, inputs=base.inputs)
+    return ktc if ktc_config(ktc) == config else None
 
 
 class DiodeInductorChoices(InductorChoices):
@@ -293,20 +295,14 @@ class DiodeInductorChoices(InductorChoices):
                 uid = want.template_id
                 if uid not in iterators:
                     return None, restored()
-                if uid == enumerable and want.is_tiled:
-                    base = base or probe()
-                if uid == enumerable and want.is_tiled and base is not None:
+                if uid == enumerable and want.is_tiled and (base := base or probe()) is not None:
                     # static sizes here: a decision cached from a dynamic graph of the same hints
                     # (EVEN_K False) is not this graph's kernel
-                    if want.even_k != (static_k % want.block_k == 0):
-                        return None, restored()
-                    ktc = ktc_with_config(base, want)
-                    if ktc_config(ktc) != want:
-                        return None, restored()
+                    ktc = ktc_with_config(base, want) if want.even_k == (static_k % want.block_k == 0) else None
                 else:
                     ktc = candidate(uid, want)
-                    if ktc is None:
-                        return None, restored()
+                if ktc is None:
+                    return None, restored()
                 out.append(ktc)
         except Exception:  # a conversion failing: the full path decides, and reports what fails
             return None, restored()
@@ -401,7 +397,7 @@ class DiodeInductorChoices(InductorChoices):
                     ktcs += lists[u]
             indices, commit = self._decide(problem, configs, kernel_inputs)
             chosen = [ktcs[i] if ktcs[i] is not None else ktc_with_config(base, configs[i]) for i in indices]
-            if [ktc_config(k) for k in chosen] != [configs[i] for i in indices]:
+            if any(k is None for k in chosen):  # an enumerated config Inductor's template does not reproduce
                 self.stats["enumeration_mismatch"] += 1
                 return None, restored()
             self._remember(problem, kernel_inputs, templates, op_name, [configs[i] for i in indices], len(configs))
