@@ -67,6 +67,22 @@ def test_variant_keys_share_kernels_where_triton_would():
     assert variant_key(a, cfg(a)) != variant_key(f, cfg(f))
 
 
+def test_operands_past_int32_offsets_get_their_own_int64_kernel():
+    """A 512 x 4 x 1024 x 11008 bmm's second operand holds 5.8e9 elements: int32 offsets overflow
+    (the H100 collection died of an illegal memory access on it), so its kernels index in int64."""
+    from torch_diode.collection.fast_sweep import _meta_layout, variant_key
+    from torch_diode.collection.kernel_spec import launch_spec, needs_int64_index
+
+    big = Problem("bmm", 512, 4, 1024, 11008, "bfloat16", "bfloat16", "bfloat16", transpose_b=True)
+    small = Problem("bmm", 32, 4, 1024, 11008, "bfloat16", "bfloat16", "bfloat16", transpose_b=True)
+    cfg = triton_configs(big, "DEFAULT")[0]
+    assert launch_spec(*_meta_layout(big), cfg)[2]["meta"]["INDEX_64"] is True
+    assert launch_spec(*_meta_layout(small), cfg)[2]["meta"]["INDEX_64"] is False
+    assert variant_key(big, cfg) != variant_key(small, cfg)
+    a, b, out, bias = _meta_layout(big)
+    assert needs_int64_index(b) and not needs_int64_index(a, out, bias)
+
+
 def test_compile_workers_write_the_callers_triton_cache(tmp_path):
     """Spawned workers re-import the caller's main module; one that points TRITON_CACHE_DIR at a
     fresh directory on import (as a benchmark did) must not give every worker its own cache, or

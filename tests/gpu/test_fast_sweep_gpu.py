@@ -49,6 +49,22 @@ def test_template_kernels_match_eager(problem):
             torch.testing.assert_close(out.float(), expected, atol=tol * 10, rtol=tol)
 
 
+def test_template_kernels_index_operands_past_int32():
+    """An operand of 5.8e9 elements (11.5 GB): int32 offsets would wrap (an illegal memory access
+    ended an H100 collection on this problem); the kernels index in int64 and match eager."""
+    from torch_diode.collection.triton_mm import make_launcher
+
+    problem = Problem("bmm", 512, 4, 1024, 11008, "bfloat16", "bfloat16", "bfloat16", transpose_b=True)
+    a, b, out, bias = layout_tensors(problem, "cuda")
+    expected = reference(problem, a, b, bias).float()
+    for config in triton_configs(problem, "DEFAULT")[:3]:
+        out.zero_()
+        make_launcher(a, b, out, bias, config)()
+        torch.testing.assert_close(out.float(), expected, atol=5e-2 * max(1.0, expected.abs().max().item() / 10), rtol=5e-2)
+    del a, b, out, bias
+    torch.cuda.empty_cache()
+
+
 def test_fast_sweep_end_to_end(tmp_path):
     out = tmp_path / "fast.msgpack"
     summary = FastSweep(exhaustive_sample=30, reps=3, workers=4, progress=False).run(PROBLEMS[:3], out, chunk_size=2)

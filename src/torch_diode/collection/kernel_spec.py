@@ -27,6 +27,16 @@ def contig(stride_m: int, stride_k: int, m: int, k: int, block_m: int) -> bool:
     return ((stride_m == 1 and stride_k == m) or (stride_m == k and stride_k == 1)) and (m >= block_m and k > 1)
 
 
+_INT32_MAX = 2**31 - 1
+
+
+def needs_int64_index(*tensors: Any) -> bool:
+    """Whether an element offset of one of the tensors exceeds int32 (Inductor then indexes in
+    int64: a 512 x 11008 x 1024 bmm operand holds 5.8e9 elements)."""
+    return any(t is not None and sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride())) > _INT32_MAX
+               for t in tensors)
+
+
 def launch_spec(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> tuple[bool, tuple, dict]:
     """(batched, grid, {"args": positional args, "meta": constexpr kwargs}) for
     ``out = a @ b (+ bias)``; ``a``: [B,] M x K, ``b``: [B,] K x N, ``bias`` expanded to ``out``."""
@@ -40,6 +50,7 @@ def launch_spec(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> tu
         HAS_BIAS=bias is not None,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=config.block_k, GROUP_M=config.group_m or 8,
         EVEN_K=config.even_k, ALLOW_TF32=config.allow_tf32, USE_FAST_ACCUM=config.use_fast_accum,
+        INDEX_64=needs_int64_index(a, b, out, bias),
         num_stages=config.num_stages, num_warps=config.num_warps,
     )
     bias_t = bias if bias is not None else out

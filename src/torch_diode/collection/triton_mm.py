@@ -29,7 +29,7 @@ def _mm_body(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_biasm, stride_biasn,
     A_CONTIG: tl.constexpr, B_CONTIG: tl.constexpr, HAS_BIAS: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    EVEN_K: tl.constexpr, ALLOW_TF32: tl.constexpr, USE_FAST_ACCUM: tl.constexpr,
+    EVEN_K: tl.constexpr, ALLOW_TF32: tl.constexpr, USE_FAST_ACCUM: tl.constexpr, INDEX_64: tl.constexpr,
 ):
     pid = tl.program_id(0)
     grid_m = (M + BLOCK_M - 1) // BLOCK_M
@@ -49,6 +49,9 @@ def _mm_body(
         offs_b_n = tl.max_contiguous(tl.multiple_of(rn % N, BLOCK_N), BLOCK_N)
     else:
         offs_b_n = rn % N
+    if INDEX_64:  # an operand holds more than 2**31 elements: offsets in int64
+        offs_a_m = offs_a_m.to(tl.int64)
+        offs_b_n = offs_b_n.to(tl.int64)
     offs_k = tl.arange(0, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k_idx in range(0, tl.cdiv(K, BLOCK_K)):
@@ -70,6 +73,8 @@ def _mm_body(
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     idx_m = rm[:, None]
     idx_n = rn[None, :]
+    if INDEX_64:
+        idx_m = idx_m.to(tl.int64)
     mask = (idx_m < M) & (idx_n < N)
     if HAS_BIAS:
         bias = tl.load(Bias + (idx_m * stride_biasm + idx_n * stride_biasn), mask, eviction_policy="evict_last")
@@ -83,7 +88,7 @@ def _bmm_body(
     stride_biasq, stride_biasm, stride_biasn,
     A_CONTIG: tl.constexpr, B_CONTIG: tl.constexpr, HAS_BIAS: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    EVEN_K: tl.constexpr, ALLOW_TF32: tl.constexpr, USE_FAST_ACCUM: tl.constexpr,
+    EVEN_K: tl.constexpr, ALLOW_TF32: tl.constexpr, USE_FAST_ACCUM: tl.constexpr, INDEX_64: tl.constexpr,
 ):
     pid = tl.program_id(0)
     grid_m = (M + BLOCK_M - 1) // BLOCK_M
@@ -106,6 +111,10 @@ def _bmm_body(
     rk = tl.arange(0, BLOCK_K)
     idx_q = tl.program_id(1) + tl.program_id(2) * tl.num_programs(1)
     idx_q_clamped = tl.minimum(idx_q, BATCH - 1)
+    if INDEX_64:  # an operand holds more than 2**31 elements: offsets in int64
+        idx_q_clamped = idx_q_clamped.to(tl.int64)
+        ram = ram.to(tl.int64)
+        rbn = rbn.to(tl.int64)
     A = A + (ram[:, None] * stride_am + rk[None, :] * stride_ak + idx_q_clamped * stride_aq)
     B = B + (rk[:, None] * stride_bk + rbn[None, :] * stride_bn + idx_q_clamped * stride_bq)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -122,6 +131,8 @@ def _bmm_body(
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     idx_q = tl.program_id(1) + tl.program_id(2) * tl.num_programs(1)
+    if INDEX_64:
+        idx_q = idx_q.to(tl.int64)
     idx_m = rm[:, None]
     idx_n = rn[None, :]
     mask = (idx_m < M) & (idx_n < N) & (idx_q < BATCH)
