@@ -107,6 +107,16 @@ def reference_features(problem: Problem, config: KernelConfig, hardware: Hardwar
     f["dtype_is_fp8"] = float(problem.dtype_a in ("float8_e4m3fn", "float8_e5m2"))
     f["transpose_a"] = float(problem.transpose_a)
     f["transpose_b"] = float(problem.transpose_b)
+    # log2 of the byte alignment of each operand's rows (1..16 bytes), from its leading dimension
+    # (recorded strides where there are some, else dense rows of the stored layout).
+    lds = {
+        "a": max(problem.strides_a[-2:]) if problem.strides_a else (M if problem.transpose_a else K),
+        "b": max(problem.strides_b[-2:]) if problem.strides_b else (K if problem.transpose_b else N),
+        "out": N,
+    }
+    for name, elem in (("a", ba), ("b", bb), ("out", bo)):
+        row_bytes = lds[name] * elem
+        f[f"align_{name}"] = float(next(e for e in (4, 3, 2, 1, 0) if row_bytes % (2**e) == 0))
     for op in REF_OPS:
         f[f"op_is_{op}"] = float(problem.op == op)
     f["has_bias"] = float(problem.op in ("addmm", "baddbmm"))
@@ -122,7 +132,7 @@ def reference_features(problem: Problem, config: KernelConfig, hardware: Hardwar
         "log2_tiles_total", "log2_waves", "wave_efficiency", "waste_m", "waste_n", "log2_k_iters",
         "waste_k", "smem_per_stage_kib", "smem_total_kib", "smem_fraction", "smem_exceeds",
         "log2_acc_regs_per_thread", "log2_tile_intensity", "log2_flops_per_tile",
-        "log2_tile_bytes_per_k_iter",
+        "log2_tile_bytes_per_k_iter", "log2_operand_regs_per_thread", "log2_regs_per_thread",
     )  # fmt: skip
     if config.block_m is None:
         # Untiled (ATen) choices: all block-derived features are zero, flags included.
@@ -171,6 +181,11 @@ def reference_features(problem: Problem, config: KernelConfig, hardware: Hardwar
     f["log2_tile_intensity"] = lg(bm * bn / (bm + bn))
     f["log2_flops_per_tile"] = lg(2.0 * bm * bn * K)
     f["log2_tile_bytes_per_k_iter"] = lg(smem_stage)
+    # 32-bit registers per thread holding one k step of both operand tiles; then with the
+    # fp32 accumulator.
+    operand_regs = smem_stage / (4.0 * warps * 32)
+    f["log2_operand_regs_per_thread"] = lg(operand_regs)
+    f["log2_regs_per_thread"] = lg(operand_regs + bm * bn / (warps * 32))
     return f
 
 
@@ -251,6 +266,9 @@ def _make_cases(seed: int = 20240611, n_problems: int = 60, configs_per_problem:
         Problem("bmm", 7, 1000, 700, 1024, "float32", "float32", "float32", False, True),
         Problem("baddbmm", 3, 129, 255, 17, "float16", "float16", "float32", True, True),
         Problem("mm", 1, 4096, 4096, 8192, "float8_e4m3fn", "float8_e4m3fn", "bfloat16"),
+        # K=479 with A's rows padded to 480 elements (recorded strides), B's not
+        Problem("addmm", 1, 2048, 512, 479, "float16", "float16", "float16", False, True,
+                strides_a=(480, 1), strides_b=(1, 479)),
     ]
     configs = [[_rand_config(rng) for _ in range(configs_per_problem)] for _ in problems]
     # Deterministic coverage of every template id, both block extremes and the flags.
@@ -282,6 +300,8 @@ def test_random_cases_cover_the_space():
     assert (ref[:, col["waste_m"]] > 0).any() and (ref[:, col["waste_m"]] == 0).any()
     assert (ref[:, col["waste_k"]] > 0).any() and (ref[:, col["waste_k"]] == 0).any()
     assert (ref[:, col["wave_efficiency"]] < 1).any() and (ref[:, col["wave_efficiency"]] == 1).any()
+    for name in ("align_a", "align_b", "align_out"):
+        assert (ref[:, col[name]] == 4).any() and (ref[:, col[name]] < 4).any()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -350,7 +370,7 @@ def test_row_layouts():
     assert cols == {
         "op": 3, "batch": 4, "m": 100, "n": 200, "k": 300, "dtype_a": DTYPES.index("bfloat16"),
         "dtype_b": DTYPES.index("bfloat16"), "dtype_out": DTYPES.index("float32"),
-        "transpose_a": 1, "transpose_b": 0, "has_bias": 1,
+        "transpose_a": 1, "transpose_b": 0, "has_bias": 1, "ld_a": 100, "ld_b": 200, "ld_out": 200,
     }  # fmt: skip
     c = config_rows([KernelConfig("triton::mm", 64, 32, 16, 8, 3, 4, True, False, True), KernelConfig("aten::mm")])
     assert c.shape == (2, len(_C.config_columns()))
@@ -362,7 +382,7 @@ def test_row_layouts():
 # 4. Bad arguments.
 # ----------------------------------------------------------------------------------------------
 HW = np.array([132, 232448], dtype=np.int64)
-GOOD_PROBLEM = np.array([0, 1, 128, 256, 64, 1, 1, 1, 0, 0, 0], dtype=np.int64)
+GOOD_PROBLEM = np.array([0, 1, 128, 256, 64, 1, 1, 1, 0, 0, 0, 64, 256, 256], dtype=np.int64)
 GOOD_CONFIG = np.array([[3, 64, 64, 32, 8, 3, 4, 1, 0, 0]], dtype=np.int64)
 
 
@@ -380,8 +400,8 @@ def test_good_arguments_work():
 @pytest.mark.parametrize(
     "problem, configs, hardware, pattern",
     [
-        (GOOD_PROBLEM[:10], GOOD_CONFIG, HW, r"problem must have 11 columns, got 10"),
-        (np.append(GOOD_PROBLEM, 0), GOOD_CONFIG, HW, r"problem must have 11 columns, got 12"),
+        (GOOD_PROBLEM[:10], GOOD_CONFIG, HW, r"problem must have 14 columns, got 10"),
+        (np.append(GOOD_PROBLEM, 0), GOOD_CONFIG, HW, r"problem must have 14 columns, got 15"),
         (GOOD_PROBLEM[None, :], GOOD_CONFIG, HW, r"problem must have 1 dimension"),
         (GOOD_PROBLEM, GOOD_CONFIG[:, :9], HW, r"configs must have 10 columns, got 9"),
         (GOOD_PROBLEM, GOOD_CONFIG[0], HW, r"configs must have 2 dimension"),
@@ -393,6 +413,8 @@ def test_good_arguments_work():
         (_with(GOOD_PROBLEM, 5, 8), GOOD_CONFIG, HW, r"column 'dtype_a' is 8"),
         (_with(GOOD_PROBLEM, 7, 99), GOOD_CONFIG, HW, r"column 'dtype_out' is 99"),
         (_with(GOOD_PROBLEM, 8, 2), GOOD_CONFIG, HW, r"column 'transpose_a' is 2"),
+        (_with(GOOD_PROBLEM, 11, 0), GOOD_CONFIG, HW, r"column 'ld_a' is 0"),
+        (_with(GOOD_PROBLEM, 13, -1), GOOD_CONFIG, HW, r"column 'ld_out' is -1"),
         (GOOD_PROBLEM, _with(GOOD_CONFIG, (0, 1), -16), HW, r"column 'block_m' is -16"),
         (GOOD_PROBLEM, _with(GOOD_CONFIG, (0, 2), -64), HW, r"column 'block_n' is -64"),
         (GOOD_PROBLEM, _with(GOOD_CONFIG, (0, 3), 0), HW, r"column 'block_k' is 0"),
@@ -429,12 +451,12 @@ def test_batch_bad_arguments():
         _C.compute_features_batch(problems, np.array([-1, 0, 1], np.int64), configs, HW)
     with pytest.raises(ValueError, match=r"problem_index has 2 entries, configs has 3 rows"):
         _C.compute_features_batch(problems, np.array([0, 1], np.int64), configs, HW)
-    with pytest.raises(ValueError, match=r"problems must have 11 columns, got 10"):
-        _C.compute_features_batch(problems[:, :10], np.array([0, 1, 1], np.int64), configs, HW)
+    with pytest.raises(ValueError, match=r"problems must have 14 columns, got 13"):
+        _C.compute_features_batch(problems[:, :13], np.array([0, 1, 1], np.int64), configs, HW)
     with pytest.raises(ValueError, match=r"problems row 1: column 'm' is 0"):
         _C.compute_features_batch(_with(problems, (1, 2), 0), np.array([0, 0, 0], np.int64), configs, HW)
     with pytest.raises(ValueError, match=r"problems must be a non-empty"):
-        _C.compute_features_batch(np.zeros((0, 11), np.int64), np.zeros(0, np.int64), configs[:0], HW)
+        _C.compute_features_batch(np.zeros((0, 14), np.int64), np.zeros(0, np.int64), configs[:0], HW)
 
 
 def test_untiled_row_with_zero_stages_is_fine():
@@ -449,11 +471,11 @@ def test_untiled_row_with_zero_stages_is_fine():
 # ----------------------------------------------------------------------------------------------
 def test_empty_config_list():
     out = featurize(PROBLEMS[0], [], H100)
-    assert out.shape == (0, NUM_FEATURES) == (0, 57) and out.dtype == np.float32
+    assert out.shape == (0, NUM_FEATURES) == (0, 62) and out.dtype == np.float32
     out = _C.compute_features(GOOD_PROBLEM, np.zeros((0, 10), np.int64), HW)
-    assert out.shape == (0, 57) and out.dtype == np.float32
+    assert out.shape == (0, 62) and out.dtype == np.float32
     out = featurize_many(PROBLEMS[:2], np.zeros(0, np.int64), [], H100)
-    assert out.shape == (0, 57) and out.dtype == np.float32
+    assert out.shape == (0, 62) and out.dtype == np.float32
 
 
 # ----------------------------------------------------------------------------------------------

@@ -79,6 +79,8 @@ NB_MODULE(_C, m) {
   m.def("hardware_columns", &diode::hardware_columns, "Entries of the hardware row (int64).");
   m.def("dtype_names", &diode::dtype_names, "Dtype codes: index = code.");
   m.def("dtype_bytes", &diode::dtype_bytes, nb::arg("dtype_code"), "Bytes per element of a dtype code.");
+  m.def("row_alignment_log2", &diode::row_alignment_log2, nb::arg("leading_dim"), nb::arg("elem_bytes"),
+        "log2 of the byte alignment (0-4: 1 to 16 bytes) of rows of leading_dim elements.");
   m.def("op_names", &diode::op_names, "Op codes: index = code.");
   m.def("template_kind_names", &diode::template_kind_names, "Template-kind codes.");
   m.def(

@@ -29,7 +29,7 @@ constexpr int64_t kMaxDim = int64_t{1} << 40;
 const std::vector<std::string>& problem_columns() {
   static const std::vector<std::string> v = {"op", "batch", "m", "n", "k", "dtype_a", "dtype_b",
                                              "dtype_out", "transpose_a", "transpose_b",
-                                             "has_bias"};
+                                             "has_bias", "ld_a", "ld_b", "ld_out"};
   return v;
 }
 
@@ -69,7 +69,8 @@ const std::vector<std::string>& feature_names() {
         // problem
         "log2_batch", "log2_m", "log2_n", "log2_k", "log2_flops", "log2_min_bytes",
         "log2_arith_intensity", "bytes_a", "bytes_b", "bytes_out", "dtype_is_fp32",
-        "dtype_is_fp16", "dtype_is_bf16", "dtype_is_fp8", "transpose_a", "transpose_b"};
+        "dtype_is_fp16", "dtype_is_bf16", "dtype_is_fp8", "transpose_a", "transpose_b",
+        "align_a", "align_b", "align_out"};
     for (const auto& op : op_names()) f.push_back("op_is_" + op);
     f.push_back("has_bias");
     // config
@@ -82,7 +83,8 @@ const std::vector<std::string>& feature_names() {
                          "wave_efficiency", "waste_m", "waste_n", "log2_k_iters", "waste_k",
                          "smem_per_stage_kib", "smem_total_kib", "smem_fraction", "smem_exceeds",
                          "log2_acc_regs_per_thread", "log2_tile_intensity",
-                         "log2_flops_per_tile", "log2_tile_bytes_per_k_iter"};
+                         "log2_flops_per_tile", "log2_tile_bytes_per_k_iter",
+                         "log2_operand_regs_per_thread", "log2_regs_per_thread"};
     for (const char* c : cfg) f.emplace_back(c);
     return f;
   }();
@@ -119,6 +121,14 @@ int dtype_bytes(int32_t code) {
   fail("unknown dtype code " + std::to_string(code));
 }
 
+int row_alignment_log2(int64_t leading_dim, int elem_bytes) {
+  if (leading_dim < 1 || elem_bytes < 1) fail("row_alignment_log2: leading_dim and elem_bytes must be >= 1");
+  const int64_t row_bytes = leading_dim * elem_bytes;
+  int log2 = 0;
+  while (log2 < 4 && row_bytes % (int64_t{2} << log2) == 0) ++log2;
+  return log2;
+}
+
 void compute_features(std::span<const int64_t> problems, std::span<const int64_t> problem_index,
                       std::span<const int64_t> configs, std::span<const int64_t> hardware,
                       std::span<float> out) {
@@ -146,7 +156,8 @@ void compute_features(std::span<const int64_t> problems, std::span<const int64_t
   for (size_t p = 0; p < n_problems; ++p) {
     const int64_t* r = problems.data() + p * kNumProblemColumns;
     check_range(r[kPOp], 0, kNumOps - 1, "problems", p, pcols[kPOp]);
-    for (int c : {kPBatch, kPM, kPN, kPK}) check_range(r[c], 1, kMaxDim, "problems", p, pcols[c]);
+    for (int c : {kPBatch, kPM, kPN, kPK, kPLdA, kPLdB, kPLdOut})
+      check_range(r[c], 1, kMaxDim, "problems", p, pcols[c]);
     for (int c : {kPDTypeA, kPDTypeB, kPDTypeOut})
       check_range(r[c], 0, kNumDTypes - 1, "problems", p, pcols[c]);
     for (int c : {kPTransposeA, kPTransposeB, kPHasBias})
@@ -194,6 +205,9 @@ void compute_features(std::span<const int64_t> problems, std::span<const int64_t
     f[j++] = (dt == DType::float8_e4m3fn || dt == DType::float8_e5m2) ? 1.f : 0.f;
     f[j++] = static_cast<float>(p[kPTransposeA]);
     f[j++] = static_cast<float>(p[kPTransposeB]);
+    f[j++] = static_cast<float>(row_alignment_log2(p[kPLdA], ba));
+    f[j++] = static_cast<float>(row_alignment_log2(p[kPLdB], bb));
+    f[j++] = static_cast<float>(row_alignment_log2(p[kPLdOut], bo));
     for (int op = 0; op < kNumOps; ++op) f[j++] = p[kPOp] == op ? 1.f : 0.f;
     f[j++] = static_cast<float>(p[kPHasBias]);
 
@@ -237,10 +251,17 @@ void compute_features(std::span<const int64_t> problems, std::span<const int64_t
       f[j++] = lg(static_cast<double>(bm * bn) / static_cast<double>(bm + bn));
       f[j++] = lg(2.0 * static_cast<double>(bm) * static_cast<double>(bn) * K);
       f[j++] = lg(smem_stage);
+      // 32-bit registers per thread for one K step of the operand tiles, and with the fp32
+      // accumulator: past ~255 the kernel spills (128x64x256 with 4 warps ran 8x slower than
+      // cuBLAS on an H100; 32x256x128 with 2 warps 350x).
+      const double threads = static_cast<double>(warps * 32);
+      const double operand_regs = smem_stage / (4.0 * threads);
+      f[j++] = lg(operand_regs);
+      f[j++] = lg(operand_regs + static_cast<double>(bm * bn) / threads);
     } else {
       // Not tiled (ATen/cuBLAS, ...): every block-derived feature is zero; the template one-hot
       // and the problem features carry the information.
-      for (int k = 0; k < 27; ++k) f[j++] = 0.f;
+      for (int k = 0; k < 29; ++k) f[j++] = 0.f;
     }
     if (j != nf) fail("internal error: feature count mismatch");
   }

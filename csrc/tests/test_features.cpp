@@ -10,8 +10,9 @@ namespace {
 
 using diode::compute_features;
 
+// Row-major A (M x K), B (K x N), output (M x N): leading dimensions K, N, N.
 std::vector<int64_t> problem(int64_t op, int64_t b, int64_t m, int64_t n, int64_t k, int64_t dtype = 1) {
-  return {op, b, m, n, k, dtype, dtype, dtype, 0, 0, op == 1 || op == 3 ? 1 : 0};
+  return {op, b, m, n, k, dtype, dtype, dtype, 0, 0, op == 1 || op == 3 ? 1 : 0, k, n, n};
 }
 
 std::vector<float> run(const std::vector<int64_t>& p, const std::vector<int64_t>& configs,
@@ -35,7 +36,7 @@ TEST(Features, SpecTablesAreConsistent) {
   EXPECT_EQ(diode::config_columns().size(), static_cast<size_t>(diode::kNumConfigColumns));
   EXPECT_EQ(diode::dtype_names().size(), static_cast<size_t>(diode::kNumDTypes));
   EXPECT_EQ(diode::template_kind_names().size(), static_cast<size_t>(diode::kNumTemplateKinds));
-  EXPECT_EQ(diode::num_features(), 57);
+  EXPECT_EQ(diode::num_features(), 62);
 }
 
 TEST(Features, TemplateKinds) {
@@ -89,6 +90,38 @@ TEST(Features, SharedMemoryOverflowIsFlagged) {
   auto f = run(problem(0, 1, 4096, 4096, 4096, 0), cfg);
   EXPECT_FLOAT_EQ(f[col("smem_exceeds")], 1.0f);
   EXPECT_GT(f[col("smem_fraction")], 1.0f);
+}
+
+TEST(Features, RegisterEstimates) {
+  // 128x64x256 fp16 with 4 warps: (128*256 + 256*64) * 2 bytes / (128 threads * 4) = 192
+  // operand registers, plus 128*64/128 = 64 for the accumulator.
+  std::vector<int64_t> cfg = {3, 128, 64, 256, 8, 1, 4, 1, 0, 0};
+  auto f = run(problem(0, 1, 2048, 2048, 2048), cfg);
+  EXPECT_FLOAT_EQ(f[col("log2_operand_regs_per_thread")], std::log2(193.0f));
+  EXPECT_FLOAT_EQ(f[col("log2_regs_per_thread")], std::log2(257.0f));
+  std::vector<int64_t> aten = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  EXPECT_FLOAT_EQ(run(problem(0, 1, 2048, 2048, 2048), aten)[col("log2_regs_per_thread")], 0.0f);
+}
+
+TEST(Features, RowAlignment) {
+  // fp16 rows of 480 elements start on 16-byte boundaries, of 479 on 2-byte ones.
+  EXPECT_EQ(diode::row_alignment_log2(480, 2), 4);
+  EXPECT_EQ(diode::row_alignment_log2(479, 2), 1);
+  EXPECT_EQ(diode::row_alignment_log2(1028, 2), 3);  // 2056 bytes: 8-byte aligned
+  EXPECT_EQ(diode::row_alignment_log2(1, 4), 2);
+  EXPECT_EQ(diode::row_alignment_log2(4096, 8), 4);  // capped at 16 bytes
+  EXPECT_THROW(diode::row_alignment_log2(0, 2), std::invalid_argument);
+
+  std::vector<int64_t> cfg = {3, 64, 64, 32, 8, 3, 4, 0, 0, 0};
+  auto f = run(problem(1, 1, 2048, 512, 479), cfg);  // DLRM's K=479 in fp16: A's rows misaligned
+  EXPECT_FLOAT_EQ(f[col("align_a")], 1.0f);
+  EXPECT_FLOAT_EQ(f[col("align_b")], 4.0f);
+  EXPECT_FLOAT_EQ(f[col("align_out")], 4.0f);
+  auto padded = problem(1, 1, 2048, 512, 479);
+  padded[diode::kPLdA] = 480;  // the same GEMM on a row-padded A (Inductor pads strides)
+  EXPECT_FLOAT_EQ(run(padded, cfg)[col("align_a")], 4.0f);
+  padded[diode::kPLdA] = 0;
+  EXPECT_THROW(run(padded, cfg), std::invalid_argument);
 }
 
 TEST(Features, BadArgumentsThrowInvalidArgument) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How data/h100/ was collected (on the lent H100, fast mode): bash data/h100/collect.sh [PART...]
-# Parts: train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd val-odd (default: all, in that order). Files go to $DATA
+# Parts: train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd odd-v1 (default: all but odd-v1, in that order). Files go to $DATA
 # (default data/h100); every command resumes where a killed run stopped.
 set -euo pipefail
 DATA=${DATA:-data/h100}
@@ -14,21 +14,32 @@ BMM="$HALF --ops bmm --max-batch 32 --sizes 64 128 256 512 1024 2048 4096 --m-si
 F32="--dtypes float32 --layouts NT --max-gflop 20 --ops mm addmm --sizes 256 512 768 1024 1536 2048 2304 3072 4096 5120 8192 11008 14336 --m-sizes 256 512 1024 2048 4096 8192"
 # Sizes that are not multiples of 8 (K=479, 197 tokens, 1000 classes...): cuBLAS and the Triton
 # templates slow down on leading dimensions that are not 16-byte aligned; log-normal sizes are
-# mostly such. Half precision, mm/addmm/bmm, three layouts.
-ODD="--dtypes float16 bfloat16 --layouts NN NT TN --max-gflop 100 --ops mm addmm bmm --max-batch 32 --log-normal --log-normal-mean 6.9 --log-normal-sigma 1.0 --min-size 16 --max-size 8192"
+# mostly such. Half precision, mm/addmm/bmm (batch up to 512: 32 images x 12 heads), three layouts,
+# sizes from 1. They share few kernel specialisations (~5 compiles/s against ~17 for aligned
+# sizes), so each problem gets 48 sampled EXHAUSTIVE configs instead of 320.
+ODD="--dtypes float16 bfloat16 --layouts NN NT TN --max-gflop 100 --ops mm addmm bmm --max-batch 512 --log-normal --log-normal-mean 6.5 --log-normal-sigma 1.2 --min-size 1 --max-size 8192"
+ODD_SAMPLE="--search-mode fast --exhaustive-sample 48 --reps 6 --chunk-size 50 --workers 14"
+# Decode: M of 1-8 rows (tokens of a decode step, per sequence for attention's bmm) against the
+# aligned widths of MM.
+DECODE="--dtypes float16 bfloat16 --layouts NN NT --max-gflop 100 --ops mm addmm bmm --max-batch 512 --m-sizes 1 2 4 8 --sizes 64 128 256 512 768 1024 2048 4096 5120 8192 11008 14336"
+DECODE_SAMPLE="--search-mode fast --exhaustive-sample 64 --reps 6 --chunk-size 50 --workers 14"
+# data/h100/odd (an earlier unaligned design, 320 sampled configs): its first 10 problems.
+ODD_V1="--dtypes float16 bfloat16 --layouts NN NT TN --max-gflop 100 --ops mm addmm bmm --max-batch 32 --log-normal --log-normal-mean 6.9 --log-normal-sigma 1.0 --min-size 16 --max-size 8192"
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd val-odd)
+[ ${#parts[@]} -eq 0 ] && parts=(train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd)
 for part in "${parts[@]}"; do
   echo "[$(date +%T)] $part"
   case $part in
     train-mm)  $DIODE collect $COMMON $MM --num-shapes 300 --seed 1 -o "$DATA/train/h100_mm.msgpack.gz" ;;
     train-bmm) $DIODE collect $COMMON $BMM --num-shapes 90 --seed 2 -o "$DATA/train/h100_bmm.msgpack.gz" ;;
-    train-f32) $DIODE collect $COMMON $F32 --num-shapes 40 --seed 3 -o "$DATA/train/h100_f32.msgpack.gz" ;;
+    train-f32) $DIODE collect $COMMON $F32 --num-shapes 140 --seed 3 -o "$DATA/train/h100_f32.msgpack.gz" ;;
     val-mm)    $DIODE create-validation --train-dataset "$DATA/train" $COMMON $MM --num-shapes 80 --seed 101 -o "$DATA/validation/h100_mm.msgpack.gz" ;;
     val-bmm)   $DIODE create-validation --train-dataset "$DATA/train" $COMMON $BMM --num-shapes 25 --seed 102 -o "$DATA/validation/h100_bmm.msgpack.gz" ;;
     val-f32)   $DIODE create-validation --train-dataset "$DATA/train" $COMMON $F32 --num-shapes 15 --seed 103 -o "$DATA/validation/h100_f32.msgpack.gz" ;;
-    train-odd) $DIODE collect $COMMON $ODD --num-shapes 80 --seed 4 -o "$DATA/train/h100_odd.msgpack.gz" ;;
-    val-odd)   $DIODE create-validation --train-dataset "$DATA/train" $COMMON $ODD --num-shapes 25 --seed 104 -o "$DATA/validation/h100_odd.msgpack.gz" ;;
+    train-odd) $DIODE collect $ODD_SAMPLE $ODD --num-shapes 150 --seed 5 -o "$DATA/train/h100_odd.msgpack.gz" ;;
+    train-decode) $DIODE collect $DECODE_SAMPLE $DECODE --num-shapes 80 --seed 6 -o "$DATA/train/h100_decode.msgpack.gz" ;;
+    val-odd)   $DIODE create-validation --train-dataset "$DATA/train" $ODD_SAMPLE $ODD --num-shapes 25 --seed 105 -o "$DATA/validation/h100_odd.msgpack.gz" ;;
+    odd-v1)    $DIODE collect $COMMON $ODD_V1 --num-shapes 80 --seed 4 -o "$DATA/odd/h100_odd.msgpack.gz" ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

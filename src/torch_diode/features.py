@@ -42,6 +42,7 @@ def problem_row(problem: Problem) -> np.ndarray:
             int(problem.transpose_a),
             int(problem.transpose_b),
             int(problem.has_bias),
+            *problem.leading_dims,
         ],
         dtype=np.int64,
     )
@@ -82,7 +83,7 @@ def featurize_many(
     """Features of ``configs[i]`` paired with ``problems[problem_index[i]]``, in one C++ call."""
     if not configs:
         return np.zeros((0, NUM_FEATURES), dtype=np.float32)
-    rows = np.stack([problem_row(p) for p in problems]) if problems else np.zeros((0, 11), np.int64)
+    rows = np.stack([problem_row(p) for p in problems]) if problems else np.zeros((0, len(_C.problem_columns())), np.int64)
     return _C.compute_features_batch(
         rows, np.ascontiguousarray(problem_index, dtype=np.int64), config_rows(configs), hardware_row(hardware)
     )

@@ -176,25 +176,29 @@ class Problem:
         return 2 * self.B * self.M * self.N * self.K
 
     @property
-    def misaligned_operands(self) -> tuple[str, ...]:
-        """The operands ("a", "b", "out") whose rows are not 16-byte aligned: their leading
-        dimension (the recorded stride where there is one) times the element size is not a multiple
-        of 16. cuBLAS and the Triton templates lose their vector loads there (K=479, 197 tokens).
-        """
+    def leading_dims(self) -> tuple[int, int, int]:
+        """The leading dimension (elements between consecutive rows as stored) of A, B and the
+        output: the larger of the last two recorded strides where there are some (Inductor may pad
+        them), else what the transposes give for dense operands."""
 
         def leading(strides: tuple[int, ...] | None, rows: int, cols: int, transposed: bool) -> int:
             if strides is not None and len(strides) >= 2:
-                return max(strides[-2:])
+                return max(1, *strides[-2:])
             return rows if transposed else cols
 
-        dims = {
-            "a": (leading(self.strides_a, self.M, self.K, self.transpose_a), self.dtype_a),
-            "b": (leading(self.strides_b, self.K, self.N, self.transpose_b), self.dtype_b),
-            "out": (self.N, self.dtype_out),
-        }
-        from . import _C  # the core's element sizes (DTYPES is in its code order)
+        return (leading(self.strides_a, self.M, self.K, self.transpose_a),
+                leading(self.strides_b, self.K, self.N, self.transpose_b), self.N)
 
-        return tuple(name for name, (ld, dtype) in dims.items() if (ld * _C.dtype_bytes(DTYPES.index(dtype))) % 16)
+    @property
+    def misaligned_operands(self) -> tuple[str, ...]:
+        """The operands ("a", "b", "out") whose rows are not 16-byte aligned: their leading
+        dimension times the element size is not a multiple of 16. cuBLAS and the Triton templates
+        lose their vector loads there (K=479, 197 tokens)."""
+        from . import _C  # the core's alignment rule (DTYPES is in its code order)
+
+        dtypes = (self.dtype_a, self.dtype_b, self.dtype_out)
+        return tuple(name for name, ld, dtype in zip(("a", "b", "out"), self.leading_dims, dtypes)
+                     if _C.row_alignment_log2(ld, _C.dtype_bytes(DTYPES.index(dtype))) < 4)
 
     def short(self) -> str:
         batch = f"{self.B}x" if self.op in ("bmm", "baddbmm") else ""

@@ -263,6 +263,34 @@ def test_misaligned_problems_widen_the_selection_unless_trained_on(cpu_model):
         assert stats["model_selections"] == 1 and stats["unsure_misaligned"] == widened == stats["unsure_widened"], stats
 
 
+def test_slow_held_out_first_picks_of_the_problems_kind_widen_the_selection(cpu_model):
+    """A model whose first picks on held-out misaligned problems were 1.2x slower than the best
+    (diode train records it) is unsure of a misaligned problem, though trained on some, and sure
+    of an aligned one whose held-out picks were good; the threshold is a setting."""
+    from torch._inductor.virtualized import V
+
+    odd = (torch.randn(2, 40, 18), torch.randn(2, 18, 56))  # fp32 K=18: 72-byte rows
+    even = (torch.randn(2, 40, 24), torch.randn(2, 24, 56))
+    good, bad = {"geomean": 1.01, "problems": 60}, {"geomean": 1.2, "problems": 30}
+    cases = [  # (held-out figures, threshold, inputs, expected unsure reason or None)
+        ({"aligned": good, "misaligned": bad}, 1.05, odd, "misaligned"),
+        ({"aligned": good, "misaligned": bad}, 1.05, even, None),
+        ({"aligned": good, "misaligned": bad}, 1.3, odd, None),
+        ({"aligned": bad, "misaligned": good}, 1.05, even, "heldout"),
+        ({"aligned": good}, 1.05, odd, None),  # no held-out misaligned problem: no figure
+    ]
+    for figures, threshold, (a, b), reason in cases:
+        choices = DiodeInductorChoices(cpu_model)
+        choices.metadata["training_data"]["misaligned_problems"] = 30
+        choices.metadata["training_data"]["heldout_top1_slowdown"] = figures
+        with config.patch(unsure_heldout_slowdown=threshold), V.set_choices_handler(choices):
+            torch.testing.assert_close(compile_bmm(a, b), torch.bmm(a, b))
+        stats = choices.get_stats()
+        assert stats["model_selections"] == 1 and stats["unsure_widened"] == (reason is not None), (figures, threshold, stats)
+        if reason:
+            assert stats[f"unsure_{reason}"] == 1, stats
+
+
 def test_a_dtype_with_few_training_problems_widens_the_selection(cpu_model):
     """fp32 learnt from fewer than min_dtype_problems problems is unsure; enough of them, or a
     model that does not record its counts, is not."""

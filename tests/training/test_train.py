@@ -54,6 +54,42 @@ def test_training_learns_and_is_deterministic():
     assert meta["feature_names"][0] == "log2_batch" and meta["model_family"] == "base"
 
 
+def test_training_records_held_out_first_picks_by_alignment():
+    """The handler reads these figures: per category (misaligned rows or not), the geometric mean
+    over the held-out problems of the measured time of the model's first pick (ATen preferred
+    within extern_preference, as the handler orders) over the problem's best time."""
+    import math
+
+    from torch_diode import config
+    from torch_diode.selection import selection_order
+
+    ds = load_dataset(SAMPLE)
+    model, report = train_model(ds, TrainConfig(num_epochs=30, validation_fraction=0.5, seed=1), progress=False)
+    figures = model.metadata["training_data"]["heldout_top1_slowdown"]
+    arrays = build_arrays(ds)
+    held = np.flatnonzero(split_groups(arrays.num_problems, 0.5, 1))
+    regressor = Regressor.from_model_file(model)
+    expected: dict[str, list[float]] = {}
+    tiled = model.metadata["feature_names"].index("is_tiled")
+    for g in held:
+        rows = arrays.group == g
+        with torch.no_grad():
+            predicted = regressor(torch.from_numpy(arrays.features[rows])).numpy()
+        pick = selection_order(predicted, arrays.features[rows, tiled] == 0, config.extern_preference)[0]
+        times = np.exp(arrays.log_time_us[rows].astype(np.float64))
+        kind = "misaligned" if arrays.problems[g][1].misaligned_operands else "aligned"
+        expected.setdefault(kind, []).append(times[pick] / times.min())
+    assert sum(f["problems"] for f in figures.values()) == report.validation_problems == len(held) == 6
+    assert set(figures) == set(expected)
+    for kind, slowdowns in expected.items():
+        assert figures[kind]["problems"] == len(slowdowns)
+        assert figures[kind]["geomean"] == pytest.approx(math.exp(np.mean(np.log(slowdowns))), rel=1e-4)
+        assert figures[kind]["geomean"] >= 1.0
+    # without held-out problems there is nothing to record
+    unsplit, _ = train_model(ds, TrainConfig(num_epochs=2, validation_fraction=0.0), progress=False)
+    assert unsplit.metadata["training_data"]["heldout_top1_slowdown"] == {}
+
+
 def test_train_cli_then_validate_and_predict(tmp_path):
     model = tmp_path / "m.diode"
     cmd = [sys.executable, "-m", "torch_diode.cli"]

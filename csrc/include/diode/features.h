@@ -17,7 +17,9 @@ namespace diode {
 
 // Bumped whenever a feature's meaning, order or count changes. Model files record it and the
 // engine refuses a model trained on another version.
-inline constexpr int kFeatureVersion = 1;
+// Version 2 added the operands' row alignment (ld_* problem columns, align_* features) and the
+// register estimates (log2_operand_regs_per_thread, log2_regs_per_thread).
+inline constexpr int kFeatureVersion = 2;
 
 enum class Op : int32_t { mm = 0, addmm = 1, bmm = 2, baddbmm = 3 };
 inline constexpr int kNumOps = 4;
@@ -50,10 +52,12 @@ enum class TemplateKind : int32_t {
 };
 inline constexpr int kNumTemplateKinds = 9;
 
-// Columns of the int64 problem row.
+// Columns of the int64 problem row. ld_a, ld_b, ld_out: the leading dimension (in elements) of
+// the rows of A, B and the output as stored (the larger of the last two strides), which decides
+// their byte alignment and so the vector width cuBLAS and Triton can load with.
 enum ProblemColumn : int {
   kPOp = 0, kPBatch, kPM, kPN, kPK, kPDTypeA, kPDTypeB, kPDTypeOut,
-  kPTransposeA, kPTransposeB, kPHasBias, kNumProblemColumns
+  kPTransposeA, kPTransposeB, kPHasBias, kPLdA, kPLdB, kPLdOut, kNumProblemColumns
 };
 // Columns of the int64 config rows. Block sizes are 0 for choices that are not tiled (ATen).
 enum ConfigColumn : int {
@@ -76,6 +80,10 @@ int num_features();
 TemplateKind template_kind(std::string_view template_id);
 // Bytes per element; throws std::invalid_argument for a code outside DType.
 int dtype_bytes(int32_t dtype_code);
+// log2 of the byte alignment (1 to 16 bytes: 0 to 4) of rows of `leading_dim` elements of
+// `elem_bytes` bytes each: 4 where every row starts on a 16-byte boundary (K=480 in fp16),
+// 0 for K=479. The align_* features.
+int row_alignment_log2(int64_t leading_dim, int elem_bytes);
 
 // Fills `out` (rows x num_features(), row-major) with the features of config row i paired with
 // problem row problem_index[i]. problems: P x kNumProblemColumns; configs: rows x

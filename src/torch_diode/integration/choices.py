@@ -34,8 +34,12 @@ log2 B, M, N, K more than one unit, i.e. 2x, beyond what the training data of it
 held: the H100 set's fp32 part has M >= 256, so an fp32 GEMM with M=32 is unsure), or where an
 operand's rows are not 16-byte aligned (K=479, 197 tokens) and the training data held no such
 problem: cuBLAS and the Triton templates lose their vector loads there, and a model that never saw
-it ranks them as if aligned (the shipped H100 model: top-1 0.75, worst 2.2x on 10 such shapes
-measured on the H100, against 0.97 on aligned ones), or where its element type had fewer than
+it ranks them as if aligned (an H100 model trained on aligned sizes only: top-1 0.75, worst 2.2x on
+10 such shapes, against 0.97 on aligned ones), or where the model's first picks on the held-out
+problems of its training run of the same kind (misaligned or aligned) were on geometric mean more
+than ``unsure_heldout_slowdown`` (1.05) times slower than the best (``diode train`` records it:
+the shipped H100 model, trained on 150 misaligned problems among 660, still picks 1.2x slower than
+the best on held-out misaligned ones, and 1.01x on aligned ones), or where its element type had fewer than
 ``min_dtype_problems`` training problems (the shipped H100 model learnt fp32 from 39 problems: top-1
 0.88, worst 2.45x on 15 held-out fp32 problems, top-5 1.00), or where it is fp32 with TF32
 allowed (``torch.set_float32_matmul_precision("high")``) and the model records no such timing.
@@ -174,6 +178,7 @@ class DiodeInductorChoices(InductorChoices):
             "unsure_misaligned": self.stats["unsure_misaligned"],
             "unsure_few_examples": self.stats["unsure_few_examples"],
             "unsure_tf32": self.stats["unsure_tf32"],
+            "unsure_heldout": self.stats["unsure_heldout"],
             "extern_preferred": self.stats["extern_preferred"],
             "not_gemm": self.stats["not_gemm"],
             "decision_seconds": self.decision_seconds,
@@ -235,7 +240,8 @@ class DiodeInductorChoices(InductorChoices):
         device = str(kernel_inputs.nodes()[-1].get_device())
         return (problem, device, op_name, uids, config.allow_hardware_mismatch, self._setting_pool(), self._setting("top_k_configs"),
                 self._setting("performance_threshold"), config.max_selected_configs, config.unsure_top_k,
-                config.unsure_window, config.min_dtype_problems, config.extern_preference, tf32_enabled())
+                config.unsure_window, config.min_dtype_problems, config.unsure_heldout_slowdown, config.extern_preference,
+                tf32_enabled())
 
     def _from_cache(self, problem: Problem, template_choices: dict, kernel_inputs: Any, templates: list, op_name: str,
                     kwarg_overrides: dict | None) -> tuple[list | None, dict]:
@@ -511,6 +517,10 @@ class DiodeInductorChoices(InductorChoices):
             return "few_examples"
         if problem.misaligned_operands and training.get("misaligned_problems", 1) == 0:
             return "misaligned"
+        # the model's first picks on held-out problems of this kind were slow (diode train records it)
+        heldout = (training.get("heldout_top1_slowdown") or {}).get("misaligned" if problem.misaligned_operands else "aligned")
+        if heldout and float(heldout["geomean"]) > float(config.unsure_heldout_slowdown):
+            return "misaligned" if problem.misaligned_operands else "heldout"
         # fp32 with TF32 allowed runs other kernels (cuBLAS and Triton) than a model timed without it
         if problem.dtype_a == "float32" and training.get("tf32_problems", 1) == 0 and tf32_enabled():
             return "tf32"

@@ -100,6 +100,27 @@ def _summary(dataset_arrays: TrainingArrays) -> dict[str, Any]:
     }
 
 
+def heldout_top1_slowdown(model: Regressor, arrays: TrainingArrays, problems: np.ndarray,
+                          extern_preference: float) -> dict[str, Any]:
+    """How well the model's first pick (ordered as the handler orders it) does on ``problems``
+    (indices, held out of the fit), split by whether an operand's rows are misaligned: for each
+    category the geometric mean over problems of (measured time of the pick / best measured time)
+    and the problem count. Categories without problems are left out."""
+    from ..selection import selection_order
+
+    tiled = FEATURE_NAMES.index("is_tiled")
+    slowdowns: dict[str, list[float]] = {"aligned": [], "misaligned": []}
+    with torch.no_grad():
+        for g in problems:
+            rows = np.flatnonzero(arrays.group == g)
+            predicted = model(torch.from_numpy(arrays.features[rows])).numpy().astype(np.float64)
+            measured = arrays.log_time_us[rows].astype(np.float64)
+            pick = selection_order(predicted, arrays.features[rows, tiled] < 0.5, extern_preference)[0]
+            category = "misaligned" if arrays.problems[g][1].misaligned_operands else "aligned"
+            slowdowns[category].append(float(measured[pick] - measured.min()))
+    return {name: {"geomean": float(math.exp(np.mean(v))), "problems": len(v)} for name, v in slowdowns.items() if v}
+
+
 def train_model(
     dataset: Dataset,
     config: TrainConfig,
@@ -179,6 +200,12 @@ def train_model(
     )
     hardware = arrays.problems[0][0]
     from .. import __version__
+    from .. import config as diode_config
+
+    summary = _summary(arrays)
+    # the handler is unsure of a category whose held-out first picks are slow (see choices.py)
+    summary["heldout_top1_slowdown"] = heldout_top1_slowdown(
+        model, arrays, np.flatnonzero(val_problem), float(diode_config.extern_preference))
 
     metadata = {
         "model_family": config.model_type,
@@ -189,7 +216,7 @@ def train_model(
         "feature_names": list(FEATURE_NAMES),
         "hardware": {**hardware.to_dict(), "hardware_id": hardware.hardware_id},
         "op": op_name,
-        "training_data": _summary(arrays),
+        "training_data": summary,
         "training": {**asdict(config), "report": asdict(report)},
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "torch_diode_version": __version__,
