@@ -38,9 +38,9 @@ it ranks them as if aligned (an H100 model trained on aligned sizes only: top-1 
 10 such shapes, against 0.97 on aligned ones), or where the model's first picks on the held-out
 problems of its training run of the same kind (misaligned or aligned) were on geometric mean more
 than ``unsure_heldout_slowdown`` (1.05) times slower than the best (``diode train`` records it:
-the shipped H100 model, trained on 150 misaligned problems among 660, still picks 1.2x slower than
+the shipped H100 model, trained on 146 misaligned problems among 660, picks 1.16x slower than
 the best on held-out misaligned ones, and 1.01x on aligned ones), or where its element type had fewer than
-``min_dtype_problems`` training problems (the shipped H100 model learnt fp32 from 39 problems: top-1
+``min_dtype_problems`` training problems (an H100 model that learnt fp32 from 39 problems: top-1
 0.88, worst 2.45x on 15 held-out fp32 problems, top-5 1.00), or where it is fp32 with TF32
 allowed (``torch.set_float32_matmul_precision("high")``) and the model records no such timing.
 The selection then widens to
