@@ -107,12 +107,18 @@ def reference_features(problem: Problem, config: KernelConfig, hardware: Hardwar
     f["dtype_is_fp8"] = float(problem.dtype_a in ("float8_e4m3fn", "float8_e5m2"))
     f["transpose_a"] = float(problem.transpose_a)
     f["transpose_b"] = float(problem.transpose_b)
-    # log2 of the byte alignment of each operand's rows (1..16 bytes), from its leading dimension
-    # (recorded strides where there are some, else dense rows of the stored layout).
+    # log2 of the byte alignment of each operand's rows (1..16 bytes), from the stride between
+    # its rows (or columns, stored transposed): recorded strides where there are some, else the
+    # dense layout; 16 elements where no stride between rows matters (one row, broadcast).
+    def leading(strides, rows, cols, transposed):
+        sr, sc = strides[-2:] if strides else ((1, rows) if transposed else (cols, 1))
+        steps = [s for s, n in ((sr, rows), (sc, cols)) if n > 1 and s > 1]
+        return max(steps) if steps else 16
+
     lds = {
-        "a": max(problem.strides_a[-2:]) if problem.strides_a else (M if problem.transpose_a else K),
-        "b": max(problem.strides_b[-2:]) if problem.strides_b else (K if problem.transpose_b else N),
-        "out": N,
+        "a": leading(problem.strides_a, M, K, problem.transpose_a),
+        "b": leading(problem.strides_b, K, N, problem.transpose_b),
+        "out": leading(None, M, N, False),
     }
     for name, elem in (("a", ba), ("b", bb), ("out", bo)):
         row_bytes = lds[name] * elem
@@ -269,6 +275,8 @@ def _make_cases(seed: int = 20240611, n_problems: int = 60, configs_per_problem:
         # K=479 with A's rows padded to 480 elements (recorded strides), B's not
         Problem("addmm", 1, 2048, 512, 479, "float16", "float16", "float16", False, True,
                 strides_a=(480, 1), strides_b=(1, 479)),
+        # one row of odd length (aligned: nothing steps between rows), a broadcast B
+        Problem("mm", 1, 1, 333, 479, "float16", "float16", "float16", strides_b=(0, 1)),
     ]
     configs = [[_rand_config(rng) for _ in range(configs_per_problem)] for _ in problems]
     # Deterministic coverage of every template id, both block extremes and the flags.

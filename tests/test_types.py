@@ -240,3 +240,8 @@ def test_misaligned_operands_follow_layout_strides_and_dtype():
     assert p(100, 64, 64, dtype="float32", transpose_a=True) == ()  # 400 bytes
     assert p(64, 64, 64, strides_a=(72, 1)) == ()  # a padded row stride (144 bytes) is aligned
     assert p(64, 64, 64, strides_a=(65, 1)) == ("a",)
+    # where nothing steps between rows, alignment does not matter
+    assert p(1, 333, 479) == ("b",)  # one row of A and of the output; B's rows (333 halves) matter
+    assert p(1, 333, 479, strides_b=(0, 1)) == ()  # B broadcast: every row starts at the same address
+    assert p(1, 64, 479, strides_a=(1, 1)) == ()  # a single row whose recorded row stride is 1
+    assert Problem("mm", 1, 1, 333, 479, "float16", "float16", "float16").leading_dims == (16, 333, 16)

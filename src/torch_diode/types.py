@@ -177,17 +177,24 @@ class Problem:
 
     @property
     def leading_dims(self) -> tuple[int, int, int]:
-        """The leading dimension (elements between consecutive rows as stored) of A, B and the
-        output: the larger of the last two recorded strides where there are some (Inductor may pad
-        them), else what the transposes give for dense operands."""
+        """The leading dimension (elements between consecutive rows as stored, or columns where an
+        operand is stored transposed) of A, B and the output: from the last two recorded strides
+        where there are some (Inductor may pad them), else from the dense layout the transposes
+        give. Where no such stride matters (a single row or column, a broadcast operand) it is 16,
+        which every element size aligns."""
 
         def leading(strides: tuple[int, ...] | None, rows: int, cols: int, transposed: bool) -> int:
             if strides is not None and len(strides) >= 2:
-                return max(1, *strides[-2:])
-            return rows if transposed else cols
+                stride_rows, stride_cols = strides[-2:]
+            else:
+                stride_rows, stride_cols = (1, rows) if transposed else (cols, 1)
+            # the strides that step between the starts of vectors (not within one, nor broadcast)
+            steps = [s for s, n in ((stride_rows, rows), (stride_cols, cols)) if n > 1 and s > 1]
+            return max(steps) if steps else 16
 
         return (leading(self.strides_a, self.M, self.K, self.transpose_a),
-                leading(self.strides_b, self.K, self.N, self.transpose_b), self.N)
+                leading(self.strides_b, self.K, self.N, self.transpose_b),
+                leading(None, self.M, self.N, False))
 
     @property
     def misaligned_operands(self) -> tuple[str, ...]:

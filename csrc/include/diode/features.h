@@ -53,8 +53,10 @@ enum class TemplateKind : int32_t {
 inline constexpr int kNumTemplateKinds = 9;
 
 // Columns of the int64 problem row. ld_a, ld_b, ld_out: the leading dimension (in elements) of
-// the rows of A, B and the output as stored (the larger of the last two strides), which decides
-// their byte alignment and so the vector width cuBLAS and Triton can load with.
+// A, B and the output as stored (the stride between rows, or columns for an operand stored
+// transposed; Python's Problem.leading_dims: recorded strides of A and B where known, N for the
+// output, 16 where nothing steps between rows), which decides their byte alignment and so the
+// vector width cuBLAS and Triton can load with.
 enum ProblemColumn : int {
   kPOp = 0, kPBatch, kPM, kPN, kPK, kPDTypeA, kPDTypeB, kPDTypeOut,
   kPTransposeA, kPTransposeB, kPHasBias, kPLdA, kPLdB, kPLdOut, kNumProblemColumns
@@ -82,7 +84,7 @@ TemplateKind template_kind(std::string_view template_id);
 int dtype_bytes(int32_t dtype_code);
 // log2 of the byte alignment (1 to 16 bytes: 0 to 4) of rows of `leading_dim` elements of
 // `elem_bytes` bytes each: 4 where every row starts on a 16-byte boundary (K=480 in fp16),
-// 0 for K=479. The align_* features.
+// 1 for K=479 in fp16 (958-byte rows). The align_* features.
 int row_alignment_log2(int64_t leading_dim, int elem_bytes);
 
 // Fills `out` (rows x num_features(), row-major) with the features of config row i paired with

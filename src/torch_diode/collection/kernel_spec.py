@@ -31,9 +31,9 @@ _INT32_MAX = 2**31 - 1
 
 
 def needs_int64_index(*tensors: Any) -> bool:
-    """Whether an element offset of one of the tensors exceeds int32 (Inductor then indexes in
+    """Whether one of the tensors spans more elements than int32 indexes (Inductor then indexes in
     int64: a 512 x 11008 x 1024 bmm operand holds 5.8e9 elements)."""
-    return any(t is not None and sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride())) > _INT32_MAX
+    return any(t is not None and 1 + sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride())) > _INT32_MAX
                for t in tensors)
 
 

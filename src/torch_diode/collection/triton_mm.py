@@ -49,10 +49,11 @@ def _mm_body(
         offs_b_n = tl.max_contiguous(tl.multiple_of(rn % N, BLOCK_N), BLOCK_N)
     else:
         offs_b_n = rn % N
+    offs_k = tl.arange(0, BLOCK_K)
     if INDEX_64:  # an operand holds more than 2**31 elements: offsets in int64
         offs_a_m = offs_a_m.to(tl.int64)
         offs_b_n = offs_b_n.to(tl.int64)
-    offs_k = tl.arange(0, BLOCK_K)
+        offs_k = offs_k.to(tl.int64)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k_idx in range(0, tl.cdiv(K, BLOCK_K)):
         a_k = offs_k[None, :] + (k_idx * BLOCK_K)
@@ -115,6 +116,7 @@ def _bmm_body(
         idx_q_clamped = idx_q_clamped.to(tl.int64)
         ram = ram.to(tl.int64)
         rbn = rbn.to(tl.int64)
+        rk = rk.to(tl.int64)
     A = A + (ram[:, None] * stride_am + rk[None, :] * stride_ak + idx_q_clamped * stride_aq)
     B = B + (rk[:, None] * stride_bk + rbn[None, :] * stride_bn + idx_q_clamped * stride_bq)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -131,9 +133,10 @@ def _bmm_body(
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     idx_q = tl.program_id(1) + tl.program_id(2) * tl.num_programs(1)
+    idx_m = rm[:, None]
     if INDEX_64:
         idx_q = idx_q.to(tl.int64)
-    idx_m = rm[:, None]
+        idx_m = idx_m.to(tl.int64)
     idx_n = rn[None, :]
     mask = (idx_m < M) & (idx_n < N) & (idx_q < BATCH)
     if HAS_BIAS:

@@ -37,8 +37,9 @@ problem: cuBLAS and the Triton templates lose their vector loads there, and a mo
 it ranks them as if aligned (an H100 model trained on aligned sizes only: top-1 0.75, worst 2.2x on
 10 such shapes, against 0.97 on aligned ones), or where the model's first picks on the held-out
 problems of its training run of the same kind (misaligned or aligned) were on geometric mean more
-than ``unsure_heldout_slowdown`` (1.05) times slower than the best (``diode train`` records it:
-the shipped H100 model, trained on 146 misaligned problems among 660, picks 1.16x slower than
+than ``unsure_heldout_slowdown`` (1.05) times slower than the best (``diode train`` records it
+from its validation split, where that held at least 5 problems of the kind:
+the shipped H100 model, whose 660 training problems held 146 misaligned ones, picks 1.16x slower than
 the best on held-out misaligned ones, and 1.01x on aligned ones), or where its element type had fewer than
 ``min_dtype_problems`` training problems (an H100 model that learnt fp32 from 39 problems: top-1
 0.88, worst 2.45x on 15 held-out fp32 problems, top-5 1.00), or where it is fp32 with TF32
@@ -88,6 +89,8 @@ SUPPORTED_OPS = ("mm", "addmm", "bmm", "baddbmm")
 SUPPORTED_DTYPES = ("float16", "bfloat16", "float32")
 _SMEM_EXCEEDS = FEATURE_NAMES.index("smem_exceeds")
 _RANGE_FEATURES = ("log2_batch", "log2_m", "log2_n", "log2_k")
+# A held-out figure from fewer problems is noise: the other rules decide.
+_MIN_HELDOUT_PROBLEMS = 5
 
 # Process-wide prediction statistics (torch_diode.get_prediction_stats / profile_predictions).
 PREDICTION_STATS: Counter = Counter()
@@ -519,7 +522,8 @@ class DiodeInductorChoices(InductorChoices):
             return "misaligned"
         # the model's first picks on held-out problems of this kind were slow (diode train records it)
         heldout = (training.get("heldout_top1_slowdown") or {}).get("misaligned" if problem.misaligned_operands else "aligned")
-        if heldout and float(heldout["geomean"]) > float(config.unsure_heldout_slowdown):
+        if (heldout and int(heldout["problems"]) >= _MIN_HELDOUT_PROBLEMS
+                and float(heldout["geomean"]) > float(config.unsure_heldout_slowdown)):
             return "misaligned" if problem.misaligned_operands else "heldout"
         # fp32 with TF32 allowed runs other kernels (cuBLAS and Triton) than a model timed without it
         if problem.dtype_a == "float32" and training.get("tf32_problems", 1) == 0 and tf32_enabled():

@@ -102,23 +102,29 @@ def _summary(dataset_arrays: TrainingArrays) -> dict[str, Any]:
 
 def heldout_top1_slowdown(model: Regressor, arrays: TrainingArrays, problems: np.ndarray,
                           extern_preference: float) -> dict[str, Any]:
-    """How well the model's first pick (ordered as the handler orders it) does on ``problems``
-    (indices, held out of the fit), split by whether an operand's rows are misaligned: for each
-    category the geometric mean over problems of (measured time of the pick / best measured time)
-    and the problem count. Categories without problems are left out."""
+    """How well the model's first pick (ordered as the handler orders it: configs exceeding shared
+    memory left out, ATen preferred within ``extern_preference``) does on ``problems`` (indices,
+    held out of the fit, though they chose its early stop), split by whether an operand's rows
+    are misaligned: for each category the geometric mean over problems of (measured time of the
+    pick / best measured time) and the problem count. Categories without problems are left out."""
     from ..selection import selection_order
 
-    tiled = FEATURE_NAMES.index("is_tiled")
+    tiled, smem = FEATURE_NAMES.index("is_tiled"), FEATURE_NAMES.index("smem_exceeds")
     slowdowns: dict[str, list[float]] = {"aligned": [], "misaligned": []}
     with torch.no_grad():
         for g in problems:
             rows = np.flatnonzero(arrays.group == g)
-            predicted = model(torch.from_numpy(arrays.features[rows])).numpy().astype(np.float64)
+            features = arrays.features[rows]
+            usable = np.flatnonzero(features[:, smem] < 0.5)
+            if len(usable) == 0:
+                continue
+            predicted = model(torch.from_numpy(features)).numpy().astype(np.float64)
             measured = arrays.log_time_us[rows].astype(np.float64)
-            pick = selection_order(predicted, arrays.features[rows, tiled] < 0.5, extern_preference)[0]
+            pick = selection_order(predicted, features[:, tiled] < 0.5, extern_preference, usable)[0]
             category = "misaligned" if arrays.problems[g][1].misaligned_operands else "aligned"
-            slowdowns[category].append(float(measured[pick] - measured.min()))
-    return {name: {"geomean": float(math.exp(np.mean(v))), "problems": len(v)} for name, v in slowdowns.items() if v}
+            slowdowns[category].append(float(measured[pick] - measured[usable].min()))
+    return {name: {"geomean": float(math.exp(np.mean(v))), "problems": len(v), "extern_preference": extern_preference}
+            for name, v in slowdowns.items() if v}
 
 
 def train_model(
