@@ -107,13 +107,15 @@ def reference_features(problem: Problem, config: KernelConfig, hardware: Hardwar
     f["dtype_is_fp8"] = float(problem.dtype_a in ("float8_e4m3fn", "float8_e5m2"))
     f["transpose_a"] = float(problem.transpose_a)
     f["transpose_b"] = float(problem.transpose_b)
-    # log2 of the byte alignment of each operand's rows (1..16 bytes), from the stride between
-    # its rows (or columns, stored transposed): recorded strides where there are some, else the
-    # dense layout; 16 elements where no stride between rows matters (one row, broadcast).
+    # log2 of the byte alignment (1..16 bytes) on which each operand's vectors start: the gcd of
+    # the strides stepping between rows and batches (recorded strides where there are some, else
+    # the dense layout); 16 elements where nothing steps between vectors (one row, broadcast).
     def leading(strides, rows, cols, transposed):
-        sr, sc = strides[-2:] if strides else ((1, rows) if transposed else (cols, 1))
-        steps = [s for s, n in ((sr, rows), (sc, cols)) if n > 1 and s > 1]
-        return max(steps) if steps else 16
+        if not strides:
+            strides = (rows * cols, 1, rows) if transposed else (rows * cols, cols, 1)
+        full = (0, *strides[-2:]) if len(strides) == 2 else tuple(strides[-3:])
+        steps = [abs(s) for s, n in zip(full, (B, rows, cols)) if n > 1 and abs(s) > 1]
+        return math.gcd(*steps) if steps else 16
 
     lds = {
         "a": leading(problem.strides_a, M, K, problem.transpose_a),
@@ -277,6 +279,9 @@ def _make_cases(seed: int = 20240611, n_problems: int = 60, configs_per_problem:
                 strides_a=(480, 1), strides_b=(1, 479)),
         # one row of odd length (aligned: nothing steps between rows), a broadcast B
         Problem("mm", 1, 1, 333, 479, "float16", "float16", "float16", strides_b=(0, 1)),
+        # decode attention: one query row per batch, 1025 keys: each batch's output row starts
+        # 2050 bytes after the last
+        Problem("bmm", 128, 1, 1025, 128, "bfloat16", "bfloat16", "bfloat16", False, True),
     ]
     configs = [[_rand_config(rng) for _ in range(configs_per_problem)] for _ in problems]
     # Deterministic coverage of every template id, both block extremes and the flags.

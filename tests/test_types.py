@@ -245,3 +245,8 @@ def test_misaligned_operands_follow_layout_strides_and_dtype():
     assert p(1, 333, 479, strides_b=(0, 1)) == ()  # B broadcast: every row starts at the same address
     assert p(1, 64, 479, strides_a=(1, 1)) == ()  # a single row whose recorded row stride is 1
     assert Problem("mm", 1, 1, 333, 479, "float16", "float16", "float16").leading_dims == (16, 333, 16)
+    # one row per batch: the batch stride steps between rows (decode attention over 1025 keys)
+    decode = Problem("bmm", 128, 1, 1025, 128, "bfloat16", "bfloat16", "bfloat16", transpose_b=True)
+    assert decode.leading_dims == (128, 128, 1025) and decode.misaligned_operands == ("out",)
+    assert Problem("bmm", 4, 8, 64, 64, "float16", "float16", "float16", strides_a=(4000, 64, 1)).misaligned_operands == ()
+    assert Problem("bmm", 4, 8, 64, 64, "float16", "float16", "float16", strides_a=(4001, 64, 1)).misaligned_operands == ("a",)

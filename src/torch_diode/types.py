@@ -177,24 +177,23 @@ class Problem:
 
     @property
     def leading_dims(self) -> tuple[int, int, int]:
-        """The leading dimension (elements between consecutive rows as stored, or columns where an
-        operand is stored transposed) of A, B and the output: from the last two recorded strides
-        where there are some (Inductor may pad them), else from the dense layout the transposes
-        give. Where no such stride matters (a single row or column, a broadcast operand) it is 16,
-        which every element size aligns."""
+        """For A, B and the output, the stride (in elements) on whose alignment every vector the
+        kernels load or store starts: the greatest common divisor of the strides stepping between
+        rows (or columns, for an operand stored transposed) and between batches, from the recorded
+        strides where there are some (Inductor may pad them), else from the dense layout the
+        transposes give. For a dense 2-D operand that is its leading dimension; where nothing steps
+        between vectors (one row, a broadcast operand) it is 16, which every element size aligns."""
 
-        def leading(strides: tuple[int, ...] | None, rows: int, cols: int, transposed: bool) -> int:
-            if strides is not None and len(strides) >= 2:
-                stride_rows, stride_cols = strides[-2:]
-            else:
-                stride_rows, stride_cols = (1, rows) if transposed else (cols, 1)
-            # the strides that step between the starts of vectors (not within one, nor broadcast)
-            steps = [s for s, n in ((stride_rows, rows), (stride_cols, cols)) if n > 1 and s > 1]
-            return max(steps) if steps else 16
+        def step(strides: tuple[int, ...] | None, rows: int, cols: int, transposed: bool) -> int:
+            if strides is None or len(strides) < 2:
+                strides = (rows * cols, 1, rows) if transposed else (rows * cols, cols, 1)
+            full = (0, *strides[-2:]) if len(strides) == 2 else tuple(strides[-3:])
+            steps = [abs(s) for s, n in zip(full, (self.B, rows, cols)) if n > 1 and abs(s) > 1]
+            return math.gcd(*steps) if steps else 16
 
-        return (leading(self.strides_a, self.M, self.K, self.transpose_a),
-                leading(self.strides_b, self.K, self.N, self.transpose_b),
-                leading(None, self.M, self.N, False))
+        return (step(self.strides_a, self.M, self.K, self.transpose_a),
+                step(self.strides_b, self.K, self.N, self.transpose_b),
+                step(None, self.M, self.N, False))
 
     @property
     def misaligned_operands(self) -> tuple[str, ...]:

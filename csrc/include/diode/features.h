@@ -52,11 +52,11 @@ enum class TemplateKind : int32_t {
 };
 inline constexpr int kNumTemplateKinds = 9;
 
-// Columns of the int64 problem row. ld_a, ld_b, ld_out: the leading dimension (in elements) of
-// A, B and the output as stored (the stride between rows, or columns for an operand stored
-// transposed; Python's Problem.leading_dims: recorded strides of A and B where known, N for the
-// output, 16 where nothing steps between rows), which decides their byte alignment and so the
-// vector width cuBLAS and Triton can load with.
+// Columns of the int64 problem row. ld_a, ld_b, ld_out: for A, B and the output, the stride (in
+// elements) on whose alignment their vectors start: the leading dimension of a dense 2-D operand;
+// in general the gcd of the strides stepping between rows (columns, stored transposed) and
+// batches, 16 where nothing steps (Python's Problem.leading_dims). It decides the byte alignment
+// and so the vector width cuBLAS and Triton can load with.
 enum ProblemColumn : int {
   kPOp = 0, kPBatch, kPM, kPN, kPK, kPDTypeA, kPDTypeB, kPDTypeOut,
   kPTransposeA, kPTransposeB, kPHasBias, kPLdA, kPLdB, kPLdOut, kNumProblemColumns
