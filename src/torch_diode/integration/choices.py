@@ -40,7 +40,10 @@ problems of its training run of the same kind (misaligned or aligned) were on ge
 than ``unsure_heldout_slowdown`` (1.05) times slower than the best (``diode train`` records it
 from its validation split, where that held at least 5 problems of the kind:
 the shipped H100 model, whose 660 training problems held 146 misaligned ones, picks 1.16x slower than
-the best on held-out misaligned ones, and 1.01x on aligned ones), or where its element type had fewer than
+the best on held-out misaligned ones, and 1.01x on aligned ones; a model trained without a
+validation split, or whose split held fewer than 5 problems of a kind, is judged by the other
+rules alone there; the split also chose the early stop, so the figure leans optimistic), or
+where its element type had fewer than
 ``min_dtype_problems`` training problems (an H100 model that learnt fp32 from 39 problems: top-1
 0.88, worst 2.45x on 15 held-out fp32 problems, top-5 1.00), or where it is fp32 with TF32
 allowed (``torch.set_float32_matmul_precision("high")``) and the model records no such timing.
