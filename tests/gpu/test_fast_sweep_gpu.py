@@ -49,12 +49,17 @@ def test_template_kernels_match_eager(problem):
             torch.testing.assert_close(out.float(), expected, atol=tol * 10, rtol=tol)
 
 
-def test_template_kernels_index_operands_past_int32():
-    """An operand of 5.8e9 elements (11.5 GB): int32 offsets would wrap (an illegal memory access
-    ended an H100 collection on this problem); the kernels index in int64 and match eager."""
+@pytest.mark.parametrize("problem", [
+    # an operand of 5.8e9 elements (11.5 GB) reached through the batch stride: an illegal memory
+    # access ended an H100 collection on this problem
+    Problem("bmm", 512, 4, 1024, 11008, "bfloat16", "bfloat16", "bfloat16", transpose_b=True),
+    # B of 2.15e9 elements reached through K offsets (row-major K x N)
+    Problem("mm", 1, 16, 65600, 32768, "bfloat16", "bfloat16", "bfloat16"),
+], ids=lambda p: p.short())
+def test_template_kernels_index_operands_past_int32(problem):
+    """int32 offsets would wrap; the kernels index in int64 and match eager."""
     from torch_diode.collection.triton_mm import make_launcher
 
-    problem = Problem("bmm", 512, 4, 1024, 11008, "bfloat16", "bfloat16", "bfloat16", transpose_b=True)
     a, b, out, bias = layout_tensors(problem, "cuda")
     expected = reference(problem, a, b, bias).float()
     for config in triton_configs(problem, "DEFAULT")[:3]:
