@@ -33,3 +33,17 @@ def test_combine_refuses_reports_of_other_devices(tmp_path):
     (tmp_path / "other.json").write_text(json.dumps(other))
     done = combine(REPORT, tmp_path / "other.json", out=tmp_path / "mixed.json")
     assert done.returncode != 0 and "differ in 'device'" in done.stderr
+
+
+def test_heldout_selection_judges_the_handlers_order_on_measured_data(tmp_path):
+    """benchmarks/heldout_selection.py on the shipped sample: the widened set holds the first pick,
+    so its best is never slower; both are ratios to the best measured time."""
+    out = tmp_path / "sel.json"
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "heldout_selection.py"), "--model", "NVIDIA-H100-matmul",
+                          "--data", str(ROOT / "data" / "sample" / "h100_sample.json.gz"), "--out", str(out)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["problems"] == 12
+    assert 1.0 <= row["widened"]["geomean"] <= row["first"]["geomean"] and row["widened"]["worst"] <= row["first"]["worst"]
+    assert 1.0 <= row["kept_mean"] <= 5.0

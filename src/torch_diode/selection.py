@@ -29,3 +29,18 @@ def selection_order(log_time: np.ndarray, extern: np.ndarray, extern_preference:
         if len(externs) and log_time[externs[0]] <= log_time[order[0]] + math.log(extern_preference):
             order = np.concatenate([externs[:1], order[order != externs[0]]])
     return order
+
+
+def usable_candidates(features: np.ndarray) -> np.ndarray:
+    """Indices of the candidates that may be chosen at all: not those whose shared memory need
+    exceeds the device (the C++ ``smem_exceeds`` feature): they would fail to compile."""
+    from .features import FEATURE_NAMES
+
+    return np.flatnonzero(np.asarray(features)[:, FEATURE_NAMES.index("smem_exceeds")] < 0.5)
+
+
+def widen(order: np.ndarray, log_time: np.ndarray, usable: np.ndarray, top_k: int, window: float) -> list[int]:
+    """What an unsure decision hands Inductor's benchmark: of the first ``top_k`` (at least 1) of
+    ``order``, those predicted within ``window`` of the best prediction among ``usable``."""
+    limit = np.asarray(log_time)[usable].min() + math.log(max(1.0, float(window)))
+    return [int(i) for i in order[: max(1, int(top_k))] if log_time[i] <= limit]

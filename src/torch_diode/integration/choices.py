@@ -83,14 +83,13 @@ from ..collection.config_space import raw_config_lists, rows_of, template_id, tf
 from ..collection.recorder import config_from_kwargs, problem_from_nodes
 from ..features import FEATURE_NAMES, featurize
 from ..hardware import detect_hardware
-from ..selection import selection_order
+from ..selection import selection_order, usable_candidates, widen
 from ..types import Hardware, KernelConfig, Problem
 
 logger = logging.getLogger(__name__)
 
 SUPPORTED_OPS = ("mm", "addmm", "bmm", "baddbmm")
 SUPPORTED_DTYPES = ("float16", "bfloat16", "float32")
-_SMEM_EXCEEDS = FEATURE_NAMES.index("smem_exceeds")
 _RANGE_FEATURES = ("log2_batch", "log2_m", "log2_n", "log2_k")
 # A held-out figure from fewer problems is noise: the other rules decide.
 _MIN_HELDOUT_PROBLEMS = 5
@@ -536,7 +535,7 @@ class DiodeInductorChoices(InductorChoices):
     def _select(self, predicted: np.ndarray, features: np.ndarray, problem: Problem, extern: np.ndarray,
                 notes: Counter) -> tuple[list[int], float]:
         """The chosen indices and the decision's confidence; what it counts goes into ``notes``."""
-        usable = np.flatnonzero(features[:, _SMEM_EXCEEDS] < 0.5)
+        usable = usable_candidates(features)
         if len(usable) == 0:
             raise Fallback("no_usable_candidate")
         order = selection_order(predicted, extern, float(config.extern_preference), usable)
@@ -548,8 +547,7 @@ class DiodeInductorChoices(InductorChoices):
         if unsure:
             # the top unsure_top_k, less those predicted beyond unsure_window of the best prediction:
             # only candidates the model's error could make the best are compiled and benchmarked
-            limit = predicted[usable].min() + math.log(max(1.0, float(config.unsure_window)))
-            widened = [i for i in order[: max(1, int(config.unsure_top_k))] if predicted[i] <= limit]
+            widened = widen(order, predicted, usable, config.unsure_top_k, config.unsure_window)
             notes["unsure_widened"] += 1
             notes[f"unsure_{unsure}"] += 1
             notes["unsure_benchmarked"] += len(widened) > 1  # more than the top pick lay in the window

@@ -107,15 +107,15 @@ def heldout_top1_slowdown(model: Regressor, arrays: TrainingArrays, problems: np
     held out of the fit, though they chose its early stop), split by whether an operand's rows
     are misaligned: for each category the geometric mean over problems of (measured time of the
     pick / best measured time) and the problem count. Categories without problems are left out."""
-    from ..selection import selection_order
+    from ..selection import selection_order, usable_candidates
 
-    tiled, smem = FEATURE_NAMES.index("is_tiled"), FEATURE_NAMES.index("smem_exceeds")
+    tiled = FEATURE_NAMES.index("is_tiled")
     slowdowns: dict[str, list[float]] = {"aligned": [], "misaligned": []}
     with torch.no_grad():
         for g in problems:
             rows = np.flatnonzero(arrays.group == g)
             features = arrays.features[rows]
-            usable = np.flatnonzero(features[:, smem] < 0.5)
+            usable = usable_candidates(features)
             if len(usable) == 0:
                 continue
             predicted = model(torch.from_numpy(features)).numpy().astype(np.float64)
