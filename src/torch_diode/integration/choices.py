@@ -520,13 +520,14 @@ class DiodeInductorChoices(InductorChoices):
         count = (training.get("problems_by_dtype") or {}).get(problem.dtype_a)
         if count is not None and count < int(config.min_dtype_problems):
             return "few_examples"
-        if problem.misaligned_operands and training.get("misaligned_problems", 1) == 0:
+        misaligned = bool(problem.misaligned_operands)
+        if misaligned and training.get("misaligned_problems", 1) == 0:
             return "misaligned"
         # the model's first picks on held-out problems of this kind were slow (diode train records it)
-        heldout = (training.get("heldout_top1_slowdown") or {}).get("misaligned" if problem.misaligned_operands else "aligned")
+        heldout = (training.get("heldout_top1_slowdown") or {}).get("misaligned" if misaligned else "aligned")
         if (heldout and int(heldout["problems"]) >= _MIN_HELDOUT_PROBLEMS
                 and float(heldout["geomean"]) > float(config.unsure_heldout_slowdown)):
-            return "misaligned" if problem.misaligned_operands else "heldout"
+            return "misaligned" if misaligned else "heldout"
         # fp32 with TF32 allowed runs other kernels (cuBLAS and Triton) than a model timed without it
         if problem.dtype_a == "float32" and training.get("tf32_problems", 1) == 0 and tf32_enabled():
             return "tf32"
