@@ -11,8 +11,8 @@ preferred within extern_preference), then:
 
 Geometric means and worst cases per dataset are printed last and written to --out.
 
-    python benchmarks/heldout_selection.py --model NVIDIA-H100-matmul \\
-        --data data/h100/validation/h100_mm_chunk0000.msgpack.gz ... --out benchmarks/results/heldout_selection_cpu.json
+    python benchmarks/heldout_selection.py --out sel.json     # the shipped model on the H100 sets
+    python benchmarks/heldout_selection.py --model NVIDIA-H100-matmul other.diode --data DIR ... --out sel.json
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import argparse
 import json
 import math
 from datetime import datetime, timezone
+from pathlib import Path
 
 import numpy as np
 
@@ -29,6 +30,12 @@ from torch_diode.features import featurize
 from torch_diode.predict import load_model, predict_log_time_us
 from torch_diode.selection import selection_order, usable_candidates, widen
 from torch_diode.types import load_datasets
+
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = [str(ROOT / "data" / "h100" / "validation" / f"h100_{part}.msgpack.gz")
+                for part in ("mm_chunk0000", "mm_chunk0001", "bmm_chunk0000", "f32_chunk0000", "odd_chunk0000")] \
+    + [str(ROOT / "data" / "h100" / "odd")]
 
 
 def judge(model: str, data: str, top_k: int, window: float, preference: float) -> dict:
@@ -58,8 +65,9 @@ def judge(model: str, data: str, top_k: int, window: float, preference: float) -
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", nargs="+", required=True, help="model files or shipped model names")
-    parser.add_argument("--data", nargs="+", required=True, help="dataset files or folders, each judged on its own")
+    parser.add_argument("--model", nargs="+", default=["NVIDIA-H100-matmul"], help="model files or shipped model names")
+    parser.add_argument("--data", nargs="+", default=DEFAULT_DATA,
+                        help="dataset files or folders, each judged on its own (default: the H100 validation files, data/h100/odd)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     settings = {"unsure_top_k": config.unsure_top_k, "unsure_window": config.unsure_window,
