@@ -169,3 +169,52 @@ def test_devices_shard_the_work_and_merge_joins_it(tmp_path):
     assert "diode dataset merge" in proc.stdout
     subprocess.run([sys.executable, "-m", "torch_diode.cli", "dataset", "merge", *map(str, shards), "-o", str(out)], check=True)
     assert len({problem_key(p) for _, p, _ in load_dataset(out).problems()}) == 4
+
+
+def test_exclude_leaves_out_the_problems_of_other_datasets(tmp_path):
+    """`diode collect --exclude VALIDATION`: the seed's draws held by VALIDATION are redrawn, and
+    every problem measured is new (the validation set stays held out)."""
+    from torch_diode.collection.shapes import ShapeSpec, random_problems
+    from torch_diode.hardware import detect_hardware
+    from torch_diode.types import Dataset, KernelConfig, TimedConfig, save_dataset
+
+    options = ["--backends", "CPP,ATEN", "--ops", "bmm", "--dtypes", "float32", "--num-shapes", "2",
+               "--min-size", "16", "--max-size", "40", "--max-batch", "4", "--seed", "9"]
+    spec = ShapeSpec(num_shapes=2, min_size=16, max_size=40, ops=("bmm",), dtypes=("float32",), max_batch=4)
+    held = Dataset()
+    aten = KernelConfig(template_id="aten::bmm")
+    for p in random_problems(spec, 9)[:1]:  # the first problem that seed 9 draws
+        held.add(detect_hardware("cpu"), p, [TimedConfig(aten, 1.0)])
+    save_dataset(held, tmp_path / "validation.json")
+    out = tmp_path / "train.json"
+    cmd = [sys.executable, "-m", "torch_diode.cli", "collect", *options, "--device", "cpu",
+           "--exclude", str(tmp_path / "validation.json"), "--output", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    measured = {problem_key(p) for _, p, _ in load_dataset(out).problems()}
+    assert len(measured) == 2
+    assert problem_key(random_problems(spec, 9)[0]) not in measured
+    assert problem_key(random_problems(spec, 9)[1]) in measured  # the rest of the draw is kept
+
+
+def test_a_problem_that_kills_two_runs_is_skipped_on_the_next(tmp_path):
+    """A CUDA fault ends the process and cannot be caught: the problem in flight is on disk, a
+    resumed run tries it once more (the first run may have been killed from outside), and a run
+    resuming after it died twice skips it instead of dying on it again."""
+    from torch_diode.collection.inductor_sweep import CRASHED, _begin, _done_keys, _mark, _skip_crashed
+    from torch_diode.types import Problem
+
+    path = tmp_path / "sweep.json"
+    p = Problem(op="mm", B=1, M=64, N=32, K=16, dtype_a="float32", dtype_b="float32", dtype_out="float32")
+    q = Problem(op="mm", B=1, M=32, N=32, K=16, dtype_a="float32", dtype_b="float32", dtype_out="float32")
+    _begin(Collector(path), p)  # the first run dies measuring p
+    second = Collector(path)
+    assert _skip_crashed(second) is None and problem_key(p) not in _done_keys(second)
+    _begin(second, p)  # the second run dies on it too
+    third = Collector(path)
+    assert _skip_crashed(third) == problem_key(p)
+    assert problem_key(p) in _done_keys(Collector(path))  # recorded on disk
+    assert load_dataset(path).metadata["skipped"] == [{"problem_key": problem_key(p), "reason": CRASHED}]
+    _begin(third, q)  # a problem measured normally clears the marker
+    _mark(third, q, None)
+    assert "in_flight" not in load_dataset(path).metadata

@@ -120,34 +120,25 @@ def _spec_record(spec) -> dict:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(spec).items()}
 
 
-def _cmd_collect(args: argparse.Namespace) -> int:
-    from .shapes import random_problems
-
-    spec = _spec(args)
-    problems = random_problems(spec, args.seed)
-    return _run(problems, args, {"command": "collect", "seed": args.seed, "shape_spec": _spec_record(spec)})
-
-
-def _cmd_collect_shapeset(args: argparse.Namespace) -> int:
-    from .shapes import load_shapeset, unique_problems
-
-    entries = load_shapeset(args.shapeset)
-    problems = unique_problems([e.problem for e in entries])
-    print(f"shapeset {args.shapeset}: {len(entries)} entries, {len(problems)} distinct problems")
-    return _run(problems, args, {"command": "collect-shapeset", "shapeset": str(args.shapeset)})
-
-
-def _cmd_create_validation(args: argparse.Namespace) -> int:
+def _held_keys(paths: Sequence[str] | None) -> set[str]:
+    """The problems that the datasets at ``paths`` hold or marked done (none without paths)."""
     from ..types import load_datasets
+    from .inductor_sweep import problem_key
+
+    if not paths:
+        return set()
+    data = load_datasets(paths)
+    return {problem_key(p) for _, p, _ in data.problems()} | set(data.metadata.get("completed", []))
+
+
+def _draw(args: argparse.Namespace, excluded: set[str]) -> list[Problem]:
+    """``--num-shapes`` distinct random problems, none of them in ``excluded`` (redrawn with the
+    following seeds until there are enough)."""
     from .inductor_sweep import problem_key
     from .shapes import random_problems
 
-    excluded: set[str] = set()
-    if args.train_dataset:
-        train = load_datasets(args.train_dataset)
-        excluded = {problem_key(p) for _, p, _ in train.problems()}
-        excluded |= set(train.metadata.get("completed", []))
     spec = _spec(args)
+    excluded = set(excluded)
     problems: list[Problem] = []
     seed = args.seed
     while len(problems) < args.num_shapes and seed < args.seed + 1000:
@@ -156,6 +147,38 @@ def _cmd_create_validation(args: argparse.Namespace) -> int:
                 excluded.add(problem_key(p))
                 problems.append(p)
         seed += 1
+    return problems
+
+
+def _cmd_collect(args: argparse.Namespace) -> int:
+    from .shapes import random_problems
+
+    spec = _spec(args)
+    record = {"command": "collect", "seed": args.seed, "shape_spec": _spec_record(spec)}
+    if not args.exclude:
+        return _run(random_problems(spec, args.seed), args, record)
+    problems = _draw(args, _held_keys(args.exclude))
+    print(f"collect: {len(problems)} problems, none of them in {' '.join(args.exclude)}")
+    return _run(problems, args, {**record, "exclude": list(args.exclude)})
+
+
+def _cmd_collect_shapeset(args: argparse.Namespace) -> int:
+    from .inductor_sweep import problem_key
+    from .shapes import load_shapeset, unique_problems
+
+    entries = load_shapeset(args.shapeset)
+    problems = unique_problems([e.problem for e in entries])
+    excluded = _held_keys(args.exclude)
+    kept = [p for p in problems if problem_key(p) not in excluded]
+    print(f"shapeset {args.shapeset}: {len(entries)} entries, {len(problems)} distinct problems"
+          + (f", {len(problems) - len(kept)} of them left out (held by {' '.join(args.exclude)})" if args.exclude else ""))
+    record = {"command": "collect-shapeset", "shapeset": str(args.shapeset)}
+    return _run(kept, args, {**record, "exclude": list(args.exclude)} if args.exclude else record)
+
+
+def _cmd_create_validation(args: argparse.Namespace) -> int:
+    spec = _spec(args)
+    problems = _draw(args, _held_keys(args.train_dataset))
     print(f"validation: {len(problems)} problems sharing none with the training set")
     return _run(problems, args, {"command": "create-validation", "seed": args.seed, "shape_spec": _spec_record(spec),
                                  "train_dataset": [str(p) for p in args.train_dataset or []]})
@@ -212,16 +235,23 @@ def _random_shape_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
 
+def _exclude_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--exclude", nargs="+", metavar="DATASET",
+                   help="dataset files/folders (e.g. a validation set) whose problems are never measured here")
+
+
 def add_collection_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("collect", help="measure random GEMM shapes through torch.compile",
                        description="Draw random problems and record every autotuned choice's time.")
     _random_shape_options(p)
+    _exclude_option(p)
     _common(p)
     p.set_defaults(func=_cmd_collect)
 
     p = sub.add_parser("collect-shapeset", help="measure the GEMMs of a shapeset (public models)",
                        description="Measure every problem of a shapeset file or shipped shapeset name.")
     p.add_argument("--shapeset", required=True, help="shapeset JSON file, or the name of a shipped one")
+    _exclude_option(p)
     _common(p)
     p.set_defaults(func=_cmd_collect_shapeset)
 

@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 from ..hardware import current_device
 from ..types import KernelConfig, Problem, TimedConfig
 from .config_space import aten_configs, scaled_configs, triton_configs
-from .inductor_sweep import SweepSummary, _done_keys, _mark, chunked, problem_key
+from .inductor_sweep import SweepSummary, _begin, _done_keys, _mark, _skip_crashed, chunked, problem_key
 from .recorder import Collector
 
 logger = logging.getLogger(__name__)
@@ -328,6 +328,8 @@ class FastSweep:
         record = {**self.settings(), **(settings_record or {})}
         # Collectors serve as resumable dataset files here: no feedback saver is installed.
         files = [(Collector(path, settings=record, disable_caches=False), chunk) for chunk, path in chunked(problems, output, chunk_size)]
+        for col, _ in files:
+            summary.problems_skipped += _skip_crashed(col) is not None
         todo = [(col, p) for col, chunk in files for p in chunk if problem_key(p) not in _done_keys(col)]
         summary.problems_resumed = len(problems) - len(todo)
         plan = {problem_key(p): choices_for(p, self.exhaustive_sample, self.seed) for _, p in todo}
@@ -344,6 +346,7 @@ class FastSweep:
                 t_wait = time.perf_counter()
                 errors = [compiler.result(k) if k is not None else None for k in keys]
                 summary.compile_seconds += time.perf_counter() - t_wait
+                _begin(col, problem)
                 try:
                     a, b, out, bias = layout_tensors(problem, self.device)
                     launchers: list[Callable[[], Any] | None] = []

@@ -130,8 +130,39 @@ def _done_keys(collector: Collector) -> set[str]:
     return set(meta.get("completed", [])) | {s["problem_key"] for s in meta.get("skipped", [])}
 
 
+CRASHED = ("the process died twice while measuring it (e.g. a kernel's CUDA fault, which ends the "
+           "process's CUDA context); left out when the run resumed")
+
+
+def _begin(collector: Collector, problem: Problem) -> None:
+    """Records on disk that ``problem`` is being measured, and how many runs have started on it:
+    if the process dies with it (a CUDA fault cannot be caught), a resumed run tries it once more
+    (the run may have been killed from outside) and after a second death skips it."""
+    meta = collector.dataset.metadata
+    key = problem_key(problem)
+    previous = meta.get("in_flight") or {}
+    attempts = int(previous.get("attempts", 0)) + 1 if previous.get("problem_key") == key else 1
+    meta["in_flight"] = {"problem_key": key, "attempts": attempts}
+    collector.flush()
+
+
+def _skip_crashed(collector: Collector) -> str | None:
+    """On resume: the problem that killed two runs is marked skipped (its key, or None)."""
+    meta = collector.dataset.metadata
+    in_flight = meta.get("in_flight") or {}
+    key = in_flight.get("problem_key")
+    if key is None or int(in_flight.get("attempts", 0)) < 2 or key in _done_keys(collector):
+        return None
+    logger.warning("skipping %s: %s", key, CRASHED)
+    meta.pop("in_flight")
+    meta.setdefault("skipped", []).append({"problem_key": key, "reason": CRASHED})
+    collector.flush()
+    return key
+
+
 def _mark(collector: Collector, problem: Problem, reason: str | None) -> None:
     meta = collector.dataset.metadata
+    meta.pop("in_flight", None)
     if reason is None:
         meta.setdefault("completed", []).append(problem_key(problem))
     else:
@@ -160,6 +191,7 @@ def sweep_inductor(
     start = time.perf_counter()
     record = {"mode": "inductor", "device": device, **settings, **(settings_record or {})}
     with current_device(device), Collector(output, settings=record) as collector:
+        _skip_crashed(collector)
         done = _done_keys(collector)
         bar = tqdm(problems, desc="collect", unit="shape", disable=not progress)
         for problem in bar:
@@ -168,6 +200,7 @@ def sweep_inductor(
                 continue
             bar.set_postfix_str(problem.short())
             before = collector.stats["choices"], collector.stats["failed_choices"], collector.stats["gemms"]
+            _begin(collector, problem)
             try:
                 compile_and_run(problem, device, settings)
             except Exception as e:  # OOM, unsupported dtype on this device, compile failure
