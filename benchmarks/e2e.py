@@ -183,7 +183,7 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
                 record["compile_s"] = time.perf_counter() - start
                 stats = choices.get_stats()
             record["diode"] = {k2: stats[k2] for k2 in ("total_calls", "model_selections", "fallbacks", "configs_filtered",
-                                                        "unsure_widened", "unsure_benchmarked", "extern_preferred", "decision_seconds")}
+                                                        "unsure_widened", "unsure_benchmarked", "extern_preferred", "extern_added", "decision_seconds")}
             record["diode"]["decisions"] = list(choices.decisions)
         else:
             start = time.perf_counter()

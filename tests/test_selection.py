@@ -32,3 +32,28 @@ def test_only_usable_candidates_and_the_best_extern_among_several():
 def test_no_extern_candidates():
     t = np.log([2.0, 1.0])
     assert selection_order(t, [False, False], 1.5).tolist() == [1, 0]
+
+
+def test_usable_candidates_leave_out_configs_that_cannot_compile_or_must_spill():
+    """Real C++ features of the H100 validation problem where a model once picked a 350x slower
+    kernel: 32x256x128 with 2 warps needs ~415 registers per thread (it spills); 128x128x64 with
+    4 warps is ordinary; 256x256x128 with 5 stages needs more shared memory than the device has."""
+    from torch_diode.features import FEATURE_NAMES, featurize
+    from torch_diode.selection import SPILL_LOG2_REGS, usable_candidates
+    from torch_diode.types import Hardware, KernelConfig, Problem
+
+    h100 = Hardware("NVIDIA H100 80GB HBM3", (9, 0), 132, 80 << 30, 232448, "2.11.0", "3.6.0", "13.0")
+    problem = Problem(op="bmm", B=8, M=464, N=152, K=2355, dtype_a="bfloat16", dtype_b="bfloat16",
+                      dtype_out="bfloat16", transpose_a=True)
+
+    def tiled(m, n, k, stages, warps):
+        return KernelConfig(template_id="triton::bmm", block_m=m, block_n=n, block_k=k, group_m=8,
+                            num_stages=stages, num_warps=warps)
+
+    configs = [KernelConfig(template_id="aten::bmm"), tiled(128, 128, 64, 3, 4), tiled(32, 256, 128, 2, 2),
+               tiled(256, 256, 128, 5, 8)]
+    features = featurize(problem, configs, h100)
+    regs = features[:, FEATURE_NAMES.index("log2_regs_per_thread")]
+    assert regs[2] >= SPILL_LOG2_REGS > regs[1]
+    assert features[3, FEATURE_NAMES.index("smem_exceeds")] == 1.0
+    assert usable_candidates(features).tolist() == [0, 1]

@@ -227,6 +227,10 @@ def test_unsure_widening_keeps_the_candidates_within_the_window(cpu_model):
     assert select(1.1, extern=[0], extern_preference=1.5) == [0, 1, 3]
     # the widened set is not cut by max_selected_configs
     assert select(1e9, extern_preference=1.0, max_selected_configs=2) == [1, 3, 2, 0]
+    # several Triton choices and none of the ATen ones: the best ATen choice rides along, or
+    # Inductor's scheduler has nothing to fall back to on a layout conflict; one choice needs none
+    assert select(1.3, extern=[4], extern_preference=1.0) == [1, 3, 2, 4]
+    assert select(1.0, extern=[4], extern_preference=1.0) == [1]
 
 
 def test_ranges_of_the_problems_dtype_decide_when_recorded(cpu_model):

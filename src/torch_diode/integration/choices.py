@@ -185,6 +185,7 @@ class DiodeInductorChoices(InductorChoices):
             "unsure_tf32": self.stats["unsure_tf32"],
             "unsure_heldout": self.stats["unsure_heldout"],
             "extern_preferred": self.stats["extern_preferred"],
+            "extern_added": self.stats["extern_added"],
             "not_gemm": self.stats["not_gemm"],
             "decision_seconds": self.decision_seconds,
         }
@@ -557,6 +558,15 @@ class DiodeInductorChoices(InductorChoices):
         within = [i for i in order if predicted[i] <= best + math.log(threshold)] if threshold > 1.0 else []
         cap = max(k, len(widened), int(config.max_selected_configs))
         chosen = list(dict.fromkeys(list(order[:k]) + widened + within))[:cap]
+        externs = [i for i in order if extern[i]]
+        if len(chosen) > 1 and externs and not any(extern[i] for i in chosen):
+            # Several choices become one MultiTemplateBuffer, which Inductor's scheduler resolves
+            # to an ATen choice when the Triton winner's layout conflicts with its users'; with no
+            # ATen choice in it, torch.compile fails (an AssertionError seen on the H100 with
+            # top_k_configs=3 in a decode block). The best extern choice rides along: it needs
+            # no compilation, and Inductor's benchmark only takes it if it is faster.
+            chosen.append(externs[0])
+            notes["extern_added"] += 1
         ranked = np.sort(predicted[usable])
         gap = 1.0 - math.exp(ranked[0] - ranked[1]) if len(ranked) > 1 else 1.0
         logger.debug("torch-diode: %s -> %d of %d candidates (confidence %.3f)", problem.short(), len(chosen), len(predicted), gap)
