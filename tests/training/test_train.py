@@ -119,3 +119,20 @@ def test_log_dir_writes_tensorboard_scalars(tmp_path):
     acc.Reload()
     assert {"mse/train", "mse/validation"} <= set(acc.Tags()["scalars"])
     assert len(acc.Scalars("mse/train")) == 5
+
+
+def test_learning_rate_schedules():
+    """Cosine (the default) and constant rates train different, each deterministic, models; an
+    unknown schedule is refused before any work."""
+    ds = load_dataset(SAMPLE)
+    runs = {}
+    for schedule in ("cosine", "constant"):
+        cfg = TrainConfig(num_epochs=20, patience=20, validation_fraction=0.0, seed=1, lr_schedule=schedule)
+        runs[schedule] = [train_model(ds, cfg, progress=False)[0] for _ in range(2)]
+        a, b = runs[schedule]
+        assert all(np.array_equal(x[0], y[0]) for x, y in zip(a.layers, b.layers))
+        assert a.metadata["training"]["lr_schedule"] == schedule
+    assert not np.array_equal(runs["cosine"][0].layers[0][0], runs["constant"][0].layers[0][0])
+    assert TrainConfig().lr_schedule == "cosine"
+    with pytest.raises(ValueError, match="lr_schedule"):
+        train_model(ds, TrainConfig(lr_schedule="step"), progress=False)
