@@ -93,3 +93,23 @@ def test_size_pool_options_are_checked():
         ShapeSpec(sizes=(0, 16))
     with pytest.raises(ValueError, match="max_gflop"):
         random_problems(ShapeSpec(num_shapes=1, sizes=(8192,), max_gflop=1), 0)
+
+
+def test_attention_shapeset_holds_no_gemm_of_the_e2e_benchmark():
+    """attention_odd_tokens trains the shipped model: none of its problems may have the (M, N, K)
+    of a GEMM that benchmarks/e2e.py measures (its shape list and its models' GEMMs)."""
+    import importlib.util
+    from pathlib import Path
+
+    from torch_diode.collection.shapes import load_shapeset
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("make_attention_shapeset", root / "data" / "h100" / "make_attention_shapeset.py")
+    maker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(maker)
+    entries = load_shapeset("attention_odd_tokens")
+    assert len(entries) == len(maker.entries()) > 50
+    held_out = maker.e2e_mnk()
+    assert (197, 197, 64) in held_out and (2048, 512, 479) in held_out
+    assert not [e for e in entries if (e.problem.M, e.problem.N, e.problem.K) in held_out]
+    assert all(e.problem.misaligned_operands for e in entries)
