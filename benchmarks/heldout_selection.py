@@ -35,7 +35,7 @@ from torch_diode.types import load_datasets
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = [str(ROOT / "data" / "h100" / "validation" / f"h100_{part}.msgpack.gz")
                 for part in ("mm_chunk0000", "mm_chunk0001", "bmm_chunk0000", "f32_chunk0000", "odd_chunk0000")] \
-    + [str(ROOT / "data" / "h100" / "odd")]
+    + [str(ROOT / "data" / "h100" / "odd"), str(ROOT / "data" / "h100" / "odd2")]
 
 
 def judge(model: str, data: str, top_k: int, window: float, preference: float) -> dict:
@@ -67,7 +67,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", nargs="+", default=["NVIDIA-H100-matmul"], help="model files or shipped model names")
     parser.add_argument("--data", nargs="+", default=DEFAULT_DATA,
-                        help="dataset files or folders, each judged on its own (default: the H100 validation files, data/h100/odd)")
+                        help="dataset files or folders, each judged on its own (default: the H100 validation files, data/h100/odd, data/h100/odd2)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     settings = {"unsure_top_k": config.unsure_top_k, "unsure_window": config.unsure_window,
