@@ -155,11 +155,11 @@ def _cmd_collect(args: argparse.Namespace) -> int:
 
     spec = _spec(args)
     record = {"command": "collect", "seed": args.seed, "shape_spec": _spec_record(spec)}
-    if not args.exclude:
+    if not args.exclude:  # the plain draw, as runs before --exclude drew (their resumes depend on it)
         return _run(random_problems(spec, args.seed), args, record)
     problems = _draw(args, _held_keys(args.exclude))
     print(f"collect: {len(problems)} problems, none of them in {' '.join(args.exclude)}")
-    return _run(problems, args, {**record, "exclude": list(args.exclude)})
+    return _run(problems, args, {**record, "exclude": args.exclude})
 
 
 def _cmd_collect_shapeset(args: argparse.Namespace) -> int:
@@ -171,9 +171,11 @@ def _cmd_collect_shapeset(args: argparse.Namespace) -> int:
     excluded = _held_keys(args.exclude)
     kept = [p for p in problems if problem_key(p) not in excluded]
     print(f"shapeset {args.shapeset}: {len(entries)} entries, {len(problems)} distinct problems"
-          + (f", {len(problems) - len(kept)} of them left out (held by {' '.join(args.exclude)})" if args.exclude else ""))
+          + (f", {len(problems) - len(kept)} of them left out by --exclude" if args.exclude else ""))
     record = {"command": "collect-shapeset", "shapeset": str(args.shapeset)}
-    return _run(kept, args, {**record, "exclude": list(args.exclude)} if args.exclude else record)
+    if args.exclude:
+        record["exclude"] = args.exclude
+    return _run(kept, args, record)
 
 
 def _cmd_create_validation(args: argparse.Namespace) -> int:
