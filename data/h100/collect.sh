@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How data/h100/ was collected (on the lent H100, fast mode): bash data/h100/collect.sh [PART...]
-# Parts: train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 odd-v1
+# Parts: train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m odd-v1
 # (default: all but odd-v1, in that order). Files go to $DATA (default data/h100); every command
 # resumes where a killed run stopped. Run it from the repository root.
 set -euo pipefail
@@ -12,7 +12,10 @@ COMMON="--search-mode fast --exhaustive-sample 320 --reps 6 --chunk-size 50 --wo
 HALF="--dtypes float16 bfloat16 --layouts NN NT --max-gflop 200"
 MM="$HALF --ops mm addmm --sizes 64 128 256 512 768 1024 1536 2048 2304 3072 4096 5120 8192 11008 14336 --m-sizes 16 32 64 128 256 512 1024 2048 4096 8192"
 BMM="$HALF --ops bmm --max-batch 32 --sizes 64 128 256 512 1024 2048 4096 --m-sizes 128 256 512 1024 2048 4096"
-F32="--dtypes float32 --layouts NT --max-gflop 20 --ops mm addmm --sizes 256 512 768 1024 1536 2048 2304 3072 4096 5120 8192 11008 14336 --m-sizes 256 512 1024 2048 4096 8192"
+F32_SIZES="--sizes 256 512 768 1024 1536 2048 2304 3072 4096 5120 8192 11008 14336"
+F32="--dtypes float32 --layouts NT --max-gflop 20 --ops mm addmm $F32_SIZES --m-sizes 256 512 1024 2048 4096 8192"
+# fp32 at small M (a classifier head or a small batch: M of 1-128 rows), the same widths.
+F32M="--dtypes float32 --layouts NT --max-gflop 20 --ops mm addmm $F32_SIZES --m-sizes 1 2 4 8 16 32 64 128"
 # Sizes that are not multiples of 8 (K=479, 197 tokens, 1000 classes...): cuBLAS and the Triton
 # templates slow down on leading dimensions that are not 16-byte aligned; log-normal sizes are
 # mostly such. Half precision, mm/addmm/bmm (batch up to 512: 32 images x 12 heads), three layouts,
@@ -34,7 +37,7 @@ HELD_OUT="data/h100/validation data/h100/odd"
 # data/h100/odd (an earlier unaligned design, 320 sampled configs): its first 10 problems.
 ODD_V1="--dtypes float16 bfloat16 --layouts NN NT TN --max-gflop 100 --ops mm addmm bmm --max-batch 32 --log-normal --log-normal-mean 6.9 --log-normal-sigma 1.0 --min-size 16 --max-size 8192"
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2)
+[ ${#parts[@]} -eq 0 ] && parts=(train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m)
 for part in "${parts[@]}"; do
   echo "[$(date +%T)] $part"
   case $part in
@@ -50,6 +53,7 @@ for part in "${parts[@]}"; do
     train-attn) $DIODE collect-shapeset --shapeset attention_odd_tokens $ODD_SAMPLE --exclude $HELD_OUT -o "$DATA/train/h100_attn.msgpack.gz" ;;
     train-f32s) $DIODE collect $ODD_SAMPLE $F32 --num-shapes 60 --seed 7 --exclude $HELD_OUT data/h100/train/h100_f32_chunk0000.msgpack.gz -o "$DATA/train/h100_f32s.msgpack.gz" ;;
     train-odd2) $DIODE collect $ODD_SAMPLE $ODD --num-shapes 300 --seed 8 --exclude $HELD_OUT data/h100/train/h100_odd_chunk000{0,1,2}.msgpack.gz -o "$DATA/train/h100_odd2.msgpack.gz" ;;
+    train-f32m) $DIODE collect $ODD_SAMPLE $F32M --num-shapes 60 --seed 9 --exclude $HELD_OUT -o "$DATA/train/h100_f32m.msgpack.gz" ;;
     odd-v1)    $DIODE collect $COMMON $ODD_V1 --num-shapes 80 --seed 4 -o "$DATA/odd/h100_odd.msgpack.gz" ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac
