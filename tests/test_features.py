@@ -537,3 +537,27 @@ def test_threads_agree_with_single_threaded_result():
     assert sorted(results) == [0, 1]
     for r in results.values():
         np.testing.assert_array_equal(r, expected)
+
+
+def test_candidates_join_parts_and_make_configs_on_demand():
+    """Candidates: the rows of every part in order, ATen rows flagged extern, and a candidate's
+    KernelConfig made by its own part's maker (only when asked for)."""
+    from torch_diode.features import Candidates
+
+    tiled = [KernelConfig("triton::mm", 64, 32, 16, 8, 3, 4, True), KernelConfig("triton::mm", 128, 64, 32, 8, 4, 8)]
+    aten = [KernelConfig("aten::bias_addmm"), KernelConfig("aten::addmm")]
+    asked: list[int] = []
+
+    def make(i: int) -> KernelConfig:
+        asked.append(i)
+        return tiled[i]
+
+    c = Candidates([(config_rows(aten[:1]), aten[:1].__getitem__), (config_rows(tiled), make),
+                    (config_rows(aten[1:]), aten[1:].__getitem__)])
+    assert len(c) == 4 and asked == []
+    np.testing.assert_array_equal(c.rows, config_rows([aten[0], *tiled, aten[1]]))
+    assert c.extern.tolist() == [True, False, False, True]
+    assert [c.locate(i) for i in range(4)] == [(0, 0), (1, 0), (1, 1), (2, 0)]
+    assert [c.config(i) for i in range(4)] == [aten[0], *tiled, aten[1]] and asked == [0, 1]
+    np.testing.assert_array_equal(Candidates.of(tiled).rows, config_rows(tiled))
+    assert len(Candidates([])) == 0

@@ -7,7 +7,7 @@ Training, validation, prediction and the Inductor choice handler all call :func:
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -74,7 +74,46 @@ def hardware_row(hardware: Hardware) -> np.ndarray:
 
 def featurize(problem: Problem, configs: Sequence[KernelConfig], hardware: Hardware) -> np.ndarray:
     """float32[len(configs), NUM_FEATURES]: the model input for one problem and its configs."""
-    return _C.compute_features(problem_row(problem), config_rows(configs), hardware_row(hardware))
+    return featurize_rows(problem, config_rows(configs), hardware)
+
+
+def featurize_rows(problem: Problem, rows: np.ndarray, hardware: Hardware) -> np.ndarray:
+    """:func:`featurize` of configs given as their :func:`config_rows`."""
+    return _C.compute_features(problem_row(problem), rows, hardware_row(hardware))
+
+
+class Candidates:
+    """The candidates of one decision as parts, each its configs' :func:`config_rows` and a
+    function making the KernelConfig of a row: every candidate is featurized, KernelConfig
+    objects are made only for those asked for (the Triton template's ~1,400 enumerated ones
+    would cost more than the rest of a decision)."""
+
+    def __init__(self, parts: Sequence[tuple[np.ndarray, Callable[[int], KernelConfig]]]):
+        columns = len(_C.config_columns())
+        self.rows = np.concatenate([r.reshape(-1, columns) for r, _ in parts]) if parts else np.zeros((0, columns), np.int64)
+        self._starts = np.cumsum([0] + [len(r) for r, _ in parts])[:-1]
+        self._makers = [make for _, make in parts]
+
+    @classmethod
+    def of(cls, configs: Sequence[KernelConfig]) -> "Candidates":
+        return cls([(config_rows(configs), configs.__getitem__)])
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def extern(self) -> np.ndarray:
+        """Which candidates are ATen/cuBLAS choices (no block sizes)."""
+        return self.rows[:, 1] == 0
+
+    def locate(self, i: int) -> tuple[int, int]:
+        """(part, row within the part) of candidate ``i``."""
+        part = int(np.searchsorted(self._starts, i, side="right")) - 1
+        return part, int(i - self._starts[part])
+
+    def config(self, i: int) -> KernelConfig:
+        part, j = self.locate(i)
+        return self._makers[part](j)
 
 
 def featurize_many(

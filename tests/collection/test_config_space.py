@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -104,3 +105,23 @@ def test_compile_workers_write_the_callers_triton_cache(tmp_path):
     """))
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=300)
     assert out.stdout.split() == ["True", "1"], out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("space", ["DEFAULT", "EXHAUSTIVE"])
+def test_candidate_rows_are_the_configs_feature_rows(space):
+    """The choice handler featurizes triton_candidates' rows and makes KernelConfigs only for what
+    it chooses: rows and configs must be exactly those of triton_configs, in its order."""
+    from torch_diode.collection.config_space import triton_candidates
+    from torch_diode.features import config_rows
+
+    for op, (m, n, k), dtype in [("mm", (2048, 4096, 4096), "bfloat16"), ("addmm", (1024, 2304, 768), "float16"),
+                                 ("bmm", (197, 197, 64), "float16"), ("addmm", (32, 1000, 2048), "float32"),
+                                 ("mm", (5, 7, 9), "float16"), ("mm", (70000, 3, 300), "bfloat16")]:
+        problem = Problem(op, 4 if op == "bmm" else 1, m, n, k, dtype, dtype, dtype, transpose_b=True)
+        configs = triton_configs(problem, space)
+        rows, config_at = triton_candidates(problem, space)
+        assert rows.dtype == np.int64 and rows.shape == (len(configs), config_rows(configs[:1]).shape[1])
+        np.testing.assert_array_equal(rows, config_rows(configs))
+        assert [config_at(i) for i in range(len(rows))] == configs
+        # first appearance kept, nothing repeated
+        assert len(set(configs)) == len(configs)

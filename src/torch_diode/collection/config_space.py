@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
+import numpy as np
+
+from ..features import template_kind
 from ..types import KernelConfig, Problem
 
 SEARCH_SPACES = ("DEFAULT", "EXHAUSTIVE")
@@ -45,26 +48,36 @@ def _next_power_of_2(n: int) -> int:
     return 1 if n <= 1 else 2 ** math.ceil(math.log2(n))
 
 
-def scaled_configs(m: int, n: int, k: int, search_space: str) -> list[tuple[int, int, int, int, int, int]]:
-    """Inductor's scale -> prune -> finalize for one shape (scale 1, no int8)."""
+@lru_cache(maxsize=None)
+def _raw_array(search_space: str) -> np.ndarray:
+    return np.array(raw_config_lists()[search_space], dtype=np.int64).reshape(-1, 6)
+
+
+def scaled_config_array(m: int, n: int, k: int, search_space: str) -> np.ndarray:
+    """Inductor's scale -> prune -> finalize for one shape (scale 1, no int8): int64[configs, 6]
+    of (block_m, block_n, block_k, num_stages, num_warps, group_m), Inductor's order, each kept
+    where it first appears. Vectorised: the choice handler enumerates ~1,900 configs per GEMM."""
     if search_space not in SEARCH_SPACES:
         raise ValueError(f"search space must be one of {SEARCH_SPACES}, got {search_space!r}")
-    m_hint = max(_next_power_of_2(m), _MIN_BLOCK)
-    n_hint = max(_next_power_of_2(n), _MIN_BLOCK)
-    k_hint = max(_next_power_of_2(k), _MIN_BLOCK)
-    out, seen = [], set()
-    for bm, bn, bk, stages, warps, group_m in raw_config_lists()[search_space]:
-        bm = max(min(bm, m_hint), _MIN_BLOCK)
-        bn = max(min(bn, n_hint), _MIN_BLOCK)
-        bk = max(min(bk, k_hint), _MIN_BLOCK)
-        if search_space == "EXHAUSTIVE" and math.ceil(bm * bn / (warps * 32)) > _MAX_ACC_REGS:
-            continue
-        warps = min(warps, bm * bn // 256)
-        key = (bm, bn, bk, stages, warps, group_m)
-        if key not in seen:
-            seen.add(key)
-            out.append(key)
-    return out
+    raw = _raw_array(search_space)
+    hints = [max(_next_power_of_2(d), _MIN_BLOCK) for d in (m, n, k)]
+    out = raw.copy()
+    for col, hint in enumerate(hints):
+        out[:, col] = np.maximum(np.minimum(raw[:, col], hint), _MIN_BLOCK)
+    tile = out[:, 0] * out[:, 1]
+    if search_space == "EXHAUSTIVE":  # accumulator registers per thread: ceil(BM*BN / (warps*32))
+        lanes = out[:, 4] * 32
+        out = out[(tile + lanes - 1) // lanes <= _MAX_ACC_REGS]
+        tile = out[:, 0] * out[:, 1]
+    out[:, 4] = np.minimum(out[:, 4], tile // 256)
+    keys = np.ravel_multi_index(tuple(out.T), tuple(out.max(axis=0) + 1))  # one int per config
+    _, first = np.unique(keys, return_index=True)
+    return out[np.sort(first)]
+
+
+def scaled_configs(m: int, n: int, k: int, search_space: str) -> list[tuple[int, int, int, int, int, int]]:
+    """:func:`scaled_config_array` as tuples."""
+    return [tuple(int(v) for v in row) for row in scaled_config_array(m, n, k, search_space)]
 
 
 def allow_tf32(problem: Problem) -> bool:
@@ -93,19 +106,32 @@ def epilogue_extras(problem: Problem) -> dict[str, Any]:
     return {"epilogue_fn_hash": f"['addmm_epilogue', torch.{problem.dtype_out}, 1, 1]", "prefix_args": 1}
 
 
+def triton_candidates(problem: Problem, search_space: str = "DEFAULT") -> tuple[np.ndarray, Callable[[int], KernelConfig]]:
+    """The Triton mm/bmm template configs Inductor generates for ``problem`` as the feature
+    path's config rows (what ``features.config_rows(triton_configs(problem, search_space))``
+    gives), and a function making the KernelConfig of row ``i``: the choice handler featurizes
+    every candidate but needs KernelConfig objects only for the ones it chooses."""
+    scaled = scaled_config_array(problem.M, problem.N, problem.K, search_space)
+    bm, bn, bk, stages, warps, group_m = scaled.T
+    tid, tf32, extras = template_id(problem), allow_tf32(problem), epilogue_extras(problem)
+    even_k = problem.K % bk == 0
+    rows = np.column_stack([np.full(len(scaled), template_kind(tid)), bm, bn, bk, group_m, stages, warps,
+                            even_k, np.full(len(scaled), int(tf32)), np.zeros(len(scaled), dtype=np.int64)]).astype(np.int64)
+
+    def config_at(i: int) -> KernelConfig:
+        return KernelConfig(
+            template_id=tid, block_m=int(bm[i]), block_n=int(bn[i]), block_k=int(bk[i]), group_m=int(group_m[i]),
+            num_stages=int(stages[i]), num_warps=int(warps[i]), even_k=bool(even_k[i]), allow_tf32=tf32,
+            use_fast_accum=False, acc_type="tl.float32", extras=extras,
+        )
+
+    return rows.reshape(len(scaled), -1), config_at
+
+
 def triton_configs(problem: Problem, search_space: str = "DEFAULT") -> list[KernelConfig]:
     """The Triton mm/bmm template configs Inductor generates for ``problem``."""
-    tf32 = allow_tf32(problem)
-    extras = epilogue_extras(problem)
-    return [
-        KernelConfig(
-            template_id=template_id(problem),
-            block_m=bm, block_n=bn, block_k=bk, group_m=group_m, num_stages=stages, num_warps=warps,
-            even_k=problem.K % bk == 0, allow_tf32=tf32, use_fast_accum=False, acc_type="tl.float32",
-            extras=extras,
-        )
-        for bm, bn, bk, stages, warps, group_m in scaled_configs(problem.M, problem.N, problem.K, search_space)
-    ]
+    rows, config_at = triton_candidates(problem, search_space)
+    return [config_at(i) for i in range(len(rows))]
 
 
 def aten_configs(problem: Problem) -> list[KernelConfig]:

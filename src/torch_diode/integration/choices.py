@@ -79,9 +79,9 @@ from torch._inductor import config as inductor_config
 from torch._inductor.choices import InductorChoices
 
 from .. import config
-from ..collection.config_space import raw_config_lists, rows_of, template_id, tf32_enabled, triton_configs
+from ..collection.config_space import raw_config_lists, rows_of, template_id, tf32_enabled, triton_candidates
 from ..collection.recorder import config_from_kwargs, problem_from_nodes
-from ..features import FEATURE_NAMES, featurize
+from ..features import FEATURE_NAMES, Candidates, config_rows, featurize_rows
 from ..hardware import detect_hardware
 from ..selection import selection_order, usable_candidates, widen
 from ..types import Hardware, KernelConfig, Problem
@@ -366,8 +366,8 @@ class DiodeInductorChoices(InductorChoices):
             return None
         with inductor_config.patch(max_autotune_gemm_search_space="DEFAULT"):
             first = next(iter(self.get_ktc(kernel_inputs, template, op_name, {})), None)
-        expected = triton_configs(problem, "DEFAULT")
-        if first is None or not expected or ktc_config(first) != expected[0]:
+        expected, expected_config = triton_candidates(problem, "DEFAULT")
+        if first is None or not len(expected) or ktc_config(first) != expected_config(0):
             logger.debug("torch-diode: Inductor's first %s candidate is not diode's first config for %s", uid, problem.short())
             return None
         return first
@@ -396,30 +396,33 @@ class DiodeInductorChoices(InductorChoices):
             if base is None:
                 self.stats["enumeration_mismatch"] += 1
                 return None, template_choices
-            own = triton_configs(problem, self._setting_pool())
-            configs: list[KernelConfig] = []
-            ktcs: list[Any] = []
+            parts, owners = [], []  # owners: the template's KernelTemplateChoices, None for diode's own
             for u, gen in template_choices.items():
                 if u == uid:
-                    configs += own
-                    ktcs += [None] * len(own)
+                    parts.append(triton_candidates(problem, self._setting_pool()))
+                    owners.append(None)
                 else:
                     lists[u] = list(gen)
-                    configs += [ktc_config(k) for k in lists[u]]
-                    ktcs += lists[u]
-            indices, commit = self._decide(problem, configs, kernel_inputs)
-            chosen = [ktcs[i] if ktcs[i] is not None else ktc_with_config(base, configs[i]) for i in indices]
+                    configs = [ktc_config(k) for k in lists[u]]
+                    parts.append((config_rows(configs), configs.__getitem__))
+                    owners.append(lists[u])
+            candidates = Candidates(parts)
+            indices, commit = self._decide(problem, candidates, kernel_inputs)
+            chosen = []
+            for i in indices:
+                part, j = candidates.locate(i)
+                chosen.append(owners[part][j] if owners[part] is not None else ktc_with_config(base, candidates.config(i)))
             if any(k is None for k in chosen):  # an enumerated config Inductor's template does not reproduce
                 self.stats["enumeration_mismatch"] += 1
                 return None, restored()
-            self._remember(problem, kernel_inputs, templates, op_name, [configs[i] for i in indices], len(configs))
+            self._remember(problem, kernel_inputs, templates, op_name, [candidates.config(i) for i in indices], len(candidates))
         except Exception as e:  # the full path decides again and reports the failure as its own
             logger.debug("torch-diode: enumeration of %s failed (%s)", op_name, e)
             return None, restored()
         commit()
         self.stats["enumerated"] += 1
         self.stats["model_selections"] += 1
-        self.stats["configs_filtered"] += len(configs) - len(chosen)
+        self.stats["configs_filtered"] += len(candidates) - len(chosen)
         return chosen, restored()
 
     def _setting_pool(self) -> str:
@@ -456,17 +459,17 @@ class DiodeInductorChoices(InductorChoices):
             raise problem_error
         self._check_covered(problem, kernel_inputs, op_name)
         configs = [ktc_config(k) for k in stock]
-        indices, commit = self._decide(problem, configs, kernel_inputs)
+        indices, commit = self._decide(problem, Candidates.of(configs), kernel_inputs)
         commit()
         self._remember(problem, kernel_inputs, templates, op_name, [configs[i] for i in indices], len(stock))
         return [stock[i] for i in indices]
 
-    def _decide(self, problem: Problem, configs: list[KernelConfig], kernel_inputs: Any) -> tuple[list[int], Any]:
+    def _decide(self, problem: Problem, candidates: Candidates, kernel_inputs: Any) -> tuple[list[int], Any]:
         """Indices of the chosen configs, best first, and a function that records the decision
         (statistics, ``decisions``): called once the decision is used, so that a decision the
         enumerated path gives up is not counted twice."""
         try:
-            features = featurize(problem, configs, self._hardware_for(kernel_inputs))
+            features = featurize_rows(problem, candidates.rows, self._hardware_for(kernel_inputs))
         except Exception as e:
             raise Fallback("feature_error", str(e)) from None
         try:
@@ -476,15 +479,15 @@ class DiodeInductorChoices(InductorChoices):
         if not np.all(np.isfinite(predicted)):
             raise Fallback("inference_error", "non-finite prediction")
         notes: Counter = Counter()
-        indices, gap = self._select(predicted, features, problem, np.array([not c.is_tiled for c in configs]), notes)
+        indices, gap = self._select(predicted, features, problem, candidates.extern, notes)
 
         def commit() -> None:
             self.stats.update(notes)
             PREDICTION_STATS["total_predictions"] += 1
             PREDICTION_STATS["configs_scored"] += len(predicted)
             _CONFIDENCES.append(gap)
-            self.decisions.append({"problem": problem.short(), "candidates": len(configs),
-                                   "chosen": [configs[i].short() for i in indices],
+            self.decisions.append({"problem": problem.short(), "candidates": len(candidates),
+                                   "chosen": [candidates.config(i).short() for i in indices],
                                    "predicted_us": [round(math.exp(predicted[i]), 2) for i in indices]})
 
         return indices, commit
