@@ -31,7 +31,7 @@ fail to compile.
 
 Confidence rule: a problem is "unsure" where it lies outside the model's training range (any of
 log2 B, M, N, K more than one unit, i.e. 2x, beyond what the training data of its element type
-held: the H100 set's fp32 part has M >= 256, so an fp32 GEMM with M=32 is unsure), or where an
+held: an H100 set whose fp32 part had M >= 256 left an fp32 GEMM with M=32 unsure), or where an
 operand's rows are not 16-byte aligned (K=479, 197 tokens) and the training data held no such
 problem: cuBLAS and the Triton templates lose their vector loads there, and a model that never saw
 it ranks them as if aligned (an H100 model trained on aligned sizes only: top-1 0.75, worst 2.2x on
@@ -39,8 +39,8 @@ it ranks them as if aligned (an H100 model trained on aligned sizes only: top-1 
 problems of its training run of the same kind (misaligned or aligned) were on geometric mean more
 than ``unsure_heldout_slowdown`` (1.05) times slower than the best (``diode train`` records it
 from its validation split, where that held at least 5 problems of the kind:
-the shipped H100 model, trained on 806 problems, picks 1.071x slower than the best on 35
-held-out misaligned ones, and 1.014x on 86 aligned ones; a model trained without a
+the shipped H100 model, trained on 866 problems, picks 1.109x slower than the best on 33
+held-out misaligned ones, and 1.029x on 97 aligned ones; a model trained without a
 validation split, or whose split held fewer than 5 problems of a kind, is judged by the other
 rules alone there; the split also chose the early stop, so the figure leans optimistic), or
 where its element type had fewer than
