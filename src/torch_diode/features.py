@@ -1,7 +1,8 @@
 """The one feature path: data-model objects -> integer rows -> C++ features (torch_diode._C).
 
 Training, validation, prediction and the Inductor choice handler all call :func:`featurize`
-(or :func:`featurize_many`); nothing else computes features.
+(or :func:`featurize_many`, or :func:`featurize_rows` on configs already turned into their
+:func:`config_rows`); nothing else computes features.
 """
 
 from __future__ import annotations

@@ -125,7 +125,7 @@ def triton_candidates(problem: Problem, search_space: str = "DEFAULT") -> tuple[
             use_fast_accum=False, acc_type="tl.float32", extras=extras,
         )
 
-    return rows.reshape(len(scaled), -1), config_at
+    return rows, config_at
 
 
 def triton_configs(problem: Problem, search_space: str = "DEFAULT") -> list[KernelConfig]:
