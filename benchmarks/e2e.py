@@ -401,7 +401,7 @@ def main() -> int:
                      "exhaustive": inductor_settings("EXHAUSTIVE", "ATEN,TRITON"),
                      "diode": {"max_autotune_gemm": True, "candidate_pool": diode_config.candidate_pool,
                                "performance_threshold": 1.0, "unsure_top_k": diode_config.unsure_top_k,
-                               "unsure_window": diode_config.unsure_window}},
+                               "unsure_pool": "ATen and Inductor's DEFAULT Triton configs"}},
         "workers": [],
         "rows": [],
     }

@@ -6,7 +6,8 @@ preferred within extern_preference), then:
 
   first      measured time of the first pick / best measured time
   widened    best measured time among what an unsure decision hands Inductor's benchmark (the
-             top unsure_top_k predicted within unsure_window of the best) / best measured time
+             first pick and the best predicted among ATen and Inductor's DEFAULT Triton configs,
+             unsure_top_k in all) / best measured time
   kept       how many candidates that is
 
 Geometric means and worst cases per dataset are printed last and written to --out.
@@ -26,9 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from torch_diode import config
-from torch_diode.features import featurize
+from torch_diode.features import config_rows, featurize
 from torch_diode.predict import load_model, predict_log_time_us
-from torch_diode.selection import selection_order, usable_candidates, widen
+from torch_diode.selection import beyond_default_list, selection_order, usable_candidates, widen
 from torch_diode.types import load_datasets
 
 
@@ -38,7 +39,7 @@ DEFAULT_DATA = [str(ROOT / "data" / "h100" / "validation" / f"h100_{part}.msgpac
     + [str(ROOT / "data" / "h100" / "odd"), str(ROOT / "data" / "h100" / "odd2")]
 
 
-def judge(model: str, data: str, top_k: int, window: float, preference: float) -> dict:
+def judge(model: str, data: str, top_k: int, preference: float) -> dict:
     engine = load_model(model)
     first, best_widened, kept = [], [], []
     for hardware, problem, timings in load_datasets([data]).problems():
@@ -50,7 +51,7 @@ def judge(model: str, data: str, top_k: int, window: float, preference: float) -
         if len(usable) == 0:
             continue
         order = selection_order(predicted, np.array([not c.is_tiled for c in configs]), preference, usable)
-        wide = widen(order, predicted, usable, top_k, window)
+        wide = widen(order, top_k, ~beyond_default_list(problem, config_rows(configs)))
         best = measured[usable].min()
         first.append(measured[order[0]] / best)
         best_widened.append(measured[wide].min() / best)
@@ -70,9 +71,9 @@ def main() -> int:
                         help="dataset files or folders, each judged on its own (default: the H100 validation files, data/h100/odd, data/h100/odd2)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    settings = {"unsure_top_k": config.unsure_top_k, "unsure_window": config.unsure_window,
+    settings = {"unsure_top_k": config.unsure_top_k, "unsure_pool": "ATen and Inductor's DEFAULT Triton configs",
                 "extern_preference": config.extern_preference}
-    rows = [judge(m, d, config.unsure_top_k, config.unsure_window, config.extern_preference)
+    rows = [judge(m, d, config.unsure_top_k, config.extern_preference)
             for m in args.model for d in args.data]
     report = {"command": "python benchmarks/heldout_selection.py", "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "machine": "CPU (predictions against data measured on the GPU named in each dataset)",

@@ -3,6 +3,7 @@ import math
 import numpy as np
 
 from torch_diode.selection import selection_order
+from torch_diode.types import KernelConfig, Problem
 
 
 def test_plain_order_without_preference():
@@ -57,3 +58,30 @@ def test_usable_candidates_leave_out_configs_that_cannot_compile_or_must_spill()
     assert regs[2] >= SPILL_LOG2_REGS > regs[1]
     assert features[3, FEATURE_NAMES.index("smem_exceeds")] == 1.0
     assert usable_candidates(features).tolist() == [0, 1]
+
+
+def test_widen_keeps_the_first_pick_then_the_eligible():
+    from torch_diode.selection import widen
+
+    order = np.array([4, 2, 0, 3, 1])
+    eligible = np.array([True, True, False, True, False])
+    assert widen(order, 3, eligible) == [4, 0, 3]  # 4 first though not eligible; 2 skipped
+    assert widen(order, 1, eligible) == [4]
+    assert widen(order, 0, eligible) == [4]
+    assert widen(order, 10, eligible) == [4, 0, 3, 1]
+    assert widen(order, 3) == [4, 2, 0]
+
+
+def test_beyond_default_list_marks_only_triton_configs_outside_inductors_list():
+    from torch_diode.collection.config_space import triton_configs
+    from torch_diode.features import config_rows
+    from torch_diode.selection import beyond_default_list
+
+    problem = Problem("addmm", 1, 2048, 512, 479, "float16", "float16", "float16", transpose_b=True)
+    default = triton_configs(problem, "DEFAULT")
+    exhaustive = triton_configs(problem, "EXHAUSTIVE")
+    configs = exhaustive + [KernelConfig("aten::bias_addmm"), KernelConfig("aten::addmm")]
+    marked = beyond_default_list(problem, config_rows(configs))
+    assert marked.tolist() == [c.is_tiled and c not in default for c in configs]
+    assert (~marked).sum() == len(default) + 2
+    assert beyond_default_list(problem, config_rows([])).shape == (0,)

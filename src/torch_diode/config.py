@@ -7,8 +7,7 @@ environment variables read at import. ``patch(**values)`` changes some for a ``w
 | top_k_configs | TORCH_DIODE_TOP_K | 1 | choices kept per GEMM (1: nothing is benchmarked) |
 | performance_threshold | TORCH_DIODE_PERFORMANCE_THRESHOLD | 1.0 | also keep choices predicted within this factor of the best (1.1 = 10%) |
 | max_selected_configs | TORCH_DIODE_MAX_SELECTED | 8 | cap on the choices kept |
-| unsure_top_k | TORCH_DIODE_UNSURE_TOP_K | 5 | choices kept when the problem lies outside the model's training range |
-| unsure_window | TORCH_DIODE_UNSURE_WINDOW | 1.3 | of those, only the ones predicted within this factor of the best prediction |
+| unsure_top_k | TORCH_DIODE_UNSURE_TOP_K | 5 | choices Inductor benchmarks where the model is unsure: the best predicted among ATen and Inductor's DEFAULT Triton configs (torch_diode.selection.widen) |
 | unsure_heldout_slowdown | TORCH_DIODE_UNSURE_HELDOUT_SLOWDOWN | 1.05 | a problem is unsure where the model's first picks on held-out problems of its kind (misaligned rows or not) were on geometric mean slower than this factor (recorded by diode train) |
 | min_dtype_problems | TORCH_DIODE_MIN_DTYPE_PROBLEMS | 100 | a problem whose element type had fewer training problems is unsure too (the shipped H100 model: 46 fp32 problems; a model with 39 had top-1 0.88, worst 2.45x on held-out fp32) |
 | extern_preference | TORCH_DIODE_EXTERN_PREFERENCE | 1.1 | keep the best ATen/cuBLAS choice first unless a Triton config is predicted this factor faster (1.0: off; see torch_diode.selection) |
@@ -36,7 +35,6 @@ top_k_configs: int = int(os.environ.get("TORCH_DIODE_TOP_K", "1"))
 performance_threshold: float = float(os.environ.get("TORCH_DIODE_PERFORMANCE_THRESHOLD", "1.0"))
 max_selected_configs: int = int(os.environ.get("TORCH_DIODE_MAX_SELECTED", "8"))
 unsure_top_k: int = int(os.environ.get("TORCH_DIODE_UNSURE_TOP_K", "5"))
-unsure_window: float = float(os.environ.get("TORCH_DIODE_UNSURE_WINDOW", "1.3"))
 unsure_heldout_slowdown: float = float(os.environ.get("TORCH_DIODE_UNSURE_HELDOUT_SLOWDOWN", "1.05"))
 min_dtype_problems: int = int(os.environ.get("TORCH_DIODE_MIN_DTYPE_PROBLEMS", "100"))
 extern_preference: float = float(os.environ.get("TORCH_DIODE_EXTERN_PREFERENCE", "1.1"))
@@ -47,7 +45,7 @@ allow_hardware_mismatch: bool = _env_bool("TORCH_DIODE_ALLOW_HARDWARE_MISMATCH",
 autoregister: bool = not _env_bool("TORCH_DIODE_NO_AUTOREGISTER", False)
 
 _NAMES = ("enable_fallback", "top_k_configs", "performance_threshold", "max_selected_configs", "unsure_top_k",
-          "unsure_window", "unsure_heldout_slowdown", "min_dtype_problems", "extern_preference", "candidate_pool", "cache_predictions", "enumerate_candidates", "allow_hardware_mismatch", "autoregister")
+          "unsure_heldout_slowdown", "min_dtype_problems", "extern_preference", "candidate_pool", "cache_predictions", "enumerate_candidates", "allow_hardware_mismatch", "autoregister")
 
 
 def snapshot() -> dict[str, Any]:

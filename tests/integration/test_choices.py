@@ -196,41 +196,41 @@ def test_unsure_problems_widen_the_selection(cpu_model):
     assert choices.get_stats()["unsure_benchmarked"] == 0  # the CPU offers this bmm one candidate
 
 
-def test_unsure_widening_keeps_the_candidates_within_the_window(cpu_model):
-    """Of the top unsure_top_k, only those predicted within unsure_window of the best prediction
-    are kept. (The CPU's Inductor offers a single bmm candidate here, so the selection is called
-    with five predicted candidates directly; the features say M = 1, outside the training range.)"""
+def test_unsure_widening_takes_aten_and_inductors_default_configs(cpu_model):
+    """An unsure decision hands Inductor the first pick and the next best predicted among the ATen
+    choices and the Triton configs of Inductor's DEFAULT list, unsure_top_k in all. (The CPU's
+    Inductor offers a single bmm candidate here, so the selection is called with five predicted
+    candidates directly; the features say M = 1, outside the training range.)"""
     from collections import Counter
 
-    from torch_diode.features import FEATURE_NAMES
+    from torch_diode.collection.config_space import triton_configs
+    from torch_diode.features import FEATURE_NAMES, Candidates
 
+    problem = Problem("bmm", 2, 1, 256, 256, "float32", "float32", "float32")
+    default = triton_configs(problem, "DEFAULT")
+    beyond = [c for c in triton_configs(problem, "EXHAUSTIVE") if c not in default]
+    # candidate 2 is an EXHAUSTIVE config outside the DEFAULT list, candidate 4 ATen's bmm
+    candidates = Candidates.of([default[0], default[1], beyond[0], default[2], KernelConfig("aten::bmm")])
     features = np.zeros((5, len(FEATURE_NAMES)), np.float32)
-    predicted = np.log([14.0, 10.0, 12.5, 11.0, 30.0])
-    problem = Problem("bmm", 2, 1, 56, 16, "float32", "float32", "float32")
     choices = DiodeInductorChoices(cpu_model)
 
-    def select(window, extern=(), **settings):
+    def select(times, top_k, **settings):
         notes = Counter()
-        is_extern = np.isin(np.arange(5), list(extern))
-        with config.patch(unsure_top_k=4, unsure_window=window, **settings):
-            chosen, _ = choices._select(predicted, features, problem, is_extern, notes)
+        with config.patch(unsure_top_k=top_k, extern_preference=1.0, **settings):
+            chosen, _ = choices._select(np.log(times), features, problem, candidates, notes)
         assert notes["unsure_widened"] == notes["unsure_out_of_range"] == 1
-        assert notes["unsure_benchmarked"] == (len(chosen) > 1), (chosen, notes)  # k=1: only widening adds
+        assert notes["unsure_benchmarked"] == (top_k > 1), (chosen, notes)
         return chosen
 
-    # 12.5 lies exactly 1.25x above the best (10): inside a window of 1.25
-    assert {w: select(w, extern_preference=1.0) for w in (1.0, 1.25, 1.3, 1e9)} == {
-        1.0: [1], 1.25: [1, 3, 2], 1.3: [1, 3, 2], 1e9: [1, 3, 2, 0]}
-    # the window is measured from the best prediction, not from a preferred ATen choice: with
-    # candidate 0 (14 us) an ATen choice preferred over Triton predicted up to 1.5x faster, the
-    # window of 1.1 keeps only what lies within 11 us, and 0 (kept as the first pick)
-    assert select(1.1, extern=[0], extern_preference=1.5) == [0, 1, 3]
+    times = [14.0, 10.0, 12.5, 11.0, 30.0]  # predicted order 1, 3, 2, 0, 4
+    assert select(times, 1) == [1]
+    assert select(times, 3) == [1, 3, 0, 4]  # 2 skipped; ATen rides along with several Triton choices
+    assert select(times, 4) == [1, 3, 0, 4]
+    assert select(times, 9) == [1, 3, 0, 4]  # all the eligible ones, 2 never
+    # the first pick stays, even outside the DEFAULT list
+    assert select([14.0, 10.0, 9.0, 11.0, 30.0], 3) == [2, 1, 3, 4]
     # the widened set is not cut by max_selected_configs
-    assert select(1e9, extern_preference=1.0, max_selected_configs=2) == [1, 3, 2, 0]
-    # several Triton choices and none of the ATen ones: the best ATen choice rides along, or
-    # Inductor's scheduler has nothing to fall back to on a layout conflict; one choice needs none
-    assert select(1.3, extern=[4], extern_preference=1.0) == [1, 3, 2, 4]
-    assert select(1.0, extern=[4], extern_preference=1.0) == [1]
+    assert select(times, 4, max_selected_configs=2) == [1, 3, 0, 4]
 
 
 def test_ranges_of_the_problems_dtype_decide_when_recorded(cpu_model):

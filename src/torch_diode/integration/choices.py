@@ -48,12 +48,11 @@ where its element type had fewer than
 0.88, worst 2.45x on 15 held-out fp32 problems, top-5 1.00), or where it is fp32 with TF32
 allowed (``torch.set_float32_matmul_precision("high")``) and the model records no such timing.
 The selection then widens to
-the top ``unsure_top_k`` predicted within ``unsure_window`` (1.3x) of the best prediction, and
-Inductor benchmarks those, so an extrapolating model costs a little compile time rather than a slow
-kernel. (The window: on the H100's held-out fp32 and unaligned problems, the best of the top 5
-within 1.3x of the best prediction is as fast as the best of all top 5, with 2.7 and 4.3 candidates
-instead of 5; a candidate predicted far slower is one more kernel to compile and one more chance
-for a noisy benchmark of a microsecond-sized GEMM to pick it.) The reported confidence of a
+the first pick and the next best predicted among the ATen choices and the Triton configs of
+Inductor's DEFAULT list, ``unsure_top_k`` in all, and Inductor benchmarks those, so an extrapolating
+model costs compile time rather than a slow kernel (:func:`torch_diode.selection.widen`: on 262
+held-out unaligned H100 problems the best of those is 1.018x the best measured, against 1.038x for
+the top 5 of the whole EXHAUSTIVE pool within 1.3x of the best prediction). The reported confidence of a
 decision is the predicted relative gap between the best and the second-best candidate (0: a coin
 toss, 1: no contest).
 
@@ -83,7 +82,7 @@ from ..collection.config_space import raw_config_lists, rows_of, template_id, tf
 from ..collection.recorder import config_from_kwargs, problem_from_nodes
 from ..features import FEATURE_NAMES, Candidates, config_rows, featurize_rows
 from ..hardware import detect_hardware
-from ..selection import selection_order, usable_candidates, widen
+from ..selection import beyond_default_list, selection_order, usable_candidates, widen
 from ..types import Hardware, KernelConfig, Problem
 
 logger = logging.getLogger(__name__)
@@ -246,7 +245,7 @@ class DiodeInductorChoices(InductorChoices):
         device = str(kernel_inputs.nodes()[-1].get_device())
         return (problem, device, op_name, uids, config.allow_hardware_mismatch, self._setting_pool(), self._setting("top_k_configs"),
                 self._setting("performance_threshold"), config.max_selected_configs, config.unsure_top_k,
-                config.unsure_window, config.min_dtype_problems, config.unsure_heldout_slowdown, config.extern_preference,
+                config.min_dtype_problems, config.unsure_heldout_slowdown, config.extern_preference,
                 tf32_enabled())
 
     def _from_cache(self, problem: Problem, template_choices: dict, kernel_inputs: Any, templates: list, op_name: str,
@@ -479,7 +478,7 @@ class DiodeInductorChoices(InductorChoices):
         if not np.all(np.isfinite(predicted)):
             raise Fallback("inference_error", "non-finite prediction")
         notes: Counter = Counter()
-        indices, gap = self._select(predicted, features, problem, candidates.extern, notes)
+        indices, gap = self._select(predicted, features, problem, candidates, notes)
 
         def commit() -> None:
             self.stats.update(notes)
@@ -537,9 +536,10 @@ class DiodeInductorChoices(InductorChoices):
             return "tf32"
         return None
 
-    def _select(self, predicted: np.ndarray, features: np.ndarray, problem: Problem, extern: np.ndarray,
+    def _select(self, predicted: np.ndarray, features: np.ndarray, problem: Problem, candidates: Candidates,
                 notes: Counter) -> tuple[list[int], float]:
         """The chosen indices and the decision's confidence; what it counts goes into ``notes``."""
+        extern = candidates.extern
         usable = usable_candidates(features)
         if len(usable) == 0:
             raise Fallback("no_usable_candidate")
@@ -550,9 +550,8 @@ class DiodeInductorChoices(InductorChoices):
         widened: list[int] = []
         unsure = self._unsure(features, problem)
         if unsure:
-            # the top unsure_top_k, less those predicted beyond unsure_window of the best prediction:
-            # only candidates the model's error could make the best are compiled and benchmarked
-            widened = widen(order, predicted, usable, config.unsure_top_k, config.unsure_window)
+            # the first pick and the best predicted among ATen and Inductor's DEFAULT Triton configs
+            widened = widen(order, config.unsure_top_k, ~beyond_default_list(problem, candidates.rows))
             notes["unsure_widened"] += 1
             notes[f"unsure_{unsure}"] += 1
             notes["unsure_benchmarked"] += len(widened) > 1  # more than the top pick lay in the window
