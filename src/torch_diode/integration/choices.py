@@ -554,7 +554,7 @@ class DiodeInductorChoices(InductorChoices):
             widened = widen(order, config.unsure_top_k, ~beyond_default_list(problem, candidates.rows))
             notes["unsure_widened"] += 1
             notes[f"unsure_{unsure}"] += 1
-            notes["unsure_benchmarked"] += len(widened) > 1  # more than the top pick lay in the window
+            notes["unsure_benchmarked"] += len(widened) > 1  # more than the first pick (unsure_top_k > 1)
         threshold = float(self._setting("performance_threshold"))
         best = predicted[order[0]]
         within = [i for i in order if predicted[i] <= best + math.log(threshold)] if threshold > 1.0 else []
