@@ -11,8 +11,12 @@ and picks cuBLAS on 80 of 105 problems instead of 61 (cuBLAS is measured best on
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .types import Problem
 
 
 def selection_order(log_time: np.ndarray, extern: np.ndarray, extern_preference: float = 1.0,
@@ -68,7 +72,7 @@ def widen(order: np.ndarray, top_k: int, eligible: np.ndarray | None = None) -> 
     return [int(i) for i in order[:1]] + [int(i) for i in rest[: k - 1]]
 
 
-def beyond_default_list(problem, rows: np.ndarray) -> np.ndarray:
+def beyond_default_list(problem: Problem, rows: np.ndarray) -> np.ndarray:
     """Which of the candidates given by their ``features.config_rows`` are Triton mm/bmm template
     configs outside Inductor's DEFAULT list for ``problem`` (candidates of other templates and
     ATen choices are not)."""
