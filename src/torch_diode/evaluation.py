@@ -7,7 +7,6 @@ metrics come from the C++ core (``_C.ranking_metrics``); this module aggregates 
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import _C
+from .errors import UserError
 from .predict import load_model, predict_log_time_us
 from .training.data import matches_hardware
 from .types import Dataset, Hardware, KernelConfig, Problem
@@ -53,7 +53,7 @@ def collect_predictions(model: str | os.PathLike, dataset: Dataset, hardware_nam
         predicted.append(predict_log_time_us(engine, problem, cfgs, hardware).astype(np.float64))
         offsets.append(offsets[-1] + len(cfgs))
     if not problems:
-        raise ValueError(f"no problems to evaluate (hardware={hardware_name!r}, op={op_name!r})")
+        raise UserError(f"no problems to evaluate (hardware={hardware_name!r}, op={op_name!r})")
     return Predictions(problems, configs, np.concatenate(measured), np.concatenate(predicted), np.array(offsets, np.int64))
 
 
@@ -67,6 +67,9 @@ def validate_model(model: str | os.PathLike, dataset: Dataset, *, hardware_name:
     """The validate-model report (keys documented in the README)."""
     pr = collect_predictions(model, dataset, hardware_name, op_name)
     ok = np.isfinite(pr.measured_us)
+    if not ok.any():
+        raise UserError(f"no successful timing among the {len(pr.problems)} problems to evaluate "
+                        f"(hardware={hardware_name!r}, op={op_name!r}): every choice failed")
     err = pr.predicted_log_us[ok] - np.log(pr.measured_us[ok])
     mse = float(np.mean(err**2))
     rank = _C.ranking_metrics(pr.measured_us, pr.predicted_log_us, pr.offsets, list(TOP_NS))
@@ -154,16 +157,17 @@ def _default_choice_mask(problem: Problem, configs: Sequence[KernelConfig]) -> n
 def load_solution(path: str | os.PathLike) -> list[dict[str, Any]]:
     """A max-autotune solution file: {"name": ..., "configs": [{"M", "N", "K", ["op", "B",
     "dtype"], "template_id" or "block_m", "block_n", "block_k", ["num_stages", "num_warps"]}]}."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: not a readable JSON solution file: {e}") from None
+    from .types import DatasetFormatError, decode_bytes, read_input_bytes
+
+    data = decode_bytes(read_input_bytes(path), "json", False, path)
     if not isinstance(data, dict) or not isinstance(data.get("configs"), list):
-        raise ValueError(f"{path}: field 'configs': expected a list")
+        raise DatasetFormatError(path, "configs", "expected a list")
     for i, c in enumerate(data["configs"]):
+        if not isinstance(c, dict):
+            raise DatasetFormatError(path, f"configs[{i}]", f"expected an object, got {type(c).__name__}")
         for key in ("M", "N", "K"):
-            if not isinstance(c.get(key), int):
-                raise ValueError(f"{path}: field 'configs[{i}].{key}': expected an int")
+            if not isinstance(c.get(key), int) or isinstance(c.get(key), bool):
+                raise DatasetFormatError(path, f"configs[{i}].{key}", "expected an int")
     return data["configs"]
 
 
@@ -221,7 +225,8 @@ def validate_max_autotune(model: str | os.PathLike, dataset: Dataset, *, solutio
             ratios[n].append(ma_time / diode_time)
             saved[n] += ma_time - diode_time
     if not used:
-        raise ValueError("no problem of the dataset matches the max-autotune solution")
+        raise UserError("no problem of the dataset has a successful timing of max-autotune's choice"
+                        + (f" (none matches {solution})" if solution else ""))
     out: dict[str, Any] = {"num_problems": used, "max_autotune_source": str(solution) if solution else "ATen + DEFAULT (derived)",
                            "extern_preference": preference, "top_n": {}}
     for n in top_ns:

@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..types import Dataset, Hardware, KernelConfig, Problem, TimedConfig, load_dataset, save_dataset
+from ..types import Dataset, DatasetWriter, Hardware, KernelConfig, Problem, TimedConfig
 
 logger = logging.getLogger(__name__)
 
@@ -192,6 +192,10 @@ class Collector:
     Use as a context manager or with :meth:`start` / :meth:`stop`. An existing file at ``path``
     is loaded and extended (a resumed run adds to it). ``flush_every`` GEMMs the file is
     rewritten atomically. ``stats`` counts recorded GEMMs, skipped ops and errors.
+
+    From creation to :meth:`stop` (or :meth:`close`) the collector holds the file's writer lock
+    (:class:`~torch_diode.types.DatasetWriter`): a second writer of the same file is refused with
+    DatasetLockedError rather than overwriting this one's data.
     """
 
     def __init__(
@@ -210,7 +214,12 @@ class Collector:
         self.disable_caches = disable_caches
         self.suspend_diode = suspend_diode
         self._suspended: list[Any] = []
-        self.dataset = load_dataset(self.path) if self.path.exists() else Dataset()
+        self._writer = DatasetWriter(self.path)
+        try:
+            self.dataset = self._writer.load() or Dataset()
+        except BaseException:
+            self._writer.close()
+            raise
         self.dataset.metadata.setdefault("sources", []).append(
             {"tool": "torch_diode.collect", "settings": dict(settings or {})}
         )
@@ -228,6 +237,8 @@ class Collector:
             return self
         from torch._inductor import config as inductor_config
 
+        savers = _selector_savers()  # an unsupported torch fails here, before anything changes
+        self.reopen()
         if self.suspend_diode:
             # record Inductor's own autotuning: with diode's handler in place (e.g. registered on
             # import on a GPU with a shipped model) Inductor would benchmark diode's pick only
@@ -238,13 +249,14 @@ class Collector:
             for key, value in _CACHE_OFF.items():
                 self._saved_config[key] = getattr(inductor_config, key)
                 setattr(inductor_config, key, value)
-        _selector_savers().append(self._saver)
+        savers.append(self._saver)
         self._active = True
         logger.info("torch-diode: recording autotuned GEMMs into %s", self.path)
         return self
 
     def stop(self) -> Dataset:
         if not self._active:
+            self._writer.close()  # never started: nothing recorded to write
             return self.dataset
         from torch._inductor import config as inductor_config
 
@@ -261,9 +273,17 @@ class Collector:
             resume_diode_choices(self._suspended)
             self._suspended = []
         self._active = False
-        self.flush()
+        self.close()
         logger.info("torch-diode: recording stopped: %s", dict(self.stats))
         return self.dataset
+
+    def close(self) -> None:
+        """Writes the file and gives up its lock (done by :meth:`stop`)."""
+        if self._writer.locked:
+            try:
+                self.flush()
+            finally:
+                self._writer.close()
 
     def __enter__(self) -> "Collector":
         return self.start()
@@ -272,8 +292,17 @@ class Collector:
         self.stop()
 
     def flush(self) -> None:
-        save_dataset(self.dataset, self.path)
+        if not self._writer.locked:
+            raise RuntimeError(f"{self.path}: the collector is closed; reopen() takes the file back")
+        self._writer.save(self.dataset)
         self._pending = 0
+
+    def reopen(self) -> None:
+        """The file's lock again after :meth:`close`, and the file as it is now (it holds all that
+        this collector had when it let go, and whatever another writer added since)."""
+        if not self._writer.locked:
+            self._writer.acquire()
+            self.dataset = self._writer.load() or self.dataset
 
     # ----- the saver -----------------------------------------------------------------------------
     def _on_feedback(self, timings: dict, name: str, input_nodes: Any, choices: Any = None, *rest: Any) -> None:
