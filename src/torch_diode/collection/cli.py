@@ -74,6 +74,11 @@ def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict) ->
 
     if args.devices:
         return _spawn_devices(args)
+    if args.float32_matmul_precision:
+        import torch
+
+        torch.set_float32_matmul_precision(args.float32_matmul_precision)
+        record = {**record, "float32_matmul_precision": args.float32_matmul_precision}
     output = _output_path(args.output, args.format)
     shard = _shard(args)
     if shard is not None:
@@ -107,9 +112,10 @@ def _spec(args: argparse.Namespace):
         num_shapes=args.num_shapes, min_size=args.min_size, max_size=args.max_size,
         power_of_two=args.power_of_two, log_normal=args.log_normal, log_normal_mean=args.log_normal_mean,
         log_normal_sigma=args.log_normal_sigma, ops=tuple(args.ops), dtypes=tuple(args.dtypes),
-        max_batch=args.max_batch, transpose_probability=args.transpose_probability,
+        max_batch=args.max_batch, min_batch=args.min_batch, transpose_probability=args.transpose_probability,
         alignment=args.alignment, aligned_fraction=args.aligned_fraction,
-        sizes=tuple(args.sizes or ()), m_sizes=tuple(args.m_sizes or ()), layouts=tuple(args.layouts or ()),
+        sizes=tuple(args.sizes or ()), m_sizes=tuple(args.m_sizes or ()),
+        n_sizes=tuple(args.n_sizes or ()), k_sizes=tuple(args.k_sizes or ()), layouts=tuple(args.layouts or ()),
         max_gflop=args.max_gflop,
     )
 
@@ -207,6 +213,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "each writing <output stem>_shardI; join them with `diode dataset merge` "
                         "(a torchrun launch shards by RANK/WORLD_SIZE the same way)")
     p.add_argument("--shard", metavar="I/N", help="measure only shapes I, I+N, I+2N, ... into <output stem>_shardI")
+    p.add_argument("--float32-matmul-precision", choices=["highest", "high"],
+                   help="torch.set_float32_matmul_precision for the run: 'high' times fp32 GEMMs with TF32 "
+                        "(ATen and the Triton configs' ALLOW_TF32), 'highest' without (default: as the process is)")
     p.add_argument("--chunk-size", type=int, default=None,
                    help="write every N shapes to their own file <stem>_chunkNNNN<suffix> (fast mode: 25)")
 
@@ -222,6 +231,7 @@ def _random_shape_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ops", nargs="+", choices=OPS, default=["mm", "addmm", "bmm"], help="ops to draw from")
     p.add_argument("--dtypes", nargs="+", default=["float16", "bfloat16", "float32"], help="dtypes to draw from")
     p.add_argument("--max-batch", type=int, default=64, help="largest batch of bmm/baddbmm (default 64)")
+    p.add_argument("--min-batch", type=int, default=1, help="smallest batch of bmm/baddbmm (default 1)")
     p.add_argument("--transpose-probability", type=float, default=0.0,
                    help="probability that an operand is stored transposed (default 0)")
     p.add_argument("--alignment", type=int, default=1, help="round sizes to multiples of this (default 1)...")
@@ -229,6 +239,8 @@ def _random_shape_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sizes", type=int, nargs="+", metavar="S",
                    help="draw N and K (and M, unless --m-sizes) from these values instead of a distribution")
     p.add_argument("--m-sizes", type=int, nargs="+", metavar="S", help="draw M from these values")
+    p.add_argument("--n-sizes", type=int, nargs="+", metavar="S", help="draw N from these values (instead of --sizes)")
+    p.add_argument("--k-sizes", type=int, nargs="+", metavar="S", help="draw K from these values (instead of --sizes)")
     p.add_argument("--layouts", nargs="+", choices=["NN", "NT", "TN", "TT"],
                    help="operand layouts to draw from (T: stored transposed, e.g. NT is nn.Linear's x @ W.T); "
                         "overrides --transpose-probability")

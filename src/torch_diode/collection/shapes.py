@@ -41,23 +41,28 @@ class ShapeSpec:
     ops: tuple[str, ...] = ("mm", "addmm", "bmm")
     dtypes: tuple[str, ...] = ("float16", "bfloat16", "float32")
     max_batch: int = 64
+    min_batch: int = 1  # bmm/baddbmm batches are powers of two from min_batch to max_batch
     transpose_probability: float = 0.0
     alignment: int = 1
     aligned_fraction: float = 0.0
     sizes: tuple[int, ...] = ()  # draw N and K (and M, unless m_sizes) from these values instead
     m_sizes: tuple[int, ...] = ()  # draw M from these values
+    n_sizes: tuple[int, ...] = ()  # draw N from these values (vocabulary widths...) instead of sizes
+    k_sizes: tuple[int, ...] = ()  # draw K from these values (long reductions...) instead of sizes
     layouts: tuple[str, ...] = ()  # e.g. ("NN", "NT"): drawn uniformly; overrides transpose_probability
     max_gflop: float = 0.0  # redraw shapes needing more than this many GFLOP (2*B*M*N*K); 0: no limit
 
     def __post_init__(self) -> None:
         if self.min_size < 1 or self.max_size < self.min_size:
             raise ValueError(f"sizes: need 1 <= min_size <= max_size, got {self.min_size}, {self.max_size}")
-        for name in ("sizes", "m_sizes"):
+        for name in ("sizes", "m_sizes", "n_sizes", "k_sizes"):
             if any(v < 1 for v in getattr(self, name)):
                 raise ValueError(f"{name}: sizes must be positive, got {getattr(self, name)}")
         for layout in self.layouts:
             if layout not in LAYOUTS:
                 raise ValueError(f"layouts: {layout!r} is not one of {LAYOUTS}")
+        if not 1 <= self.min_batch <= self.max_batch:
+            raise ValueError(f"min_batch: need 1 <= min_batch <= max_batch, got {self.min_batch}, {self.max_batch}")
         if self.max_gflop < 0:
             raise ValueError(f"max_gflop: must be >= 0, got {self.max_gflop}")
         for op in self.ops:
@@ -94,9 +99,10 @@ def random_problems(spec: ShapeSpec, seed: int) -> list[Problem]:
         op = rng.choice(spec.ops)
         dtype = rng.choice(spec.dtypes)
         for _attempt in range(1000):
-            batch = 2 ** rng.randint(0, int(math.log2(spec.max_batch))) if op in ("bmm", "baddbmm") else 1
+            batch = (2 ** rng.randint(math.ceil(math.log2(spec.min_batch)), int(math.log2(spec.max_batch)))
+                     if op in ("bmm", "baddbmm") else 1)
             m = _size(spec, rng, spec.m_sizes or spec.sizes)
-            n, k = _size(spec, rng, spec.sizes), _size(spec, rng, spec.sizes)
+            n, k = _size(spec, rng, spec.n_sizes or spec.sizes), _size(spec, rng, spec.k_sizes or spec.sizes)
             if not spec.max_gflop or 2 * batch * m * n * k <= spec.max_gflop * 1e9:
                 break
         else:
