@@ -70,10 +70,16 @@ def _spawn_devices(args: argparse.Namespace) -> int:
 
 
 def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict) -> int:
+    from .config_space import tf32_enabled
     from .inductor_sweep import SweepSummary, chunked, sweep_inductor
 
     if args.devices:
         return _spawn_devices(args)
+    if args.tf32:
+        import torch
+
+        torch.set_float32_matmul_precision("high")
+    record = {**record, "tf32": tf32_enabled()}  # fp32 problems ran TF32 kernels (diode dataset coverage reads it)
     output = _output_path(args.output, args.format)
     shard = _shard(args)
     if shard is not None:
@@ -233,6 +239,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "each writing <output stem>_shardI; join them with `diode dataset merge` "
                         "(a torchrun launch shards by RANK/WORLD_SIZE the same way)")
     p.add_argument("--shard", metavar="I/N", help="measure only shapes I, I+N, I+2N, ... into <output stem>_shardI")
+    p.add_argument("--tf32", action="store_true",
+                   help="measure fp32 problems with TF32 allowed (torch.set_float32_matmul_precision('high')); "
+                        "every run records whether TF32 was on")
     p.add_argument("--chunk-size", type=int, default=None,
                    help="write every N shapes to their own file <stem>_chunkNNNN<suffix> (fast mode: 25)")
 
