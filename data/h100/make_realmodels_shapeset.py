@@ -131,6 +131,19 @@ def decoder_llm(model: str, dtype: str, hidden: int, inter: int, heads: int, kv_
     return out
 
 
+def fused_llm(model: str, dtype: str, phases: tuple[tuple[int, str], ...], layers: int, bias: bool,
+              *layers_kn: tuple | None) -> list[dict]:
+    """A block of (name, K, N[, per-layer count]) Linears, the last being lm_head (no bias, once), at
+    each (tokens, note) phase; None entries are skipped."""
+    out = []
+    for tokens, note in phases:
+        *block, head = layers_kn
+        for name, k, n, *per_layer in filter(None, block):
+            out.append(linear(model, f"{name} ({note})", tokens, k, n, dtype, bias, (per_layer or [1])[0] * layers))
+        out.append(linear(model, f"{head[0]} ({note})", tokens, head[1], head[2], dtype))
+    return out
+
+
 def llms() -> list[dict]:
     out = []
     out += decoder_llm("Qwen2.5-7B", BF16, 3584, 18944, 28, 4, 128, 152064, 28, (333,), (16,), qkv_bias=True)
@@ -147,35 +160,21 @@ def llms() -> list[dict]:
     out += attention("Mistral-Nemo-12B", "decode batch 1, 3001 cached tokens", 32, 1, 3001, 128, BF16, 40)
     out += [linear("Mistral-7B-v0.3", f"lm_head ({note})", m, 4096, 32768, BF16)
             for m, note in ((1, "decode batch 1"), (24, "decode batch 24"), (1023, "prefill 1023 tokens"))]
-    m = "Phi-3-mini-4k"
-    for tokens, note in ((1, "decode batch 1"), (350, "prefill 350 tokens")):
-        out += [linear(m, f"self_attn.qkv_proj ({note})", tokens, 3072, 9216, BF16, count=32),
-                linear(m, f"self_attn.o_proj ({note})", tokens, 3072, 3072, BF16, count=32),
-                linear(m, f"mlp.gate_up_proj ({note})", tokens, 3072, 16384, BF16, count=32),
-                linear(m, f"mlp.down_proj ({note})", tokens, 8192, 3072, BF16, count=32),
-                linear(m, f"lm_head ({note})", tokens, 3072, 32064, BF16)]
-    out += attention(m, "prefill 350 tokens", 32, 350, 350, 96, BF16, 32)
-    m = "GPT-NeoX-20B"
-    for tokens, note in ((3, "decode batch 3"), (257, "prefill 257 tokens")):
-        out += [linear(m, f"attention.query_key_value ({note})", tokens, 6144, 18432, F16, True, 44),
-                linear(m, f"attention.dense ({note})", tokens, 6144, 6144, F16, True, 44),
-                linear(m, f"mlp.dense_h_to_4h ({note})", tokens, 6144, 24576, F16, True, 44),
-                linear(m, f"mlp.dense_4h_to_h ({note})", tokens, 24576, 6144, F16, True, 44),
-                linear(m, f"embed_out ({note})", tokens, 6144, 50432, F16)]
-    m = "Falcon-7B"
-    for tokens, note in ((1, "decode batch 1"), (199, "prefill 199 tokens")):
-        out += [linear(m, f"self_attention.query_key_value ({note})", tokens, 4544, 4672, BF16, count=32),
-                linear(m, f"self_attention.dense ({note})", tokens, 4544, 4544, BF16, count=32),
-                linear(m, f"mlp.dense_h_to_4h ({note})", tokens, 4544, 18176, BF16, count=32),
-                linear(m, f"mlp.dense_4h_to_h ({note})", tokens, 18176, 4544, BF16, count=32),
-                linear(m, f"lm_head ({note})", tokens, 4544, 65024, BF16)]
-    out += attention(m, "prefill 199 tokens, one KV head repeated", 71, 199, 199, 64, BF16, 32)
-    m = "OPT-1.3B"
-    for tokens, note in ((4 * 100, "batch 4 x 100 tokens"),):
-        out += [linear(m, f"self_attn.q/k/v/out_proj ({note})", tokens, 2048, 2048, F16, True, 4 * 24),
-                linear(m, f"fc1 ({note})", tokens, 2048, 8192, F16, True, 24),
-                linear(m, f"fc2 ({note})", tokens, 8192, 2048, F16, True, 24),
-                linear(m, f"lm_head ({note})", tokens, 2048, 50272, F16)]
+    out += fused_llm("Phi-3-mini-4k", BF16, ((1, "decode batch 1"), (350, "prefill 350 tokens")), 32, False,
+                     ("self_attn.qkv_proj", 3072, 9216), ("self_attn.o_proj", 3072, 3072),
+                     ("mlp.gate_up_proj", 3072, 16384), ("mlp.down_proj", 8192, 3072), ("lm_head", 3072, 32064))
+    out += attention("Phi-3-mini-4k", "prefill 350 tokens", 32, 350, 350, 96, BF16, 32)
+    out += fused_llm("GPT-NeoX-20B", F16, ((3, "decode batch 3"), (257, "prefill 257 tokens")), 44, True,
+                     ("attention.query_key_value", 6144, 18432), ("attention.dense", 6144, 6144),
+                     ("mlp.dense_h_to_4h", 6144, 24576), ("mlp.dense_4h_to_h", 24576, 6144), ("embed_out", 6144, 50432))
+    out += fused_llm("Falcon-7B", BF16, ((1, "decode batch 1"), (199, "prefill 199 tokens")), 32, False,
+                     ("self_attention.query_key_value", 4544, 4672), ("self_attention.dense", 4544, 4544),
+                     ("mlp.dense_h_to_4h", 4544, 18176), ("mlp.dense_4h_to_h", 18176, 4544), ("lm_head", 4544, 65024))
+    out += attention("Falcon-7B", "prefill 199 tokens, one KV head repeated", 71, 199, 199, 64, BF16, 32)
+    # OPT's q, k, v and out_proj share one shape: one entry, 4 per layer
+    out += fused_llm("OPT-1.3B", F16, ((4 * 100, "batch 4 x 100 tokens"),), 24, True,
+                     ("self_attn.q/k/v/out_proj", 2048, 2048, 4), None,
+                     ("fc1", 2048, 8192), ("fc2", 8192, 2048), ("lm_head", 2048, 50272))
     out += decoder_llm("SmolLM2-360M", BF16, 960, 2560, 15, 5, 64, 49152, 32, (2 * 515,), ())
     out += attention("SmolLM2-360M", "batch 2 x 515 tokens", 2 * 15, 515, 515, 64, BF16, 32)
     m = "BLOOM-560m"
