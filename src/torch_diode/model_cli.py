@@ -8,22 +8,48 @@ import json
 from .cli import write_report
 
 
-def _load(args: argparse.Namespace):
-    from .types import load_datasets
-
+def _inputs(args: argparse.Namespace) -> list[str]:
     inputs = [args.dataset] if getattr(args, "dataset", None) else []
     if getattr(args, "data_dir", None):
         inputs.append(args.data_dir)
     if not inputs:
         raise ValueError("give --dataset FILE or --data-dir DIR")
-    return load_datasets(inputs, getattr(args, "file_extensions", None))
+    return inputs
+
+
+def _load(args: argparse.Namespace):
+    from .types import load_datasets
+
+    return load_datasets(_inputs(args), getattr(args, "file_extensions", None))
+
+
+def _without_heldout(dataset, args: argparse.Namespace):
+    """The training data without the problems of the held-out shapesets: refused (ValueError naming
+    a file and a problem) unless --drop-heldout drops them."""
+    from .collection.shapes import heldout_matches, problem_identity
+    from .types import dataset_files, load_dataset
+
+    matches = heldout_matches(p for _, p, _ in dataset.problems())
+    if not matches:
+        return dataset
+    held = {problem_identity(p) for p, _, _ in matches}
+    if args.drop_heldout:
+        print(f"train: {len(held)} problems of held-out shapesets left out (--drop-heldout)")
+        return dataset.subset(lambda hw, p: problem_identity(p) not in held)
+    problem, name, entry = matches[0]
+    files = [f for path in _inputs(args) for f in dataset_files(path, getattr(args, "file_extensions", None))]
+    source = next(f for f in files if any(problem_identity(p) == problem_identity(problem)
+                                          for _, p, _ in load_dataset(f).problems()))
+    raise ValueError(f"{source}: holds {problem.short()}, a problem of the held-out shapeset {name} "
+                     f"({entry.model}, {entry.layer}), {len(held)} such problems in all: models are judged on "
+                     "them and never trained on them (--drop-heldout leaves them out)")
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from .model_file import write_model
     from .training.train import TrainConfig, train_model
 
-    dataset = _load(args)
+    dataset = _without_heldout(_load(args), args)
     config = TrainConfig(model_type=args.model_type, hidden_dim=args.hidden_dim, num_layers=args.num_layers,
                          batch_size=args.batch_size, num_epochs=args.num_epochs, learning_rate=args.learning_rate,
                          weight_decay=args.weight_decay, patience=args.patience,
@@ -138,6 +164,9 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--validation-fraction", type=float, default=0.15, help="share of problems held out (default 0.15)")
     p.add_argument("--log-dir", help="write TensorBoard logs here")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--drop-heldout", action="store_true",
+                   help="leave out the problems of the held-out shapesets (realmodels_heldout) instead of refusing "
+                        "a dataset that holds one")
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("predict", help="write predicted times for every (problem, config) of a dataset",

@@ -70,6 +70,7 @@ def _spawn_devices(args: argparse.Namespace) -> int:
 
 
 def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict) -> int:
+    from .config_space import tf32_enabled
     from .inductor_sweep import SweepSummary, chunked, sweep_inductor
 
     if args.devices:
@@ -78,7 +79,7 @@ def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict) ->
         import torch
 
         torch.set_float32_matmul_precision(args.float32_matmul_precision)
-        record = {**record, "float32_matmul_precision": args.float32_matmul_precision}
+    record = {**record, "tf32": tf32_enabled()}  # fp32 problems ran TF32 kernels (diode dataset coverage reads it)
     output = _output_path(args.output, args.format)
     shard = _shard(args)
     if shard is not None:
@@ -127,24 +128,40 @@ def _spec_record(spec) -> dict:
 
 
 def _held_keys(paths: Sequence[str] | None) -> set[str]:
-    """The problems that the datasets at ``paths`` hold or marked done (none without paths)."""
+    """The problems that the datasets at ``paths`` hold or marked done, and that the shapesets
+    among ``paths`` (shipped names or shapeset JSON files) list; none without paths."""
     from ..types import load_datasets
     from .inductor_sweep import problem_key
+    from .shapes import is_shapeset_file, load_shapeset, problem_identity
 
-    if not paths:
-        return set()
-    data = load_datasets(paths)
-    return {problem_key(p) for _, p, _ in data.problems()} | set(data.metadata.get("completed", []))
+    keys: set[str] = set()
+    datasets = []
+    for path in paths or ():
+        if is_shapeset_file(path) or not Path(path).exists():
+            keys |= {problem_key(problem_identity(e.problem)) for e in load_shapeset(path)}
+        else:
+            datasets.append(path)
+    if datasets:
+        data = load_datasets(datasets)
+        keys |= {problem_key(p) for _, p, _ in data.problems()} | set(data.metadata.get("completed", []))
+    return keys
+
+
+def _heldout_keys() -> set[str]:
+    """The problems of the held-out shapesets, which random draws never produce."""
+    from .shapes import HELDOUT_SHAPESETS
+
+    return _held_keys(HELDOUT_SHAPESETS)
 
 
 def _draw(args: argparse.Namespace, excluded: set[str]) -> list[Problem]:
-    """``--num-shapes`` distinct random problems, none of them in ``excluded`` (redrawn with the
-    following seeds until there are enough)."""
+    """``--num-shapes`` distinct random problems, none of them in ``excluded`` nor held out (redrawn
+    with the following seeds until there are enough)."""
     from .inductor_sweep import problem_key
     from .shapes import random_problems
 
     spec = _spec(args)
-    excluded = set(excluded)
+    excluded = set(excluded) | _heldout_keys()
     problems: list[Problem] = []
     seed = args.seed
     while len(problems) < args.num_shapes and seed < args.seed + 1000:
@@ -157,14 +174,21 @@ def _draw(args: argparse.Namespace, excluded: set[str]) -> list[Problem]:
 
 
 def _cmd_collect(args: argparse.Namespace) -> int:
-    from .shapes import random_problems
+    from .shapes import HELDOUT_SHAPESETS, drop_heldout, random_problems
 
     spec = _spec(args)
-    record = {"command": "collect", "seed": args.seed, "shape_spec": _spec_record(spec)}
+    record = {"command": "collect", "seed": args.seed, "shape_spec": _spec_record(spec),
+              "heldout_excluded": list(HELDOUT_SHAPESETS)}
     if not args.exclude:  # the plain draw, as runs before --exclude drew (their resumes depend on it)
-        return _run(random_problems(spec, args.seed), args, record)
+        drawn = random_problems(spec, args.seed)
+        problems = drop_heldout(drawn)
+        if len(problems) < len(drawn):
+            print(f"collect: {len(drawn) - len(problems)} drawn problems left out, held out by "
+                  f"{' '.join(HELDOUT_SHAPESETS)}")
+        return _run(problems, args, record)
     problems = _draw(args, _held_keys(args.exclude))
-    print(f"collect: {len(problems)} problems, none of them in {' '.join(args.exclude)}")
+    print(f"collect: {len(problems)} problems, none of them in {' '.join(args.exclude)} "
+          f"nor {' '.join(HELDOUT_SHAPESETS)}")
     return _run(problems, args, {**record, "exclude": args.exclude})
 
 
@@ -185,11 +209,14 @@ def _cmd_collect_shapeset(args: argparse.Namespace) -> int:
 
 
 def _cmd_create_validation(args: argparse.Namespace) -> int:
+    from .shapes import HELDOUT_SHAPESETS
+
     spec = _spec(args)
     problems = _draw(args, _held_keys(args.train_dataset))
-    print(f"validation: {len(problems)} problems sharing none with the training set")
+    print(f"validation: {len(problems)} problems sharing none with the training set nor {' '.join(HELDOUT_SHAPESETS)}")
     return _run(problems, args, {"command": "create-validation", "seed": args.seed, "shape_spec": _spec_record(spec),
-                                 "train_dataset": [str(p) for p in args.train_dataset or []]})
+                                 "train_dataset": [str(p) for p in args.train_dataset or []],
+                                 "heldout_excluded": list(HELDOUT_SHAPESETS)})
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -250,8 +277,9 @@ def _random_shape_options(p: argparse.ArgumentParser) -> None:
 
 
 def _exclude_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--exclude", nargs="+", metavar="DATASET",
-                   help="dataset files/folders (e.g. a validation set) whose problems are never measured here")
+    p.add_argument("--exclude", nargs="+", metavar="DATASET_OR_SHAPESET",
+                   help="dataset files/folders (e.g. a validation set) or shapesets (a shipped name or a shapeset "
+                        "JSON file) whose problems are never measured here")
 
 
 def add_collection_commands(sub: argparse._SubParsersAction) -> None:
@@ -272,6 +300,7 @@ def add_collection_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("create-validation", help="measure random shapes that a training set does not hold",
                        description="Like collect, but never a problem of --train-dataset.")
     _random_shape_options(p)
-    p.add_argument("--train-dataset", nargs="+", help="training dataset files/folders to exclude")
+    p.add_argument("--train-dataset", nargs="+",
+                   help="training dataset files/folders (or shapesets) whose problems are never drawn here")
     _common(p)
     p.set_defaults(func=_cmd_create_validation)

@@ -10,6 +10,10 @@ A shapeset is a JSON file::
 
 ``dtype`` sets all three dtypes; ``dtype_a``/``dtype_b``/``dtype_out`` override it. ``B``
 defaults to 1, transposes to false, ``count`` (how often the layer occurs) to 1.
+
+The shapesets of ``HELDOUT_SHAPESETS`` are what models are judged on: no training data may hold
+their problems (:func:`heldout_matches`; `diode train` refuses such data) and random draws never
+produce one (:func:`drop_heldout`).
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ import json
 import math
 import os
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from ..types import DTYPES, OPS, DatasetFormatError, Problem, _Reader, check_type
 
@@ -180,3 +184,47 @@ def unique_problems(problems: Sequence[Problem]) -> list[Problem]:
             seen.add(p)
             out.append(p)
     return out
+
+
+def is_shapeset_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a JSON shapeset (an object with ``entries``), not a dataset file."""
+    path = Path(path)
+    if not (path.is_file() and path.name.endswith(".json")):
+        return False
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "entries" in data and "format" not in data
+
+
+# ----- held-out problems ------------------------------------------------------------------------
+HELDOUT_SHAPESETS = ("realmodels_heldout",)  # shipped shapesets never trained on
+
+
+def problem_identity(problem: Problem) -> Problem:
+    """The problem without recorded strides and bias shape: (op, B, M, N, K, dtypes, layout), the
+    identity by which a held-out problem is recognised in recorded data."""
+    return replace(problem, strides_a=None, strides_b=None, bias_shape=None)
+
+
+def heldout_entries(names: Sequence[str] = HELDOUT_SHAPESETS) -> dict[Problem, tuple[str, ShapesetEntry]]:
+    """problem identity -> (shapeset name, its first entry) over the held-out shapesets."""
+    out: dict[Problem, tuple[str, ShapesetEntry]] = {}
+    for name in names:
+        for entry in load_shapeset(name):
+            out.setdefault(problem_identity(entry.problem), (name, entry))
+    return out
+
+
+def heldout_matches(problems: Iterable[Problem], names: Sequence[str] = HELDOUT_SHAPESETS
+                    ) -> list[tuple[Problem, str, ShapesetEntry]]:
+    """(problem, shapeset name, entry) for every problem of ``problems`` that a held-out shapeset holds."""
+    held = heldout_entries(names)
+    return [(p, *held[problem_identity(p)]) for p in problems if problem_identity(p) in held]
+
+
+def drop_heldout(problems: Sequence[Problem], names: Sequence[str] = HELDOUT_SHAPESETS) -> list[Problem]:
+    """``problems`` without those a held-out shapeset holds."""
+    held = heldout_entries(names)
+    return [p for p in problems if problem_identity(p) not in held]
