@@ -20,7 +20,8 @@ namespace diode::py {
 namespace nb = nanobind;
 
 // An array argument, converted in the function body by as_array (so that a failed conversion
-// is a ValueError naming it). Stubs show it as numpy.typing.ArrayLike.
+// is a ValueError naming it). Stubs show it as numpy.typing.ArrayLike; bind it with
+// nb::arg(name).none(), so that None too reaches as_array and its ValueError.
 struct ArrayArg {
   nb::handle obj;
 };

@@ -54,8 +54,8 @@ nb::dict ranking_metrics(ArrayArg measured_arg, ArrayArg predicted_arg, ArrayArg
 }  // namespace
 
 void bind_metrics(nb::module_& m) {
-  m.def("ranking_metrics", &ranking_metrics, nb::arg("measured"), nb::arg("predicted"),
-        nb::arg("offsets"), nb::arg("ks"),
+  m.def("ranking_metrics", &ranking_metrics, nb::arg("measured").none(), nb::arg("predicted").none(),
+        nb::arg("offsets").none(), nb::arg("ks"),
         "Per-problem ranking metrics of a runtime model.\n\n"
         "measured: float64[N] measured times >= 0 (+inf = failed candidate, ignored entirely);\n"
         "predicted: float64[N] predictions (only their order within a problem matters; NaN is\n"

@@ -78,7 +78,7 @@ void bind_model(nb::module_& m) {
             }
             return out.view({x.shape(0)});
           },
-          nb::arg("features"), "ln(time_us) for each row of a float32[N, F] feature matrix.")
+          nb::arg("features").none(), "ln(time_us) for each row of a float32[N, F] feature matrix.")
       .def(
           "predict",
           [](const diode::Model& self, ArrayArg problem_arg, ArrayArg configs_arg, ArrayArg hardware_arg) {
@@ -97,6 +97,6 @@ void bind_model(nb::module_& m) {
             }
             return out.view({configs.shape(0)});
           },
-          nb::arg("problem"), nb::arg("configs"), nb::arg("hardware"),
+          nb::arg("problem").none(), nb::arg("configs").none(), nb::arg("hardware").none(),
           "Features (C++) and predictions for one problem and N configs in one call: float32[N] ln(time_us).");
 }

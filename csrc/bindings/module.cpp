@@ -107,11 +107,11 @@ NB_MODULE(_C, m) {
                                         shapes +
                                         "): float32[N, F]. Bad input raises ValueError. Releases "
                                         "the GIL.";
-  m.def("compute_features", &features_one, nb::arg("problem"), nb::arg("configs"),
-        nb::arg("hardware"),
+  m.def("compute_features", &features_one, nb::arg("problem").none(), nb::arg("configs").none(),
+        nb::arg("hardware").none(),
         shapes_doc.c_str());
-  m.def("compute_features_batch", &features_batch, nb::arg("problems"), nb::arg("problem_index"),
-        nb::arg("configs"), nb::arg("hardware"),
+  m.def("compute_features_batch", &features_batch, nb::arg("problems").none(), nb::arg("problem_index").none(),
+        nb::arg("configs").none(), nb::arg("hardware").none(),
         "Features of config row i paired with problems[problem_index[i]]: float32[N, F]. Bad "
         "input raises ValueError. Releases the GIL.");
 }
