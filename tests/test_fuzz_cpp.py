@@ -49,6 +49,24 @@ ENGINE = _C.Model.load(str(SHIPPED_MODEL))
 SHIPPED_BYTES = SHIPPED_MODEL.read_bytes()
 
 
+class _BadDType:
+    """Not an array, with a dtype attribute that raises."""
+
+    @property
+    def dtype(self):
+        raise RuntimeError("no dtype")
+
+
+class _UnprintableDType:
+    """Not an array, with a dtype that cannot be printed."""
+
+    class _DType:
+        def __str__(self):
+            raise RuntimeError("no str")
+
+    dtype = _DType()
+
+
 def _not_contiguous(a: np.ndarray) -> np.ndarray:
     """The same values in a strided view (every other element of a doubled array)."""
     doubled = np.repeat(a, 2, axis=-1) if a.ndim else a
@@ -62,7 +80,7 @@ def arrays(draw, valid: np.ndarray):
     an object that is not an array."""
     kind = draw(st.integers(0, 9))
     if kind == 0:
-        return draw(st.sampled_from([None, 3, "abc", [1, 2], object(), b"\x00"]))
+        return draw(st.sampled_from([None, 3, "abc", [1, 2], object(), b"\x00", _BadDType(), _UnprintableDType()]))
     if kind == 1:
         dtype = draw(hnp.scalar_dtypes() | st.sampled_from([np.dtype("U3"), np.dtype("O")]))
         shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=16))
@@ -106,17 +124,23 @@ def _check_features(out: np.ndarray, rows: int) -> None:
 
 @FUZZ
 @given(problem=arrays(GOOD_PROBLEM), configs=arrays(GOOD_CONFIG), hardware=arrays(GOOD_HARDWARE))
-def test_compute_features(problem, configs, hardware):
+def test_compute_features_and_predict(problem, configs, hardware):
     try:
         out = _C.compute_features(problem, configs, hardware)
     except ValueError:
+        # The engine's one-call path validates the same way.
+        with pytest.raises(ValueError):
+            ENGINE.predict(problem, configs, hardware)
         return
     # Accepted inputs are integer arrays, read as their int64 values whatever their layout.
     args = [_as_int64(a) for a in (problem, configs, hardware)]
     assert all(a is not None for a in args)
     _check_features(out, args[1].shape[0])
     np.testing.assert_array_equal(out, _C.compute_features(*args))
-    np.testing.assert_array_equal(ENGINE.predict(problem, configs, hardware), ENGINE.predict(*args))
+    predicted = ENGINE.predict(problem, configs, hardware)
+    assert predicted.dtype == np.float32 and predicted.shape == (args[1].shape[0],)
+    assert np.isfinite(predicted).all()
+    np.testing.assert_array_equal(predicted, ENGINE.predict(*args))
 
 
 @FUZZ
@@ -132,17 +156,6 @@ def test_compute_features_batch(problems, problem_index, configs, hardware):
     except ValueError:
         return
     _check_features(out, _as_int64(configs).shape[0])
-
-
-@FUZZ
-@given(problem=arrays(GOOD_PROBLEM), configs=arrays(GOOD_CONFIG), hardware=arrays(GOOD_HARDWARE))
-def test_predict(problem, configs, hardware):
-    try:
-        out = ENGINE.predict(problem, configs, hardware)
-    except ValueError:
-        return
-    assert out.dtype == np.float32 and out.shape == (_as_int64(configs).shape[0],)
-    assert np.isfinite(out).all()
 
 
 @FUZZ

@@ -52,9 +52,17 @@ CArray<T> as_array(ArrayArg arg, const char* name, size_t ndim) {
   const std::string what = std::string(name) + " must be a " + std::to_string(ndim) + "-D " +
                            (std::is_floating_point_v<T> ? "float" : "integer") + " array";
   nb::ndarray<nb::ro> any;
-  if (!nb::try_cast(arg.obj, any, false))
-    throw std::invalid_argument(what + ", got an object of type " +
-                                nb::type_name(arg.obj.type()).c_str());
+  if (!nb::try_cast(arg.obj, any, false)) {
+    std::string got = std::string("an object of type ") + nb::type_name(arg.obj.type()).c_str();
+    try {  // an array of a dtype that DLPack cannot carry: name the dtype
+      if (nb::hasattr(arg.obj, "dtype")) {
+        const nb::object dtype = arg.obj.attr("dtype");
+        got = std::string("dtype ") + nb::str(static_cast<nb::handle>(dtype)).c_str();
+      }
+    } catch (const nb::python_error&) {  // a dtype attribute that raises: keep the type
+    }
+    throw std::invalid_argument(what + ", got " + got);
+  }
   const auto code = static_cast<Code>(any.dtype().code);
   const bool numeric = code == Code::Int || code == Code::UInt || code == Code::Bool ||
                        (std::is_floating_point_v<T> && code == Code::Float);
@@ -63,10 +71,11 @@ CArray<T> as_array(ArrayArg arg, const char* name, size_t ndim) {
     throw std::invalid_argument(std::string(name) + " must have " + std::to_string(ndim) +
                                 (ndim == 1 ? " dimension" : " dimensions") + ", got " +
                                 std::to_string(any.ndim()));
+  if (any.device_type() != nb::device::cpu::value)
+    throw std::invalid_argument(std::string(name) + " must be in CPU memory");
   CArray<T> out;
   if (!nb::try_cast(arg.obj, out, true))
-    throw std::invalid_argument(what + ": cannot convert its dtype " + dtype_text(any.dtype()) +
-                                " on device type " + std::to_string(any.device_type()));
+    throw std::invalid_argument(what + ", cannot convert from dtype " + dtype_text(any.dtype()));
   return out;
 }
 
