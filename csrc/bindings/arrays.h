@@ -43,11 +43,12 @@ inline std::string dtype_text(const nb::dlpack::dtype& t) {
   return std::string(kind) + std::to_string(t.bits);
 }
 
-// A C-contiguous CPU array of T with `ndim` dimensions read from argument `name`. Arrays of
-// another dtype or layout are copied: integers and booleans into any T, floats only into a
-// floating T (integers are never truncated from floats).
+// A C-contiguous CPU array of T with `ndim` dimensions (the last one of `columns` entries,
+// where columns > 0) read from argument `name`. Arrays of another dtype or layout are copied:
+// integers and booleans into any T, floats only into a floating T (integers are never truncated
+// from floats).
 template <class T>
-CArray<T> as_array(ArrayArg arg, const char* name, size_t ndim) {
+CArray<T> as_array(ArrayArg arg, const char* name, size_t ndim, size_t columns = 0) {
   using Code = nb::dlpack::dtype_code;
   const std::string what = std::string(name) + " must be a " + std::to_string(ndim) + "-D " +
                            (std::is_floating_point_v<T> ? "float" : "integer") + " array";
@@ -71,6 +72,9 @@ CArray<T> as_array(ArrayArg arg, const char* name, size_t ndim) {
     throw std::invalid_argument(std::string(name) + " must have " + std::to_string(ndim) +
                                 (ndim == 1 ? " dimension" : " dimensions") + ", got " +
                                 std::to_string(any.ndim()));
+  if (columns > 0 && ndim > 0 && any.shape(ndim - 1) != columns)
+    throw std::invalid_argument(std::string(name) + " must have " + std::to_string(columns) +
+                                " columns, got " + std::to_string(any.shape(ndim - 1)));
   if (any.device_type() != nb::device::cpu::value)
     throw std::invalid_argument(std::string(name) + " must be in CPU memory");
   CArray<T> out;

@@ -68,9 +68,7 @@ void bind_model(nb::module_& m) {
       .def(
           "predict_features",
           [](const diode::Model& self, ArrayArg features) {
-            const auto x = as_array<float>(features, "features", 2);
-            if (x.shape(1) != static_cast<size_t>(self.num_features()))
-              throw std::invalid_argument("features must have " + std::to_string(self.num_features()) + " columns, got " + std::to_string(x.shape(1)));
+            const auto x = as_array<float>(features, "features", 2, static_cast<size_t>(self.num_features()));
             diode::py::NumpyBuffer<float> out(x.shape(0));
             {
               nb::gil_scoped_release release;
@@ -82,13 +80,9 @@ void bind_model(nb::module_& m) {
       .def(
           "predict",
           [](const diode::Model& self, ArrayArg problem_arg, ArrayArg configs_arg, ArrayArg hardware_arg) {
-            const auto problem = as_array<int64_t>(problem_arg, "problem", 1);
-            const auto configs = as_array<int64_t>(configs_arg, "configs", 2);
+            const auto problem = as_array<int64_t>(problem_arg, "problem", 1, diode::kNumProblemColumns);
+            const auto configs = as_array<int64_t>(configs_arg, "configs", 2, diode::kNumConfigColumns);
             const auto hardware = as_array<int64_t>(hardware_arg, "hardware", 1);
-            if (problem.shape(0) != diode::kNumProblemColumns)
-              throw std::invalid_argument("problem must be int64[" + std::to_string(diode::kNumProblemColumns) + "]");
-            if (configs.shape(1) != diode::kNumConfigColumns)
-              throw std::invalid_argument("configs must be int64[N, " + std::to_string(diode::kNumConfigColumns) + "]");
             diode::py::NumpyBuffer<float> out(configs.shape(0));
             {
               nb::gil_scoped_release release;

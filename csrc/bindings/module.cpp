@@ -25,17 +25,15 @@ namespace {
 
 using F32Matrix = nb::ndarray<nb::numpy, float>;
 
-void check_cols(const diode::py::CArray<int64_t>& a, const char* name, size_t cols) {
-  if (a.shape(a.ndim() - 1) != cols)
-    throw std::invalid_argument(std::string(name) + " must have " + std::to_string(cols) +
-                                " columns, got " + std::to_string(a.shape(a.ndim() - 1)));
+using I64Array = diode::py::CArray<int64_t>;
+
+I64Array configs_array(ArrayArg configs) {
+  return as_array<int64_t>(configs, "configs", 2, diode::kNumConfigColumns);
 }
 
 F32Matrix run(std::span<const int64_t> problems, std::span<const int64_t> problem_index,
-              ArrayArg configs_arg, ArrayArg hardware_arg) {
-  const auto configs = as_array<int64_t>(configs_arg, "configs", 2);
+              const I64Array& configs, ArrayArg hardware_arg) {
   const auto hardware = as_array<int64_t>(hardware_arg, "hardware", 1);
-  check_cols(configs, "configs", diode::kNumConfigColumns);
   const size_t rows = configs.shape(0);
   diode::py::NumpyBuffer<float> out(rows * diode::kNumFeatures);
   {
@@ -48,20 +46,18 @@ F32Matrix run(std::span<const int64_t> problems, std::span<const int64_t> proble
 
 F32Matrix features_batch(ArrayArg problems_arg, ArrayArg problem_index_arg, ArrayArg configs,
                          ArrayArg hardware) {
-  const auto problems = as_array<int64_t>(problems_arg, "problems", 2);
+  const auto problems = as_array<int64_t>(problems_arg, "problems", 2, diode::kNumProblemColumns);
   const auto problem_index = as_array<int64_t>(problem_index_arg, "problem_index", 1);
-  check_cols(problems, "problems", diode::kNumProblemColumns);
   return run({problems.data(), problems.size()}, {problem_index.data(), problem_index.size()},
-             configs, hardware);
+             configs_array(configs), hardware);
 }
 
 F32Matrix features_one(ArrayArg problem_arg, ArrayArg configs, ArrayArg hardware) {
-  const auto problem = as_array<int64_t>(problem_arg, "problem", 1);
-  check_cols(problem, "problem", diode::kNumProblemColumns);
+  const auto problem = as_array<int64_t>(problem_arg, "problem", 1, diode::kNumProblemColumns);
   // One problem row shared by every config row.
-  const auto rows = as_array<int64_t>(configs, "configs", 2).shape(0);
-  const std::vector<int64_t> index(rows, 0);
-  return run({problem.data(), problem.size()}, index, configs, hardware);
+  const auto config_rows = configs_array(configs);
+  const std::vector<int64_t> index(config_rows.shape(0), 0);
+  return run({problem.data(), problem.size()}, index, config_rows, hardware);
 }
 
 nb::tuple feature_name_tuple() {
