@@ -32,14 +32,15 @@ test: test-python test-cpp
 test-python: $(STAMP)
 	$(PY) -m pytest tests
 
-# C++ unit tests under AddressSanitizer and UBSan: GoogleTest from Debian's libgtest-dev,
+# C++ unit tests under AddressSanitizer and UBSan (test_fuzz.cpp: seeded random inputs, longer with
+# DIODE_FUZZ_ITERATIONS=N): GoogleTest from Debian's libgtest-dev,
 # installed here where it is missing.
 test-cpp:
 	@test -f /usr/include/gtest/gtest.h || { \
 	  command -v apt-get >/dev/null || { echo "libgtest-dev is missing and apt-get is unavailable" >&2; exit 1; }; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libgtest-dev; }
 	cmake -S . -B build/cpp-tests -DDIODE_BUILD_TESTS=ON -DDIODE_BUILD_PYTHON=OFF -DCMAKE_BUILD_TYPE=Debug \
-	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer"
 	cmake --build build/cpp-tests -j 2
 	ctest --test-dir build/cpp-tests --output-on-failure
 

@@ -30,7 +30,7 @@ def test_console_script_is_installed():
 
 @pytest.mark.parametrize(
     "command",
-    [["dataset"], ["dataset", "stats"], ["dataset", "merge"], ["dataset", "convert"], ["dataset", "split"],
+    [["dataset"], ["dataset", "stats"], ["dataset", "coverage"], ["dataset", "merge"], ["dataset", "convert"], ["dataset", "split"],
      ["collect"], ["collect-shapeset"], ["create-validation"]],
 )
 def test_every_command_has_help(command):

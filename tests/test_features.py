@@ -365,7 +365,22 @@ def test_feature_names():
     assert len(FEATURE_NAMES) == NUM_FEATURES == featurize(PROBLEMS[0], CONFIGS[0], H100).shape[1]
     assert list(_C.feature_names()) == REF_FEATURE_NAMES
     assert list(FEATURE_NAMES) == REF_FEATURE_NAMES
+    assert _C.FEATURE_NAMES == tuple(REF_FEATURE_NAMES)
     assert len(set(REF_FEATURE_NAMES)) == len(REF_FEATURE_NAMES)
+
+
+def test_type_stubs_are_installed_and_name_the_module():
+    """nanobind's stubgen writes _C.pyi at build time; it and py.typed ship beside _C."""
+    import ast
+    from pathlib import Path
+
+    package = Path(_C.__file__).parent
+    assert (package / "py.typed").is_file()
+    stub = ast.parse((package / "_C.pyi").read_text())
+    declared = {n.name for n in stub.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    declared |= {n.target.id for n in stub.body if isinstance(n, ast.AnnAssign)}
+    public = {name for name in dir(_C) if not name.startswith("_")}
+    assert declared == public
 
 
 def test_enums_agree():

@@ -13,25 +13,22 @@
 #include "diode/features.h"
 #include "diode/model.h"
 
+#include "arrays.h"
+
 namespace nb = nanobind;
+using diode::py::ArrayArg;
+using diode::py::as_array;
+using diode::py::to_numpy;
 
 namespace {
 
-using AnyI64 = nb::ndarray<const int64_t, nb::c_contig, nb::device::cpu>;
-using F32Matrix = nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
-using F32Out = nb::ndarray<nb::numpy, float, nb::ndim<1>>;
-
-F32Out make_out(size_t rows, float** data) {
-  *data = new float[rows + 1];
-  nb::capsule owner(*data, [](void* p) noexcept { delete[] static_cast<float*>(p); });
-  return F32Out(*data, {rows}, owner);
-}
-
-nb::ndarray<nb::numpy, float> to_numpy(const std::vector<float>& v, std::initializer_list<size_t> shape) {
-  float* data = new float[v.size() + 1];
-  std::copy(v.begin(), v.end(), data);
-  nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<float*>(p); });
-  return nb::ndarray<nb::numpy, float>(data, shape, owner);
+// The number of layer `layer` of a model, or ValueError.
+size_t layer_index(const diode::Model& model, int64_t layer) {
+  const auto layers = static_cast<int64_t>(model.dims().size()) - 1;
+  if (layer < 0 || layer >= layers)
+    throw std::invalid_argument("layer " + std::to_string(layer) + " out of range: the model has " +
+                                std::to_string(layers) + " layers");
+  return static_cast<size_t>(layer);
 }
 
 }  // namespace
@@ -56,47 +53,44 @@ void bind_model(nb::module_& m) {
       .def_prop_ro("num_features", &diode::Model::num_features)
       .def_prop_ro("dims", &diode::Model::dims)
       .def_prop_ro("metadata_json", &diode::Model::metadata_json)
-      .def("feature_mean", [](const diode::Model& s) { return to_numpy(s.feature_mean(), {s.feature_mean().size()}); })
-      .def("feature_std", [](const diode::Model& s) { return to_numpy(s.feature_std(), {s.feature_std().size()}); })
+      .def("feature_mean", [](const diode::Model& s) {
+        return to_numpy<float>(s.feature_mean(), {s.feature_mean().size()}); }, "float32[F]")
+      .def("feature_std", [](const diode::Model& s) {
+        return to_numpy<float>(s.feature_std(), {s.feature_std().size()}); }, "float32[F]")
       .def_prop_ro("target_mean", &diode::Model::target_mean)
       .def_prop_ro("target_std", &diode::Model::target_std)
-      .def("weight", [](const diode::Model& s, size_t l) {
-        if (l + 1 >= s.dims().size()) throw std::invalid_argument("no layer " + std::to_string(l));
-        return to_numpy(s.weight(l), {s.dims()[l + 1], s.dims()[l]}); }, nb::arg("layer"), "float32[out, in]")
-      .def("bias", [](const diode::Model& s, size_t l) {
-        if (l + 1 >= s.dims().size()) throw std::invalid_argument("no layer " + std::to_string(l));
-        return to_numpy(s.bias(l), {s.dims()[l + 1]}); }, nb::arg("layer"), "float32[out]")
+      .def("weight", [](const diode::Model& s, int64_t layer) {
+        const size_t l = layer_index(s, layer);
+        return to_numpy<float>(s.weight(l), {s.dims()[l + 1], s.dims()[l]}); }, nb::arg("layer"), "float32[out, in]")
+      .def("bias", [](const diode::Model& s, int64_t layer) {
+        const size_t l = layer_index(s, layer);
+        return to_numpy<float>(s.bias(l), {s.dims()[l + 1]}); }, nb::arg("layer"), "float32[out]")
       .def(
           "predict_features",
-          [](const diode::Model& self, const F32Matrix& x) {
-            if (x.shape(1) != static_cast<size_t>(self.num_features()))
-              throw std::invalid_argument("features must have " + std::to_string(self.num_features()) + " columns, got " + std::to_string(x.shape(1)));
-            float* data;
-            auto out = make_out(x.shape(0), &data);
+          [](const diode::Model& self, ArrayArg features) {
+            const auto x = as_array<float>(features, "features", 2, static_cast<size_t>(self.num_features()));
+            diode::py::NumpyBuffer<float> out(x.shape(0));
             {
               nb::gil_scoped_release release;
-              self.predict_features({x.data(), x.size()}, {data, x.shape(0)});
+              self.predict_features({x.data(), x.size()}, out.span());
             }
-            return out;
+            return out.view({x.shape(0)});
           },
-          nb::arg("features"), "ln(time_us) for each row of a float32[N, F] feature matrix.")
+          nb::arg("features").none(), "ln(time_us) for each row of a float32[N, F] feature matrix.")
       .def(
           "predict",
-          [](const diode::Model& self, const AnyI64& problem, const AnyI64& configs, const AnyI64& hardware) {
-            if (problem.ndim() != 1 || problem.shape(0) != diode::kNumProblemColumns)
-              throw std::invalid_argument("problem must be int64[" + std::to_string(diode::kNumProblemColumns) + "]");
-            if (configs.ndim() != 2 || configs.shape(1) != diode::kNumConfigColumns)
-              throw std::invalid_argument("configs must be int64[N, " + std::to_string(diode::kNumConfigColumns) + "]");
-            if (hardware.ndim() != 1) throw std::invalid_argument("hardware must be a 1-D int64 array");
-            float* data;
-            auto out = make_out(configs.shape(0), &data);
+          [](const diode::Model& self, ArrayArg problem_arg, ArrayArg configs_arg, ArrayArg hardware_arg) {
+            const auto problem = as_array<int64_t>(problem_arg, "problem", 1, diode::kNumProblemColumns);
+            const auto configs = as_array<int64_t>(configs_arg, "configs", 2, diode::kNumConfigColumns);
+            const auto hardware = as_array<int64_t>(hardware_arg, "hardware", 1);
+            diode::py::NumpyBuffer<float> out(configs.shape(0));
             {
               nb::gil_scoped_release release;
               self.predict({problem.data(), problem.size()}, {configs.data(), configs.size()},
-                           {hardware.data(), hardware.size()}, {data, configs.shape(0)});
+                           {hardware.data(), hardware.size()}, out.span());
             }
-            return out;
+            return out.view({configs.shape(0)});
           },
-          nb::arg("problem"), nb::arg("configs"), nb::arg("hardware"),
+          nb::arg("problem").none(), nb::arg("configs").none(), nb::arg("hardware").none(),
           "Features (C++) and predictions for one problem and N configs in one call: float32[N] ln(time_us).");
 }

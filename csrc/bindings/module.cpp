@@ -12,58 +12,58 @@
 
 #include "diode/features.h"
 
+#include "arrays.h"
+
 namespace nb = nanobind;
+using diode::py::ArrayArg;
+using diode::py::as_array;
 
 void bind_model(nb::module_& m);
 void bind_metrics(nb::module_& m);
 
 namespace {
 
-using AnyI64 = nb::ndarray<const int64_t, nb::c_contig, nb::device::cpu>;
-using F32Matrix = nb::ndarray<nb::numpy, float, nb::ndim<2>>;
+using F32Matrix = nb::ndarray<nb::numpy, float>;
 
-std::span<const int64_t> as_span(const AnyI64& a, const char* name, size_t ndim) {
-  if (a.ndim() != ndim)
-    throw std::invalid_argument(std::string(name) + " must have " + std::to_string(ndim) +
-                                " dimension(s), got " + std::to_string(a.ndim()));
-  return {a.data(), a.size()};
-}
+using I64Array = diode::py::CArray<int64_t>;
 
-void check_cols(const AnyI64& a, const char* name, size_t cols) {
-  if (a.shape(a.ndim() - 1) != cols)
-    throw std::invalid_argument(std::string(name) + " must have " + std::to_string(cols) +
-                                " columns, got " + std::to_string(a.shape(a.ndim() - 1)));
+I64Array configs_array(ArrayArg configs) {
+  return as_array<int64_t>(configs, "configs", 2, diode::kNumConfigColumns);
 }
 
 F32Matrix run(std::span<const int64_t> problems, std::span<const int64_t> problem_index,
-              const AnyI64& configs, const AnyI64& hardware) {
-  auto c = as_span(configs, "configs", 2);
-  auto h = as_span(hardware, "hardware", 1);
-  check_cols(configs, "configs", diode::kNumConfigColumns);
+              const I64Array& configs, ArrayArg hardware_arg) {
+  const auto hardware = as_array<int64_t>(hardware_arg, "hardware", 1);
   const size_t rows = configs.shape(0);
-  const size_t nf = static_cast<size_t>(diode::num_features());
-  float* data = new float[rows * nf + 1];
-  nb::capsule owner(data, [](void* ptr) noexcept { delete[] static_cast<float*>(ptr); });
+  diode::py::NumpyBuffer<float> out(rows * diode::kNumFeatures);
   {
     nb::gil_scoped_release release;
-    diode::compute_features(problems, problem_index, c, h, std::span<float>(data, rows * nf));
+    diode::compute_features(problems, problem_index, {configs.data(), configs.size()},
+                            {hardware.data(), hardware.size()}, out.span());
   }
-  return F32Matrix(data, {rows, nf}, owner);
+  return out.view({rows, static_cast<size_t>(diode::kNumFeatures)});
 }
 
-F32Matrix features_batch(const AnyI64& problems, const AnyI64& problem_index,
-                         const AnyI64& configs, const AnyI64& hardware) {
-  auto p = as_span(problems, "problems", 2);
-  check_cols(problems, "problems", diode::kNumProblemColumns);
-  return run(p, as_span(problem_index, "problem_index", 1), configs, hardware);
+F32Matrix features_batch(ArrayArg problems_arg, ArrayArg problem_index_arg, ArrayArg configs,
+                         ArrayArg hardware) {
+  const auto problems = as_array<int64_t>(problems_arg, "problems", 2, diode::kNumProblemColumns);
+  const auto problem_index = as_array<int64_t>(problem_index_arg, "problem_index", 1);
+  return run({problems.data(), problems.size()}, {problem_index.data(), problem_index.size()},
+             configs_array(configs), hardware);
 }
 
-F32Matrix features_one(const AnyI64& problem, const AnyI64& configs, const AnyI64& hardware) {
-  auto p = as_span(problem, "problem", 1);
-  check_cols(problem, "problem", diode::kNumProblemColumns);
+F32Matrix features_one(ArrayArg problem_arg, ArrayArg configs, ArrayArg hardware) {
+  const auto problem = as_array<int64_t>(problem_arg, "problem", 1, diode::kNumProblemColumns);
   // One problem row shared by every config row.
-  std::vector<int64_t> index(configs.ndim() == 2 ? configs.shape(0) : 0, 0);
-  return run(p, index, configs, hardware);
+  const auto config_rows = configs_array(configs);
+  const std::vector<int64_t> index(config_rows.shape(0), 0);
+  return run({problem.data(), problem.size()}, index, config_rows, hardware);
+}
+
+nb::tuple feature_name_tuple() {
+  nb::list names;
+  for (const auto& spec : diode::kFeatures) names.append(nb::str(spec.name.data(), spec.name.size()));
+  return nb::tuple(names);
 }
 
 }  // namespace
@@ -73,12 +73,20 @@ NB_MODULE(_C, m) {
   bind_model(m);
   bind_metrics(m);
   m.attr("FEATURE_VERSION") = diode::kFeatureVersion;
-  m.def("feature_names", &diode::feature_names, "Names of the feature columns, in order.");
+  m.attr("FEATURE_NAMES") = feature_name_tuple();
+  m.def("feature_names", &diode::feature_names, "Names of the feature columns, in order (FEATURE_NAMES).");
   m.def("problem_columns", &diode::problem_columns, "Columns of a problem row (int64).");
   m.def("config_columns", &diode::config_columns, "Columns of a config row (int64).");
   m.def("hardware_columns", &diode::hardware_columns, "Entries of the hardware row (int64).");
   m.def("dtype_names", &diode::dtype_names, "Dtype codes: index = code.");
-  m.def("dtype_bytes", &diode::dtype_bytes, nb::arg("dtype_code"), "Bytes per element of a dtype code.");
+  m.def(
+      "dtype_bytes",
+      [](int64_t code) {
+        if (code < 0 || code >= diode::kNumDTypes)
+          throw std::invalid_argument("unknown dtype code " + std::to_string(code));
+        return diode::dtype_bytes(static_cast<int32_t>(code));
+      },
+      nb::arg("dtype_code"), "Bytes per element of a dtype code.");
   m.def("row_alignment_log2", &diode::row_alignment_log2, nb::arg("leading_dim"), nb::arg("elem_bytes"),
         "log2 of the byte alignment (0-4: 1 to 16 bytes) of rows of leading_dim elements.");
   m.def("op_names", &diode::op_names, "Op codes: index = code.");
@@ -86,11 +94,20 @@ NB_MODULE(_C, m) {
   m.def(
       "template_kind", [](const std::string& id) { return static_cast<int>(diode::template_kind(id)); },
       nb::arg("template_id"), "Template-kind code of a template id such as 'triton::mm'.");
-  m.def("compute_features", &features_one, nb::arg("problem"), nb::arg("configs"),
-        nb::arg("hardware"),
-        "Features of one problem (int64[11]) with N configs (int64[N, 10]) on hardware "
-        "(int64[2]): float32[N, F]. Releases the GIL.");
-  m.def("compute_features_batch", &features_batch, nb::arg("problems"), nb::arg("problem_index"),
-        nb::arg("configs"), nb::arg("hardware"),
-        "Features of config row i paired with problems[problem_index[i]]: float32[N, F].");
+  // Static: nanobind keeps the docstring's pointer.
+  static const std::string shapes = "problem int64[" + std::to_string(diode::kNumProblemColumns) +
+                             "], configs int64[N, " + std::to_string(diode::kNumConfigColumns) +
+                             "], hardware int64[" + std::to_string(diode::kNumHardwareColumns) +
+                             "]";
+  static const std::string shapes_doc = "Features of one problem with N configs on hardware (" +
+                                        shapes +
+                                        "): float32[N, F]. Bad input raises ValueError. Releases "
+                                        "the GIL.";
+  m.def("compute_features", &features_one, nb::arg("problem").none(), nb::arg("configs").none(),
+        nb::arg("hardware").none(),
+        shapes_doc.c_str());
+  m.def("compute_features_batch", &features_batch, nb::arg("problems").none(), nb::arg("problem_index").none(),
+        nb::arg("configs").none(), nb::arg("hardware").none(),
+        "Features of config row i paired with problems[problem_index[i]]: float32[N, F]. Bad "
+        "input raises ValueError. Releases the GIL.");
 }

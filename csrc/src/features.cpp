@@ -1,5 +1,7 @@
 #include "diode/features.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <stdexcept>
 
@@ -45,53 +47,36 @@ const std::vector<std::string>& hardware_columns() {
   return v;
 }
 
+namespace {
+template <size_t N>
+std::vector<std::string> strings(const std::array<std::string_view, N>& names) {
+  return {names.begin(), names.end()};
+}
+}  // namespace
+
 const std::vector<std::string>& dtype_names() {
-  static const std::vector<std::string> v = {"float32", "float16", "bfloat16", "float8_e4m3fn",
-                                             "float8_e5m2", "int8", "int32", "float64"};
+  static const std::vector<std::string> v = strings(kDTypeNames);
   return v;
 }
 
 const std::vector<std::string>& op_names() {
-  static const std::vector<std::string> v = {"mm", "addmm", "bmm", "baddbmm"};
+  static const std::vector<std::string> v = strings(kOpNames);
   return v;
 }
 
 const std::vector<std::string>& template_kind_names() {
-  static const std::vector<std::string> v = {"aten_mm", "aten_addmm", "aten_bias_addmm",
-                                             "triton_mm", "triton_tma", "decompose_k",
-                                             "contiguous_mm", "cpp", "other"};
+  static const std::vector<std::string> v = strings(kTemplateKindNames);
   return v;
 }
 
 const std::vector<std::string>& feature_names() {
   static const std::vector<std::string> v = [] {
-    std::vector<std::string> f = {
-        // problem
-        "log2_batch", "log2_m", "log2_n", "log2_k", "log2_flops", "log2_min_bytes",
-        "log2_arith_intensity", "bytes_a", "bytes_b", "bytes_out", "dtype_is_fp32",
-        "dtype_is_fp16", "dtype_is_bf16", "dtype_is_fp8", "transpose_a", "transpose_b",
-        "align_a", "align_b", "align_out"};
-    for (const auto& op : op_names()) f.push_back("op_is_" + op);
-    f.push_back("has_bias");
-    // config
-    for (const auto& t : template_kind_names()) f.push_back("template_is_" + t);
-    const char* cfg[] = {"is_tiled", "log2_block_m", "log2_block_n", "log2_block_k",
-                         "log2_group_m", "num_stages", "num_warps", "even_k", "allow_tf32",
-                         "use_fast_accum",
-                         // problem x config
-                         "log2_tiles_m", "log2_tiles_n", "log2_tiles_total", "log2_waves",
-                         "wave_efficiency", "waste_m", "waste_n", "log2_k_iters", "waste_k",
-                         "smem_per_stage_kib", "smem_total_kib", "smem_fraction", "smem_exceeds",
-                         "log2_acc_regs_per_thread", "log2_tile_intensity",
-                         "log2_flops_per_tile", "log2_tile_bytes_per_k_iter",
-                         "log2_operand_regs_per_thread", "log2_regs_per_thread"};
-    for (const char* c : cfg) f.emplace_back(c);
-    return f;
+    std::vector<std::string> names;
+    for (const auto& spec : kFeatures) names.emplace_back(spec.name);
+    return names;
   }();
   return v;
 }
-
-int num_features() { return static_cast<int>(feature_names().size()); }
 
 TemplateKind template_kind(std::string_view id) {
   auto starts = [&](std::string_view p) { return id.substr(0, p.size()) == p; };
@@ -122,17 +107,19 @@ int dtype_bytes(int32_t code) {
 }
 
 int row_alignment_log2(int64_t leading_dim, int elem_bytes) {
-  if (leading_dim < 1 || elem_bytes < 1) fail("row_alignment_log2: leading_dim and elem_bytes must be >= 1");
-  const int64_t row_bytes = leading_dim * elem_bytes;
-  int log2 = 0;
-  while (log2 < 4 && row_bytes % (int64_t{2} << log2) == 0) ++log2;
-  return log2;
+  if (leading_dim < 1 || elem_bytes < 1)
+    fail("row_alignment_log2: leading_dim and elem_bytes must be >= 1");
+  // The power of two dividing leading_dim * elem_bytes, counted without the product (which can
+  // overflow): its trailing zero bits are those of the two factors together.
+  const int zeros = std::countr_zero(static_cast<uint64_t>(leading_dim)) +
+                    std::countr_zero(static_cast<uint32_t>(elem_bytes));
+  return std::min(zeros, 4);
 }
 
 void compute_features(std::span<const int64_t> problems, std::span<const int64_t> problem_index,
                       std::span<const int64_t> configs, std::span<const int64_t> hardware,
                       std::span<float> out) {
-  const size_t nf = static_cast<size_t>(num_features());
+  constexpr size_t nf = kNumFeatures;
   if (problems.empty() || problems.size() % kNumProblemColumns != 0)
     fail("problems must be a non-empty P x " + std::to_string(kNumProblemColumns) + " array");
   if (configs.size() % kNumConfigColumns != 0)
@@ -180,7 +167,6 @@ void compute_features(std::span<const int64_t> problems, std::span<const int64_t
     const int64_t* p = problems.data() + problem_index[i] * kNumProblemColumns;
     const int64_t* c = configs.data() + i * kNumConfigColumns;
     float* f = out.data() + i * nf;
-    size_t j = 0;
 
     const double B = p[kPBatch], M = p[kPM], N = p[kPN], K = p[kPK];
     const int ba = dtype_bytes(static_cast<int32_t>(p[kPDTypeA]));
@@ -189,29 +175,30 @@ void compute_features(std::span<const int64_t> problems, std::span<const int64_t
     const double flops = 2.0 * B * M * N * K;
     const double bytes = B * (M * K * ba + K * N * bb + M * N * bo);
     const auto dt = static_cast<DType>(p[kPDTypeA]);
-    f[j++] = lg(B);
-    f[j++] = lg(M);
-    f[j++] = lg(N);
-    f[j++] = lg(K);
-    f[j++] = lg(flops);
-    f[j++] = lg(bytes);
-    f[j++] = lg(flops / bytes);
-    f[j++] = static_cast<float>(ba);
-    f[j++] = static_cast<float>(bb);
-    f[j++] = static_cast<float>(bo);
-    f[j++] = dt == DType::float32 ? 1.f : 0.f;
-    f[j++] = dt == DType::float16 ? 1.f : 0.f;
-    f[j++] = dt == DType::bfloat16 ? 1.f : 0.f;
-    f[j++] = (dt == DType::float8_e4m3fn || dt == DType::float8_e5m2) ? 1.f : 0.f;
-    f[j++] = static_cast<float>(p[kPTransposeA]);
-    f[j++] = static_cast<float>(p[kPTransposeB]);
-    f[j++] = static_cast<float>(row_alignment_log2(p[kPLdA], ba));
-    f[j++] = static_cast<float>(row_alignment_log2(p[kPLdB], bb));
-    f[j++] = static_cast<float>(row_alignment_log2(p[kPLdOut], bo));
-    for (int op = 0; op < kNumOps; ++op) f[j++] = p[kPOp] == op ? 1.f : 0.f;
-    f[j++] = static_cast<float>(p[kPHasBias]);
+    f[kFLog2Batch] = lg(B);
+    f[kFLog2M] = lg(M);
+    f[kFLog2N] = lg(N);
+    f[kFLog2K] = lg(K);
+    f[kFLog2Flops] = lg(flops);
+    f[kFLog2MinBytes] = lg(bytes);
+    f[kFLog2ArithIntensity] = lg(flops / bytes);
+    f[kFBytesA] = static_cast<float>(ba);
+    f[kFBytesB] = static_cast<float>(bb);
+    f[kFBytesOut] = static_cast<float>(bo);
+    f[kFDTypeIsFp32] = dt == DType::float32 ? 1.f : 0.f;
+    f[kFDTypeIsFp16] = dt == DType::float16 ? 1.f : 0.f;
+    f[kFDTypeIsBf16] = dt == DType::bfloat16 ? 1.f : 0.f;
+    f[kFDTypeIsFp8] = (dt == DType::float8_e4m3fn || dt == DType::float8_e5m2) ? 1.f : 0.f;
+    f[kFTransposeA] = static_cast<float>(p[kPTransposeA]);
+    f[kFTransposeB] = static_cast<float>(p[kPTransposeB]);
+    f[kFAlignA] = static_cast<float>(row_alignment_log2(p[kPLdA], ba));
+    f[kFAlignB] = static_cast<float>(row_alignment_log2(p[kPLdB], bb));
+    f[kFAlignOut] = static_cast<float>(row_alignment_log2(p[kPLdOut], bo));
+    for (int op = 0; op < kNumOps; ++op) f[kFOpIsMm + op] = p[kPOp] == op ? 1.f : 0.f;
+    f[kFHasBias] = static_cast<float>(p[kPHasBias]);
 
-    for (int t = 0; t < kNumTemplateKinds; ++t) f[j++] = c[kCTemplateKind] == t ? 1.f : 0.f;
+    for (int t = 0; t < kNumTemplateKinds; ++t)
+      f[kFTemplateIsAtenMm + t] = c[kCTemplateKind] == t ? 1.f : 0.f;
     const int64_t bm = c[kCBlockM], bn = c[kCBlockN], bk = c[kCBlockK];
     if (bm > 0) {
       const int64_t warps = c[kCNumWarps], stages = c[kCNumStages];
@@ -222,48 +209,46 @@ void compute_features(std::span<const int64_t> problems, std::span<const int64_t
       const int64_t k_iters = ceil_div(p[kPK], bk);
       const double smem_stage = static_cast<double>(bm * bk * ba + bk * bn * bb);
       const double smem_total = smem_stage * static_cast<double>(stages);
-      f[j++] = 1.f;
-      f[j++] = lg(bm);
-      f[j++] = lg(bn);
-      f[j++] = lg(bk);
-      f[j++] = lg(c[kCGroupM]);
-      f[j++] = static_cast<float>(stages);
-      f[j++] = static_cast<float>(warps);
-      f[j++] = static_cast<float>(c[kCEvenK]);
+      f[kFIsTiled] = 1.f;
+      f[kFLog2BlockM] = lg(bm);
+      f[kFLog2BlockN] = lg(bn);
+      f[kFLog2BlockK] = lg(bk);
+      f[kFLog2GroupM] = lg(c[kCGroupM]);
+      f[kFNumStages] = static_cast<float>(stages);
+      f[kFNumWarps] = static_cast<float>(warps);
+      f[kFEvenK] = static_cast<float>(c[kCEvenK]);
       // TF32 changes only fp32 dots; Inductor sets ALLOW_TF32 for half precision too (whenever
       // tf32 is on and the GEMM is large), where the kernel is the same.
-      f[j++] = c[kCAllowTF32] != 0 && dt == DType::float32 ? 1.f : 0.f;
-      f[j++] = static_cast<float>(c[kCUseFastAccum]);
-      f[j++] = lg(tiles_m);
-      f[j++] = lg(tiles_n);
-      f[j++] = lg(tiles);
-      f[j++] = lg(waves);
-      f[j++] = static_cast<float>(waves / full_waves);
-      f[j++] = static_cast<float>(1.0 - M / static_cast<double>(tiles_m * bm));
-      f[j++] = static_cast<float>(1.0 - N / static_cast<double>(tiles_n * bn));
-      f[j++] = lg(k_iters);
-      f[j++] = static_cast<float>(1.0 - K / static_cast<double>(k_iters * bk));
-      f[j++] = static_cast<float>(smem_stage / 1024.0);
-      f[j++] = static_cast<float>(smem_total / 1024.0);
-      f[j++] = static_cast<float>(smem_total / static_cast<double>(smem_limit));
-      f[j++] = smem_total > static_cast<double>(smem_limit) ? 1.f : 0.f;
-      f[j++] = lg(static_cast<double>(bm * bn) / static_cast<double>(warps * 32));
-      f[j++] = lg(static_cast<double>(bm * bn) / static_cast<double>(bm + bn));
-      f[j++] = lg(2.0 * static_cast<double>(bm) * static_cast<double>(bn) * K);
-      f[j++] = lg(smem_stage);
+      f[kFAllowTf32] = c[kCAllowTF32] != 0 && dt == DType::float32 ? 1.f : 0.f;
+      f[kFUseFastAccum] = static_cast<float>(c[kCUseFastAccum]);
+      f[kFLog2TilesM] = lg(tiles_m);
+      f[kFLog2TilesN] = lg(tiles_n);
+      f[kFLog2TilesTotal] = lg(tiles);
+      f[kFLog2Waves] = lg(waves);
+      f[kFWaveEfficiency] = static_cast<float>(waves / full_waves);
+      f[kFWasteM] = static_cast<float>(1.0 - M / static_cast<double>(tiles_m * bm));
+      f[kFWasteN] = static_cast<float>(1.0 - N / static_cast<double>(tiles_n * bn));
+      f[kFLog2KIters] = lg(k_iters);
+      f[kFWasteK] = static_cast<float>(1.0 - K / static_cast<double>(k_iters * bk));
+      f[kFSmemPerStageKib] = static_cast<float>(smem_stage / 1024.0);
+      f[kFSmemTotalKib] = static_cast<float>(smem_total / 1024.0);
+      f[kFSmemFraction] = static_cast<float>(smem_total / static_cast<double>(smem_limit));
+      f[kFSmemExceeds] = smem_total > static_cast<double>(smem_limit) ? 1.f : 0.f;
+      f[kFLog2AccRegsPerThread] = lg(static_cast<double>(bm * bn) / static_cast<double>(warps * 32));
+      f[kFLog2TileIntensity] = lg(static_cast<double>(bm * bn) / static_cast<double>(bm + bn));
+      f[kFLog2FlopsPerTile] = lg(2.0 * static_cast<double>(bm) * static_cast<double>(bn) * K);
+      f[kFLog2TileBytesPerKIter] = lg(smem_stage);
       // 32-bit registers per thread for one K step of the operand tiles, and with the fp32
-      // accumulator: past ~255 the kernel spills (128x64x256 with 4 warps ran 8x slower than
-      // cuBLAS on an H100; 32x256x128 with 2 warps 350x).
+      // accumulator: past ~255 the kernel spills registers.
       const double threads = static_cast<double>(warps * 32);
       const double operand_regs = smem_stage / (4.0 * threads);
-      f[j++] = lg(operand_regs);
-      f[j++] = lg(operand_regs + static_cast<double>(bm * bn) / threads);
+      f[kFLog2OperandRegsPerThread] = lg(operand_regs);
+      f[kFLog2RegsPerThread] = lg(operand_regs + static_cast<double>(bm * bn) / threads);
     } else {
       // Not tiled (ATen/cuBLAS, ...): every block-derived feature is zero; the template one-hot
       // and the problem features carry the information.
-      for (int k = 0; k < 29; ++k) f[j++] = 0.f;
+      std::fill(f + kFIsTiled, f + kNumFeatures, 0.f);
     }
-    if (j != nf) fail("internal error: feature count mismatch");
   }
 }
 

@@ -189,6 +189,7 @@ void compute_ranking_metrics(std::span<const double> measured, std::span<const d
 
     double best = measured[s.rows[0]];
     for (size_t i : s.rows) best = std::min(best, measured[i]);
+    if (best == 0.0) best = 0.0;  // -0.0 is a zero time too: x / -0.0 would be -inf
     out.best_us[p] = best;
 
     // The model's order: by prediction, ties by row (rows are ascending, the sort is stable).

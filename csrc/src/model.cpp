@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -85,9 +86,17 @@ uint64_t fnv1a64(const uint8_t* data, size_t size, uint64_t hash) {
 }
 
 Model Model::load(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    throw ModelFormatError(path + ": field '<file>': is a directory, not a model file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw ModelFormatError(path + ": field '<file>': cannot open");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes;
+  try {
+    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure& e) {
+    throw ModelFormatError(path + ": field '<file>': cannot read (" + e.what() + ")");
+  }
   return from_bytes(bytes, path);
 }
 

@@ -224,3 +224,17 @@ TEST(RankingMetrics, BadArgumentsThrowInvalidArgument) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(RankingMetrics, NegativeZeroIsAZeroTime) {
+  // The best time is -0.0; the first pick (1.0) is infinitely slower, never -inf.
+  const auto r = run({1.0, -0.0}, {0.0, 1.0}, {0, 2}, {1, 2});
+  EXPECT_EQ(r.best[0], 0.0);
+  EXPECT_FALSE(std::signbit(r.best[0]));
+  EXPECT_EQ(r.slowdown[0], kInf);
+  EXPECT_EQ(r.perf(0, 0), 0.0);
+  EXPECT_EQ(r.perf(1, 0), 1.0);
+}
+
+}  // namespace

@@ -108,3 +108,16 @@ TEST(Model, RejectsWrongShapes) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Model, LoadingADirectoryIsAModelFormatError) {
+  try {
+    diode::Model::load("/");
+    FAIL() << "loaded a directory";
+  } catch (const diode::ModelFormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # How data/h100/ was collected (on the lent H100, fast mode): bash data/h100/collect.sh [PART...]
-# Parts: train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m odd-v1
+# Parts: v2-layouts v2-hugek v2-vocab v2-skinnyk v2-batch v2-attn-qk v2-attn-pv v2-odd v2-f32 v2-tf32 v2-f32-odd v2-tf32-odd (coverage design);
+# train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m odd-v1
 # (default: all but odd-v1, in that order). Files go to $DATA (default data/h100); every command
 # resumes where a killed run stopped. Run it from the repository root.
 set -euo pipefail
@@ -36,6 +37,29 @@ DECODE_SAMPLE="--search-mode fast --exhaustive-sample 64 --reps 6 --chunk-size 5
 HELD_OUT="data/h100/validation data/h100/odd"
 # data/h100/odd (an earlier unaligned design, 320 sampled configs): its first 10 problems.
 ODD_V1="--dtypes float16 bfloat16 --layouts NN NT TN --max-gflop 100 --ops mm addmm bmm --max-batch 32 --log-normal --log-normal-mean 6.9 --log-normal-sigma 1.0 --min-size 16 --max-size 8192"
+# Coverage design (v2 parts): every op (mm addmm bmm baddbmm) in every layout (NN NT TN TT), and the
+# size regimes that public models run and the first design lacked: K up to 131072 (long reductions),
+# vocabulary-sized N up to 262144 (lm_head), skinny K, batches of 64-2048, attention bmm over odd
+# token counts with head dims 32-256, fp32 with and without TF32. ATen + DEFAULT + 150 sampled
+# EXHAUSTIVE configs per half-precision problem, 48 for the unaligned and fp32 parts (see
+# data/README.md for the measurement behind the sample sizes). ${N:-...} caps a part's problems
+# for one call; a later call with a larger N extends the same draw.
+V2="--reps 6 --chunk-size 50 --workers 14 --exclude $HELD_OUT"
+V2_ALIGNED="--search-mode fast --exhaustive-sample 150 $V2"
+V2_SAMPLED="--search-mode fast --exhaustive-sample 48 $V2"
+V2_HALF="--dtypes float16 bfloat16 --layouts NN NT TN TT"
+V2_SIZES="--sizes 64 128 256 512 768 1024 1536 2048 2560 3072 4096 5120 6144 8192 11008 14336"
+V2_M="--m-sizes 1 2 4 8 16 32 64 128 256 512 1024 2048 4096 8192"
+V2_LAYOUTS="$V2_HALF --ops mm addmm bmm baddbmm --max-batch 128 --max-gflop 200 $V2_SIZES $V2_M"
+V2_HUGEK="$V2_HALF --ops mm addmm bmm baddbmm --max-batch 16 --max-gflop 300 --m-sizes 1 4 16 32 64 128 256 512 1024 2048 --n-sizes 16 32 64 128 256 512 1024 2048 4096 --k-sizes 16384 20480 24576 32768 49152 65536 98304 131072"
+V2_VOCAB="$V2_HALF --ops mm addmm --max-gflop 600 --m-sizes 1 2 4 8 16 32 64 128 256 512 1024 2048 4096 --n-sizes 32000 32064 32768 49152 50257 50304 65536 100352 128256 151936 152064 163840 256000 262144 --k-sizes 512 768 1024 1536 2048 2560 3072 4096 5120 8192"
+V2_SKINNYK="$V2_HALF --ops mm addmm bmm baddbmm --max-batch 64 --max-gflop 100 $V2_SIZES $V2_M --k-sizes 1 2 4 8 16 24 32 40 48 64"
+V2_BATCH="$V2_HALF --ops bmm baddbmm --min-batch 64 --max-batch 2048 --max-gflop 200 --sizes 16 32 64 128 256 512 1024 2048 --m-sizes 1 4 16 64 128 256 512 1024"
+V2_ATTN_QK="$V2_HALF --ops bmm baddbmm --min-batch 8 --max-batch 512 --max-gflop 200 --log-normal --log-normal-mean 5.8 --log-normal-sigma 1.1 --min-size 1 --max-size 8192 --k-sizes 32 40 64 72 80 96 128 160 256"
+V2_ATTN_PV="$V2_HALF --ops bmm baddbmm --min-batch 8 --max-batch 512 --max-gflop 200 --log-normal --log-normal-mean 5.8 --log-normal-sigma 1.1 --min-size 1 --max-size 8192 --n-sizes 32 40 64 72 80 96 128 160 256"
+V2_ODD="$V2_HALF --ops mm addmm bmm baddbmm --max-batch 512 --max-gflop 100 --log-normal --log-normal-mean 6.5 --log-normal-sigma 1.3 --min-size 1 --max-size 16384"
+V2_F32="--dtypes float32 --layouts NN NT TN TT --ops mm addmm bmm baddbmm --max-batch 32 --max-gflop 20 --sizes 64 128 256 512 768 1024 1536 2048 3072 4096 5120 8192 --m-sizes 1 2 8 16 32 64 128 256 512 1024 2048 4096"
+V2_F32_ODD="--dtypes float32 --layouts NN NT TN TT --ops mm addmm bmm baddbmm --max-batch 64 --max-gflop 20 --log-normal --log-normal-mean 6.3 --log-normal-sigma 1.3 --min-size 1 --max-size 16384"
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m)
 for part in "${parts[@]}"; do
@@ -55,6 +79,18 @@ for part in "${parts[@]}"; do
     train-odd2) $DIODE collect $ODD_SAMPLE $ODD --num-shapes 300 --seed 8 --exclude $HELD_OUT data/h100/train/h100_odd_chunk000{0,1,2}.msgpack.gz -o "$DATA/train/h100_odd2.msgpack.gz" ;;
     train-f32m) $DIODE collect $ODD_SAMPLE $F32M --num-shapes 60 --seed 9 --exclude $HELD_OUT -o "$DATA/train/h100_f32m.msgpack.gz" ;;
     odd-v1)    $DIODE collect $COMMON $ODD_V1 --num-shapes 80 --seed 4 -o "$DATA/odd/h100_odd.msgpack.gz" ;;
+    v2-layouts) $DIODE collect $V2_ALIGNED $V2_LAYOUTS --num-shapes ${N:-800} --seed 21 -o "$DATA/train/h100_v2_layouts.msgpack.gz" ;;
+    v2-hugek)  $DIODE collect $V2_ALIGNED $V2_HUGEK --num-shapes ${N:-300} --seed 22 -o "$DATA/train/h100_v2_hugek.msgpack.gz" ;;
+    v2-vocab)  $DIODE collect $V2_ALIGNED $V2_VOCAB --num-shapes ${N:-300} --seed 23 -o "$DATA/train/h100_v2_vocab.msgpack.gz" ;;
+    v2-skinnyk) $DIODE collect $V2_ALIGNED $V2_SKINNYK --num-shapes ${N:-300} --seed 24 -o "$DATA/train/h100_v2_skinnyk.msgpack.gz" ;;
+    v2-batch)  $DIODE collect $V2_ALIGNED $V2_BATCH --num-shapes ${N:-300} --seed 25 -o "$DATA/train/h100_v2_batch.msgpack.gz" ;;
+    v2-attn-qk) $DIODE collect $V2_SAMPLED $V2_ATTN_QK --num-shapes ${N:-300} --seed 26 -o "$DATA/train/h100_v2_attn_qk.msgpack.gz" ;;
+    v2-attn-pv) $DIODE collect $V2_SAMPLED $V2_ATTN_PV --num-shapes ${N:-300} --seed 27 -o "$DATA/train/h100_v2_attn_pv.msgpack.gz" ;;
+    v2-odd)    $DIODE collect $V2_SAMPLED $V2_ODD --num-shapes ${N:-600} --seed 28 -o "$DATA/train/h100_v2_odd.msgpack.gz" ;;
+    v2-f32)    $DIODE collect $V2_SAMPLED $V2_F32 --float32-matmul-precision highest --num-shapes ${N:-200} --seed 29 -o "$DATA/train/h100_v2_f32.msgpack.gz" ;;
+    v2-tf32)   $DIODE collect $V2_SAMPLED $V2_F32 --float32-matmul-precision high --num-shapes ${N:-200} --seed 30 -o "$DATA/train/h100_v2_tf32.msgpack.gz" ;;
+    v2-f32-odd) $DIODE collect $V2_SAMPLED $V2_F32_ODD --float32-matmul-precision highest --num-shapes ${N:-100} --seed 31 -o "$DATA/train/h100_v2_f32_odd.msgpack.gz" ;;
+    v2-tf32-odd) $DIODE collect $V2_SAMPLED $V2_F32_ODD --float32-matmul-precision high --num-shapes ${N:-100} --seed 32 -o "$DATA/train/h100_v2_tf32_odd.msgpack.gz" ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

@@ -16,7 +16,7 @@ from . import _C
 from .types import DTYPES, OPS, Hardware, KernelConfig, Problem
 
 FEATURE_VERSION: int = _C.FEATURE_VERSION
-FEATURE_NAMES: tuple[str, ...] = tuple(_C.feature_names())
+FEATURE_NAMES: tuple[str, ...] = _C.FEATURE_NAMES
 NUM_FEATURES = len(FEATURE_NAMES)
 
 _OP_CODE = {name: i for i, name in enumerate(_C.op_names())}

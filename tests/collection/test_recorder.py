@@ -198,6 +198,8 @@ def test_exclude_leaves_out_the_problems_of_other_datasets(tmp_path):
     assert len(measured) == 2
     assert problem_key(random_problems(spec, 9)[0]) not in measured
     assert problem_key(random_problems(spec, 9)[1]) in measured  # the rest of the draw is kept
+    settings = load_dataset(out).metadata["sources"][-1]["settings"]
+    assert settings["tf32"] is False and settings["heldout_excluded"] == ["realmodels_heldout"]
 
 
 def test_a_problem_that_kills_two_runs_is_skipped_on_the_next(tmp_path):

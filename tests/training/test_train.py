@@ -136,3 +136,30 @@ def test_learning_rate_schedules():
     assert TrainConfig().lr_schedule == "cosine"
     with pytest.raises(ValueError, match="lr_schedule"):
         train_model(ds, TrainConfig(lr_schedule="step"), progress=False)
+
+
+def test_train_refuses_data_holding_a_heldout_problem(tmp_path):
+    """`diode train` on data holding a problem of realmodels_heldout exits 2 naming the file and the
+    problem; --drop-heldout trains without it."""
+    from torch_diode.collection.shapes import load_shapeset
+    from torch_diode.types import Dataset, save_dataset
+
+    data = tmp_path / "data"
+    data.mkdir()
+    sample = load_dataset(SAMPLE)
+    save_dataset(sample, data / "a_clean.json.gz")
+    hardware, _, timings = next(sample.problems())
+    held = load_shapeset("realmodels_heldout")[0].problem
+    bad = Dataset()
+    bad.add(hardware, held, timings)
+    save_dataset(bad, data / "b_held.json.gz")
+    cmd = [sys.executable, "-m", "torch_diode.cli", "train", "--data-dir", data, "--model", tmp_path / "m.diode",
+           "--num-epochs", "2"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 2 and not (tmp_path / "m.diode").exists()
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert "b_held.json.gz" in proc.stderr and held.short() in proc.stderr and "realmodels_heldout" in proc.stderr
+    proc = subprocess.run([*cmd, "--drop-heldout"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "1 problems of held-out shapesets left out" in proc.stdout
+    assert model_metadata(tmp_path / "m.diode")["training_data"]["problems"] == sample.num_problems

@@ -7,6 +7,7 @@
 // so the two languages never keep separate copies of the spec.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -69,6 +70,133 @@ enum ConfigColumn : int {
 // Columns of the int64 hardware row.
 enum HardwareColumn : int { kHSmCount = 0, kHSmemPerBlockBytes, kNumHardwareColumns };
 
+// The names of the op, dtype and template-kind codes: index = code.
+inline constexpr std::array<std::string_view, kNumOps> kOpNames = {"mm", "addmm", "bmm", "baddbmm"};
+inline constexpr std::array<std::string_view, kNumDTypes> kDTypeNames = {
+    "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "int8", "int32", "float64"};
+inline constexpr std::array<std::string_view, kNumTemplateKinds> kTemplateKindNames = {
+    "aten_mm", "aten_addmm", "aten_bias_addmm", "triton_mm", "triton_tma", "decompose_k",
+    "contiguous_mm", "cpp", "other"};
+
+// The feature columns, in order: compute_features writes every column through these names and
+// kFeatures below pairs each with the name Python and model files see. A feature's index is its
+// meaning: reordering, inserting or removing one needs a new kFeatureVersion.
+enum Feature : int {
+  // problem
+  kFLog2Batch, kFLog2M, kFLog2N, kFLog2K, kFLog2Flops, kFLog2MinBytes, kFLog2ArithIntensity,
+  kFBytesA, kFBytesB, kFBytesOut, kFDTypeIsFp32, kFDTypeIsFp16, kFDTypeIsBf16, kFDTypeIsFp8,
+  kFTransposeA, kFTransposeB, kFAlignA, kFAlignB, kFAlignOut,
+  kFOpIsMm, kFOpIsAddmm, kFOpIsBmm, kFOpIsBaddbmm,  // one-hot of Op: kFOpIsMm + code
+  kFHasBias,
+  // config; one-hot of TemplateKind: kFTemplateIsAtenMm + code
+  kFTemplateIsAtenMm, kFTemplateIsAtenAddmm, kFTemplateIsAtenBiasAddmm, kFTemplateIsTritonMm,
+  kFTemplateIsTritonTma, kFTemplateIsDecomposeK, kFTemplateIsContiguousMm, kFTemplateIsCpp,
+  kFTemplateIsOther,
+  // config, 0 for choices that are not tiled (from kFIsTiled to the end)
+  kFIsTiled, kFLog2BlockM, kFLog2BlockN, kFLog2BlockK, kFLog2GroupM, kFNumStages, kFNumWarps,
+  kFEvenK, kFAllowTf32, kFUseFastAccum,
+  // problem x config
+  kFLog2TilesM, kFLog2TilesN, kFLog2TilesTotal, kFLog2Waves, kFWaveEfficiency, kFWasteM,
+  kFWasteN, kFLog2KIters, kFWasteK, kFSmemPerStageKib, kFSmemTotalKib, kFSmemFraction,
+  kFSmemExceeds, kFLog2AccRegsPerThread, kFLog2TileIntensity, kFLog2FlopsPerTile,
+  kFLog2TileBytesPerKIter, kFLog2OperandRegsPerThread, kFLog2RegsPerThread,
+  kNumFeatures
+};
+
+struct FeatureSpec {
+  Feature index;
+  std::string_view name;
+};
+
+inline constexpr std::array<FeatureSpec, kNumFeatures> kFeatures = {{
+    {kFLog2Batch, "log2_batch"},
+    {kFLog2M, "log2_m"},
+    {kFLog2N, "log2_n"},
+    {kFLog2K, "log2_k"},
+    {kFLog2Flops, "log2_flops"},
+    {kFLog2MinBytes, "log2_min_bytes"},
+    {kFLog2ArithIntensity, "log2_arith_intensity"},
+    {kFBytesA, "bytes_a"},
+    {kFBytesB, "bytes_b"},
+    {kFBytesOut, "bytes_out"},
+    {kFDTypeIsFp32, "dtype_is_fp32"},
+    {kFDTypeIsFp16, "dtype_is_fp16"},
+    {kFDTypeIsBf16, "dtype_is_bf16"},
+    {kFDTypeIsFp8, "dtype_is_fp8"},
+    {kFTransposeA, "transpose_a"},
+    {kFTransposeB, "transpose_b"},
+    {kFAlignA, "align_a"},
+    {kFAlignB, "align_b"},
+    {kFAlignOut, "align_out"},
+    {kFOpIsMm, "op_is_mm"},
+    {kFOpIsAddmm, "op_is_addmm"},
+    {kFOpIsBmm, "op_is_bmm"},
+    {kFOpIsBaddbmm, "op_is_baddbmm"},
+    {kFHasBias, "has_bias"},
+    {kFTemplateIsAtenMm, "template_is_aten_mm"},
+    {kFTemplateIsAtenAddmm, "template_is_aten_addmm"},
+    {kFTemplateIsAtenBiasAddmm, "template_is_aten_bias_addmm"},
+    {kFTemplateIsTritonMm, "template_is_triton_mm"},
+    {kFTemplateIsTritonTma, "template_is_triton_tma"},
+    {kFTemplateIsDecomposeK, "template_is_decompose_k"},
+    {kFTemplateIsContiguousMm, "template_is_contiguous_mm"},
+    {kFTemplateIsCpp, "template_is_cpp"},
+    {kFTemplateIsOther, "template_is_other"},
+    {kFIsTiled, "is_tiled"},
+    {kFLog2BlockM, "log2_block_m"},
+    {kFLog2BlockN, "log2_block_n"},
+    {kFLog2BlockK, "log2_block_k"},
+    {kFLog2GroupM, "log2_group_m"},
+    {kFNumStages, "num_stages"},
+    {kFNumWarps, "num_warps"},
+    {kFEvenK, "even_k"},
+    {kFAllowTf32, "allow_tf32"},
+    {kFUseFastAccum, "use_fast_accum"},
+    {kFLog2TilesM, "log2_tiles_m"},
+    {kFLog2TilesN, "log2_tiles_n"},
+    {kFLog2TilesTotal, "log2_tiles_total"},
+    {kFLog2Waves, "log2_waves"},
+    {kFWaveEfficiency, "wave_efficiency"},
+    {kFWasteM, "waste_m"},
+    {kFWasteN, "waste_n"},
+    {kFLog2KIters, "log2_k_iters"},
+    {kFWasteK, "waste_k"},
+    {kFSmemPerStageKib, "smem_per_stage_kib"},
+    {kFSmemTotalKib, "smem_total_kib"},
+    {kFSmemFraction, "smem_fraction"},
+    {kFSmemExceeds, "smem_exceeds"},
+    {kFLog2AccRegsPerThread, "log2_acc_regs_per_thread"},
+    {kFLog2TileIntensity, "log2_tile_intensity"},
+    {kFLog2FlopsPerTile, "log2_flops_per_tile"},
+    {kFLog2TileBytesPerKIter, "log2_tile_bytes_per_k_iter"},
+    {kFLog2OperandRegsPerThread, "log2_operand_regs_per_thread"},
+    {kFLog2RegsPerThread, "log2_regs_per_thread"},
+}};
+
+namespace detail {
+// Entry i of kFeatures is feature i, and each one-hot block names the codes it encodes, in order.
+consteval bool feature_table_is_consistent() {
+  for (size_t i = 0; i < kFeatures.size(); ++i)
+    if (static_cast<size_t>(kFeatures[i].index) != i || kFeatures[i].name.empty()) return false;
+  for (int op = 0; op < kNumOps; ++op)
+    if (!kFeatures[kFOpIsMm + op].name.starts_with("op_is_") ||
+        kFeatures[kFOpIsMm + op].name.substr(6) != kOpNames[op])
+      return false;
+  for (int t = 0; t < kNumTemplateKinds; ++t)
+    if (!kFeatures[kFTemplateIsAtenMm + t].name.starts_with("template_is_") ||
+        kFeatures[kFTemplateIsAtenMm + t].name.substr(12) != kTemplateKindNames[t])
+      return false;
+  return true;
+}
+}  // namespace detail
+static_assert(kFeatures.size() == kNumFeatures && kNumFeatures == 62,
+              "the feature count is part of kFeatureVersion");
+static_assert(kFOpIsBaddbmm - kFOpIsMm + 1 == kNumOps && kFHasBias == kFOpIsBaddbmm + 1);
+static_assert(kFTemplateIsOther - kFTemplateIsAtenMm + 1 == kNumTemplateKinds &&
+              kFIsTiled == kFTemplateIsOther + 1);
+static_assert(detail::feature_table_is_consistent(),
+              "kFeatures must list every Feature in order, one-hot blocks in code order");
+
 const std::vector<std::string>& problem_columns();
 const std::vector<std::string>& config_columns();
 const std::vector<std::string>& hardware_columns();
@@ -76,7 +204,7 @@ const std::vector<std::string>& feature_names();
 const std::vector<std::string>& dtype_names();
 const std::vector<std::string>& op_names();
 const std::vector<std::string>& template_kind_names();
-int num_features();
+constexpr int num_features() { return kNumFeatures; }
 
 // Maps a template id string to its family. Never fails: unknown ids are `other`.
 TemplateKind template_kind(std::string_view template_id);

@@ -108,10 +108,16 @@ def _check_files(args: argparse.Namespace, inputs: dict) -> str:
 
 
 def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict) -> int:
+    from ..collection.config_space import tf32_enabled
     from ..collection.inductor_sweep import SweepSummary, chunked, sweep_inductor
 
     if args.devices:
         return _spawn_devices(args)
+    if args.float32_matmul_precision:
+        import torch
+
+        torch.set_float32_matmul_precision(args.float32_matmul_precision)
+    record = {**record, "tf32": tf32_enabled()}  # fp32 problems ran TF32 kernels (diode dataset coverage reads it)
     output = _output_path(args.output, args.format)
     shard = _shard(args)
     if shard is not None:
@@ -160,9 +166,10 @@ def _spec(args: argparse.Namespace):
             num_shapes=args.num_shapes, min_size=args.min_size, max_size=args.max_size,
             power_of_two=args.power_of_two, log_normal=args.log_normal, log_normal_mean=args.log_normal_mean,
             log_normal_sigma=args.log_normal_sigma, ops=tuple(args.ops), dtypes=tuple(args.dtypes),
-            max_batch=args.max_batch, transpose_probability=args.transpose_probability,
+            max_batch=args.max_batch, min_batch=args.min_batch, transpose_probability=args.transpose_probability,
             alignment=args.alignment, aligned_fraction=args.aligned_fraction,
-            sizes=tuple(args.sizes or ()), m_sizes=tuple(args.m_sizes or ()), layouts=tuple(args.layouts or ()),
+            sizes=tuple(args.sizes or ()), m_sizes=tuple(args.m_sizes or ()),
+            n_sizes=tuple(args.n_sizes or ()), k_sizes=tuple(args.k_sizes or ()), layouts=tuple(args.layouts or ()),
             max_gflop=args.max_gflop,
         )
 
@@ -181,23 +188,39 @@ def _spec_record(spec) -> dict:
 
 
 def _held_keys(paths: Sequence[str] | None) -> set[str]:
-    """The problems that the datasets at ``paths`` hold or marked done (none without paths)."""
+    """The problems that the datasets at ``paths`` hold or marked done, and that the shapesets
+    among ``paths`` (shipped names or shapeset JSON files) list; none without paths."""
     from ..collection.inductor_sweep import problem_key
+    from ..collection.shapes import is_shapeset_file, load_shapeset, problem_identity
     from ..types import load_datasets
 
-    if not paths:
-        return set()
-    data = load_datasets(paths)
-    return {problem_key(p) for _, p, _ in data.problems()} | set(data.metadata.get("completed", []))
+    keys: set[str] = set()
+    datasets = []
+    for path in paths or ():
+        if is_shapeset_file(path) or not Path(path).exists():
+            keys |= {problem_key(problem_identity(e.problem)) for e in load_shapeset(path)}
+        else:
+            datasets.append(path)
+    if datasets:
+        data = load_datasets(datasets)
+        keys |= {problem_key(p) for _, p, _ in data.problems()} | set(data.metadata.get("completed", []))
+    return keys
+
+
+def _heldout_keys() -> set[str]:
+    """The problems of the held-out shapesets, which random draws never produce."""
+    from ..collection.shapes import HELDOUT_SHAPESETS
+
+    return _held_keys(HELDOUT_SHAPESETS)
 
 
 def _draw(args: argparse.Namespace, excluded: set[str]) -> list[Problem]:
-    """``--num-shapes`` distinct random problems, none of them in ``excluded`` (redrawn with the
-    following seeds until there are enough)."""
+    """``--num-shapes`` distinct random problems, none of them in ``excluded`` nor held out (redrawn
+    with the following seeds until there are enough)."""
     from ..collection.inductor_sweep import problem_key
 
     spec = _spec(args)
-    excluded = set(excluded)
+    excluded = set(excluded) | _heldout_keys()
     problems: list[Problem] = []
     seed = args.seed
     while len(problems) < args.num_shapes and seed < args.seed + 1000:
@@ -210,13 +233,22 @@ def _draw(args: argparse.Namespace, excluded: set[str]) -> list[Problem]:
 
 
 def _cmd_collect(args: argparse.Namespace) -> int:
+    from ..collection.shapes import HELDOUT_SHAPESETS, drop_heldout
+
     _check_files(args, {"--exclude": args.exclude})
     spec = _spec(args)
-    record = {"command": "collect", "seed": args.seed, "shape_spec": _spec_record(spec)}
+    record = {"command": "collect", "seed": args.seed, "shape_spec": _spec_record(spec),
+              "heldout_excluded": list(HELDOUT_SHAPESETS)}
     if not args.exclude:  # the plain draw, as runs before --exclude drew (their resumes depend on it)
-        return _run(_random_problems(spec, args.seed), args, record)
+        drawn = _random_problems(spec, args.seed)
+        problems = drop_heldout(drawn)
+        if len(problems) < len(drawn):
+            print(f"collect: {len(drawn) - len(problems)} drawn problems left out, held out by "
+                  f"{' '.join(HELDOUT_SHAPESETS)}")
+        return _run(problems, args, record)
     problems = _draw(args, _held_keys(args.exclude))
-    print(f"collect: {len(problems)} problems, none of them in {' '.join(args.exclude)}")
+    print(f"collect: {len(problems)} problems, none of them in {' '.join(args.exclude)} "
+          f"nor {' '.join(HELDOUT_SHAPESETS)}")
     return _run(problems, args, {**record, "exclude": args.exclude})
 
 
@@ -238,12 +270,15 @@ def _cmd_collect_shapeset(args: argparse.Namespace) -> int:
 
 
 def _cmd_create_validation(args: argparse.Namespace) -> int:
+    from ..collection.shapes import HELDOUT_SHAPESETS
+
     _check_files(args, {"--train-dataset": args.train_dataset})
     spec = _spec(args)
     problems = _draw(args, _held_keys(args.train_dataset))
-    print(f"validation: {len(problems)} problems sharing none with the training set")
+    print(f"validation: {len(problems)} problems sharing none with the training set nor {' '.join(HELDOUT_SHAPESETS)}")
     return _run(problems, args, {"command": "create-validation", "seed": args.seed, "shape_spec": _spec_record(spec),
-                                 "train_dataset": [str(p) for p in args.train_dataset or []]})
+                                 "train_dataset": [str(p) for p in args.train_dataset or []],
+                                 "heldout_excluded": list(HELDOUT_SHAPESETS)})
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -267,6 +302,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "each writing <output stem>_shardI; join them with `diode dataset merge` "
                         "(a torchrun launch shards by RANK/WORLD_SIZE the same way)")
     p.add_argument("--shard", metavar="I/N", help="measure only shapes I, I+N, I+2N, ... into <output stem>_shardI")
+    p.add_argument("--float32-matmul-precision", choices=["highest", "high"],
+                   help="torch.set_float32_matmul_precision for the run: 'high' times fp32 GEMMs with TF32 "
+                        "(ATen and the Triton configs' ALLOW_TF32), 'highest' without (default: as the process is)")
     p.add_argument("--chunk-size", type=positive_int, default=None,
                    help="write every N shapes to their own file <stem>_chunkNNNN<suffix> (fast mode: 25)")
 
@@ -283,6 +321,7 @@ def _random_shape_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtypes", nargs="+", choices=DTYPES, default=["float16", "bfloat16", "float32"],
                    metavar="DTYPE", help=f"dtypes to draw from ({', '.join(DTYPES)})")
     p.add_argument("--max-batch", type=positive_int, default=64, help="largest batch of bmm/baddbmm (default 64)")
+    p.add_argument("--min-batch", type=positive_int, default=1, help="smallest batch of bmm/baddbmm (default 1)")
     p.add_argument("--transpose-probability", type=probability, default=0.0,
                    help="probability that an operand is stored transposed (default 0)")
     p.add_argument("--alignment", type=positive_int, default=1, help="round sizes to multiples of this (default 1)...")
@@ -290,6 +329,8 @@ def _random_shape_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sizes", type=positive_int, nargs="+", metavar="S",
                    help="draw N and K (and M, unless --m-sizes) from these values instead of a distribution")
     p.add_argument("--m-sizes", type=positive_int, nargs="+", metavar="S", help="draw M from these values")
+    p.add_argument("--n-sizes", type=positive_int, nargs="+", metavar="S", help="draw N from these values (instead of --sizes)")
+    p.add_argument("--k-sizes", type=positive_int, nargs="+", metavar="S", help="draw K from these values (instead of --sizes)")
     p.add_argument("--layouts", nargs="+", choices=["NN", "NT", "TN", "TT"],
                    help="operand layouts to draw from (T: stored transposed, e.g. NT is nn.Linear's x @ W.T); "
                         "overrides --transpose-probability")
@@ -299,8 +340,9 @@ def _random_shape_options(p: argparse.ArgumentParser) -> None:
 
 
 def _exclude_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--exclude", nargs="+", metavar="DATASET",
-                   help="dataset files/folders (e.g. a validation set) whose problems are never measured here")
+    p.add_argument("--exclude", nargs="+", metavar="DATASET_OR_SHAPESET",
+                   help="dataset files/folders (e.g. a validation set) or shapesets (a shipped name or a shapeset "
+                        "JSON file) whose problems are never measured here")
 
 
 def add_collection_commands(sub: argparse._SubParsersAction) -> None:
@@ -321,6 +363,7 @@ def add_collection_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("create-validation", help="measure random shapes that a training set does not hold",
                        description="Like collect, but never a problem of --train-dataset.")
     _random_shape_options(p)
-    p.add_argument("--train-dataset", nargs="+", help="training dataset files/folders to exclude")
+    p.add_argument("--train-dataset", nargs="+",
+                   help="training dataset files/folders (or shapesets) whose problems are never drawn here")
     _common(p)
     p.set_defaults(func=_cmd_create_validation)

@@ -36,6 +36,25 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_coverage(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from ..coverage import DEFAULT_TARGETS, Coverage, format_report
+    from ..types import dataset_files, load_dataset
+
+    check_outputs({"inputs": args.inputs}, {"--report-json": args.report_json})
+    files = [f for path in args.inputs for f in dataset_files(path, args.file_extensions)]
+    if not files:
+        raise FileNotFoundError(f"no dataset files in {args.inputs}")
+    coverage = Coverage()
+    for f in tqdm(files, desc="coverage", unit="file", disable=len(files) < 2):
+        coverage.add(load_dataset(f))  # file by file: a file's settings say whether it ran with TF32
+    report = coverage.report(DEFAULT_TARGETS if args.targets else None)
+    print("\n".join(format_report(report)))
+    write_report(args.report_json, report)
+    return 0
+
+
 def _cmd_merge(args: argparse.Namespace) -> int:
     from ..types import load_datasets, save_dataset
 
@@ -84,6 +103,16 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--report-json", metavar="R", help="write the statistics to this JSON file")
     p.add_argument("--problems", action="store_true", help="list every problem with its fastest measured config")
     p.set_defaults(func=_cmd_stats)
+
+    p = ds_sub.add_parser("coverage", help="problem counts per op x dtype x layout, size regime and candidate kind",
+                          description="Count the problems of each cell (data/README.md, 'Coverage'); empty cells are "
+                                      "listed; --report-json writes {cells, empty_cells, ...}.")
+    add_inputs(p)
+    p.add_argument("--report-json", metavar="R", help="write the counts to this JSON file")
+    p.add_argument("--targets", action="store_true",
+                   help="also print (and write as 'missing') how many problems each cell lacks to reach its target "
+                        "(fp16/bf16 and candidate kinds 30, fp32 and fp32-TF32 15)")
+    p.set_defaults(func=_cmd_coverage)
 
     p = ds_sub.add_parser("merge", help="merge files/folders into one dataset",
                           description="Merge datasets. Different hardware stays apart; repeated (problem, config) "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import OptionError
+from ..errors import OptionError, UserError
 from .common import (check_outputs, dataset_output, factor, nonnegative_float, nonnegative_int, open_fraction,
                      positive_float, positive_int, write_report)
 
@@ -24,15 +24,41 @@ def _inputs(args: argparse.Namespace) -> dict:
     return inputs
 
 
-def _load(args: argparse.Namespace):
-    from ..types import load_datasets
-
+def _input_paths(args: argparse.Namespace) -> list[str]:
     inputs = [args.dataset] if args.dataset else []
     if args.data_dir:
         inputs.append(args.data_dir)
     if not inputs:
         raise OptionError("--dataset/--data-dir", "give --dataset FILE or --data-dir DIR")
-    return load_datasets(inputs, args.file_extensions)
+    return inputs
+
+
+def _load(args: argparse.Namespace):
+    from ..types import load_datasets
+
+    return load_datasets(_input_paths(args), args.file_extensions)
+
+
+def _without_heldout(dataset, args: argparse.Namespace):
+    """The training data without the problems of the held-out shapesets: refused (UserError naming
+    a file and a problem) unless --drop-heldout drops them."""
+    from ..collection.shapes import heldout_matches, problem_identity
+    from ..types import dataset_files, load_dataset
+
+    matches = heldout_matches(p for _, p, _ in dataset.problems())
+    if not matches:
+        return dataset
+    held = {problem_identity(p) for p, _, _ in matches}
+    if args.drop_heldout:
+        print(f"train: {len(held)} problems of held-out shapesets left out (--drop-heldout)")
+        return dataset.subset(lambda hw, p: problem_identity(p) not in held)
+    problem, name, entry = matches[0]
+    files = [f for path in _input_paths(args) for f in dataset_files(path, args.file_extensions)]
+    source = next(f for f in files if any(problem_identity(p) == problem_identity(problem)
+                                          for _, p, _ in load_dataset(f).problems()))
+    raise UserError(f"{source}: holds {problem.short()}, a problem of the held-out shapeset {name} "
+                    f"({entry.model}, {entry.layer}), {len(held)} such problems in all: models are judged on "
+                    "them and never trained on them (--drop-heldout leaves them out)")
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -40,7 +66,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from ..training.train import TrainConfig, train_model
 
     check_outputs(_inputs(args), {"--model": args.model})
-    dataset = _load(args)
+    dataset = _without_heldout(_load(args), args)
     config = TrainConfig(model_type=args.model_type, hidden_dim=args.hidden_dim, num_layers=args.num_layers,
                          batch_size=args.batch_size, num_epochs=args.num_epochs, learning_rate=args.learning_rate,
                          weight_decay=args.weight_decay, patience=args.patience,
@@ -165,6 +191,9 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
                    help="share of problems held out, in [0, 1) (default 0.15; 0: none)")
     p.add_argument("--log-dir", help="write TensorBoard logs here")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--drop-heldout", action="store_true",
+                   help="leave out the problems of the held-out shapesets (realmodels_heldout) instead of refusing "
+                        "a dataset that holds one")
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("predict", help="write predicted times for every (problem, config) of a dataset",

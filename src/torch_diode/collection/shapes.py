@@ -10,6 +10,10 @@ A shapeset is a JSON file::
 
 ``dtype`` sets all three dtypes; ``dtype_a``/``dtype_b``/``dtype_out`` override it. ``B``
 defaults to 1, transposes to false, ``count`` (how often the layer occurs) to 1.
+
+The shapesets of ``HELDOUT_SHAPESETS`` are what models are judged on: no training data may hold
+their problems (:func:`heldout_matches`; `diode train` refuses such data) and random draws never
+produce one (:func:`drop_heldout`).
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ from __future__ import annotations
 import math
 import os
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from ..types import DTYPES, MAX_SIZE, OPS, DatasetFormatError, Problem, _Reader, check_type, decode_bytes, read_input_bytes
 
@@ -40,11 +44,14 @@ class ShapeSpec:
     ops: tuple[str, ...] = ("mm", "addmm", "bmm")
     dtypes: tuple[str, ...] = ("float16", "bfloat16", "float32")
     max_batch: int = 64
+    min_batch: int = 1  # bmm/baddbmm batches are powers of two from min_batch to max_batch
     transpose_probability: float = 0.0
     alignment: int = 1
     aligned_fraction: float = 0.0
     sizes: tuple[int, ...] = ()  # draw N and K (and M, unless m_sizes) from these values instead
     m_sizes: tuple[int, ...] = ()  # draw M from these values
+    n_sizes: tuple[int, ...] = ()  # draw N from these values (vocabulary widths...) instead of sizes
+    k_sizes: tuple[int, ...] = ()  # draw K from these values (long reductions...) instead of sizes
     layouts: tuple[str, ...] = ()  # e.g. ("NN", "NT"): drawn uniformly; overrides transpose_probability
     max_gflop: float = 0.0  # redraw shapes needing more than this many GFLOP (2*B*M*N*K); 0: no limit
 
@@ -52,7 +59,7 @@ class ShapeSpec:
         # messages start with the field's name: `diode collect` names the option of the same name
         if not 1 <= self.min_size <= self.max_size <= MAX_SIZE:
             raise ValueError(f"max_size: sizes need 1 <= min_size <= max_size <= {MAX_SIZE}, got {self.min_size}, {self.max_size}")
-        for name in ("sizes", "m_sizes"):
+        for name in ("sizes", "m_sizes", "n_sizes", "k_sizes"):
             if any(not 1 <= v <= MAX_SIZE for v in getattr(self, name)):
                 raise ValueError(f"{name}: sizes must be in [1, {MAX_SIZE}], got {getattr(self, name)}")
         for name, lo, hi in (("num_shapes", 0, 1 << 31), ("max_batch", 1, MAX_SIZE), ("alignment", 1, MAX_SIZE)):
@@ -67,8 +74,10 @@ class ShapeSpec:
         for layout in self.layouts:
             if layout not in LAYOUTS:
                 raise ValueError(f"layouts: {layout!r} is not one of {LAYOUTS}")
+        if not 1 <= self.min_batch <= self.max_batch:
+            raise ValueError(f"min_batch: need 1 <= min_batch <= max_batch, got {self.min_batch}, {self.max_batch}")
         if not 0 <= self.max_gflop < math.inf:
-            raise ValueError(f"max_gflop: must be >= 0, got {self.max_gflop}")
+            raise ValueError(f"max_gflop: must be finite and >= 0, got {self.max_gflop}")
         for op in self.ops:
             if op not in OPS:
                 raise ValueError(f"ops: {op!r} is not one of {OPS}")
@@ -105,9 +114,10 @@ def random_problems(spec: ShapeSpec, seed: int) -> list[Problem]:
         op = rng.choice(spec.ops)
         dtype = rng.choice(spec.dtypes)
         for _attempt in range(1000):
-            batch = 2 ** rng.randint(0, int(math.log2(spec.max_batch))) if op in ("bmm", "baddbmm") else 1
+            batch = (2 ** rng.randint(math.ceil(math.log2(spec.min_batch)), int(math.log2(spec.max_batch)))
+                     if op in ("bmm", "baddbmm") else 1)
             m = _size(spec, rng, spec.m_sizes or spec.sizes)
-            n, k = _size(spec, rng, spec.sizes), _size(spec, rng, spec.sizes)
+            n, k = _size(spec, rng, spec.n_sizes or spec.sizes), _size(spec, rng, spec.k_sizes or spec.sizes)
             if not spec.max_gflop or 2 * batch * m * n * k <= spec.max_gflop * 1e9:
                 break
         else:
@@ -191,3 +201,47 @@ def unique_problems(problems: Sequence[Problem]) -> list[Problem]:
             seen.add(p)
             out.append(p)
     return out
+
+
+def is_shapeset_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a JSON shapeset (an object with ``entries``), not a dataset file."""
+    path = Path(path)
+    if not (path.is_file() and path.name.endswith(".json")):
+        return False
+    try:
+        data = decode_bytes(read_input_bytes(path), "json", False, path)
+    except DatasetFormatError:
+        return False
+    return isinstance(data, dict) and "entries" in data and "format" not in data
+
+
+# ----- held-out problems ------------------------------------------------------------------------
+HELDOUT_SHAPESETS = ("realmodels_heldout",)  # shipped shapesets never trained on
+
+
+def problem_identity(problem: Problem) -> Problem:
+    """The problem without recorded strides and bias shape: (op, B, M, N, K, dtypes, layout), the
+    identity by which a held-out problem is recognised in recorded data."""
+    return replace(problem, strides_a=None, strides_b=None, bias_shape=None)
+
+
+def heldout_entries(names: Sequence[str] = HELDOUT_SHAPESETS) -> dict[Problem, tuple[str, ShapesetEntry]]:
+    """problem identity -> (shapeset name, its first entry) over the held-out shapesets."""
+    out: dict[Problem, tuple[str, ShapesetEntry]] = {}
+    for name in names:
+        for entry in load_shapeset(name):
+            out.setdefault(problem_identity(entry.problem), (name, entry))
+    return out
+
+
+def heldout_matches(problems: Iterable[Problem], names: Sequence[str] = HELDOUT_SHAPESETS
+                    ) -> list[tuple[Problem, str, ShapesetEntry]]:
+    """(problem, shapeset name, entry) for every problem of ``problems`` that a held-out shapeset holds."""
+    held = heldout_entries(names)
+    return [(p, *held[problem_identity(p)]) for p in problems if problem_identity(p) in held]
+
+
+def drop_heldout(problems: Sequence[Problem], names: Sequence[str] = HELDOUT_SHAPESETS) -> list[Problem]:
+    """``problems`` without those a held-out shapeset holds."""
+    held = heldout_entries(names)
+    return [p for p in problems if problem_identity(p) not in held]

@@ -1,0 +1,83 @@
+"""How many sampled EXHAUSTIVE configs does a collected problem need? (CPU, replays H100 data)
+
+`diode collect --search-mode fast` times ATen + Inductor's DEFAULT list + a sample of the
+EXHAUSTIVE list per problem. A smaller sample compiles fewer kernels (more problems per GPU hour)
+but may miss the problem's best kernel. This replays datasets collected with a large sample:
+for each smaller sample size it keeps the configs that `choices_for` would have drawn (the same
+seeded order, so a smaller sample is a prefix of the larger one) and reports how much slower the
+best kept choice is than the best measured one.
+
+    python benchmarks/sample_budget.py data/h100/train/h100_mm_chunk000*.msgpack.gz \
+        data/h100/train/h100_bmm_chunk000*.msgpack.gz --out benchmarks/results/sample_budget_cpu.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from datetime import datetime, timezone
+
+from torch_diode.collection.fast_sweep import choices_for
+from torch_diode.types import load_dataset
+
+SAMPLES = (0, 24, 48, 100, 150, 200, 320)
+
+
+def replay(paths: list[str], samples: tuple[int, ...]) -> dict:
+    ratios: dict[int, list[float]] = {k: [] for k in samples}
+    files = []
+    for path in paths:
+        dataset = load_dataset(path)
+        sources = dataset.metadata.get("sources") or [{}]
+        settings = sources[0].get("settings") or {}
+        seed, collected = int(settings.get("seed", 0)), int(settings.get("exhaustive_sample", -1))
+        files.append({"path": path, "seed": seed, "exhaustive_sample": collected})
+        for _hardware, problem, timed in dataset.problems():
+            if problem.dtype_a == "float32":
+                continue  # fp32 configs depend on the TF32 setting of the run
+            times = {t.config: t.time_us for t in timed if not t.failed}
+            if not times:
+                continue
+            best = min(times.values())
+            for k in samples:
+                if k > collected >= 0:
+                    continue
+                kept = [times[c] for c in choices_for(problem, k, seed) if c in times]
+                ratios[k].append(min(kept) / best if kept else math.inf)
+    rows = []
+    for k in samples:
+        r = [x for x in ratios[k] if math.isfinite(x)]
+        if not r:
+            continue
+        rows.append({
+            "exhaustive_sample": k,
+            "problems": len(r),
+            "best_kept_over_best_geomean": math.exp(sum(math.log(x) for x in r) / len(r)),
+            "best_kept_over_best_worst": max(r),
+            "fraction_best_within_2pct": sum(x <= 1.02 for x in r) / len(r),
+        })
+    return {"files": files, "rows": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("datasets", nargs="+", help="dataset files collected with a large --exhaustive-sample")
+    parser.add_argument("--samples", type=int, nargs="+", default=list(SAMPLES))
+    parser.add_argument("--out", help="write the JSON report here")
+    args = parser.parse_args()
+    report = replay(args.datasets, tuple(args.samples))
+    report = {"command": "benchmarks/sample_budget.py " + " ".join(args.datasets),
+              "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "machine": "CPU (replays H100 timings)", **report}
+    print(f"{'sample':>7} {'problems':>9} {'geomean':>9} {'worst':>8} {'within 2%':>10}")
+    for row in report["rows"]:
+        print(f"{row['exhaustive_sample']:>7} {row['problems']:>9} {row['best_kept_over_best_geomean']:>9.4f} "
+              f"{row['best_kept_over_best_worst']:>8.3f} {row['fraction_best_within_2pct']:>10.3f}")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
