@@ -17,7 +17,7 @@ import pytest
 
 from torch_diode.cli import build_parser, hoist_global_options, main
 from torch_diode.registry import shipped_models
-from torch_diode.types import load_dataset, save_dataset
+from torch_diode.types import Dataset, load_dataset, save_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample" / "h100_sample.json.gz"
@@ -54,6 +54,7 @@ def data(tmp_path):
     (tmp_path / "folder.json").mkdir()
     (tmp_path / "zero.json").write_bytes(b"")
     (tmp_path / "notes.txt").write_text("hello")
+    save_dataset(Dataset(), tmp_path / "empty.json")
     return tmp_path, sample
 
 
@@ -85,6 +86,9 @@ def _all_failed(tmp_path: Path) -> Path:
     (["dataset", "merge", "{s}", "-o", "{d}/out.csv"], ["--output", "out.csv"]),
     (["dataset", "merge", "{s}", "-o", "{s}"], ["--output", "input"]),
     (["dataset", "merge", "{d}", "-o", "{d}/all.json"], ["--output", "inside the input folder"]),
+    (["dataset", "merge", "{s}", "-o", "{s}/x.json"], ["--output", "is a file, not a folder"]),
+    (["dataset", "split", "{d}/empty.json", "--train", "{d}/t.json", "--validation", "{d}/v.json"],
+     ["no problem to split"]),
     (["dataset", "split", "{s}", "--train", "{d}/x.json", "--validation", "{d}/x.json"], ["--validation", "--train"]),
     (["dataset", "split", "{s}", "--train", "{s}", "--validation", "{d}/v.json"], ["--train", "input"]),
     (["dataset", "split", "{s}", "--train", "{d}/t.json", "--validation", "{d}/v.json", "--validation-fraction", "1"],

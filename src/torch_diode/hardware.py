@@ -98,8 +98,8 @@ def check_device(device: str) -> None:
 
     try:
         dev = torch.device(device)
-    except (RuntimeError, ValueError, TypeError) as e:
-        raise DeviceError(f"{device!r} is not a device name ({e})") from None
+    except (RuntimeError, ValueError, TypeError):
+        raise DeviceError(f"{device!r} is not a device name such as cpu, cuda or cuda:1") from None
     if dev.type == "cpu":
         return
     if dev.type == "cuda":

@@ -795,9 +795,12 @@ class DatasetWriter:
     def acquire(self) -> None:
         if self._lock is not None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        while True:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             lock = open(self.lock_path, "a+")
+        except OSError as e:  # named by the dataset file, not its lock file
+            raise OSError(e.errno, f"cannot write there ({e.strerror})", str(self.path)) from None
+        while True:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -815,6 +818,7 @@ class DatasetWriter:
                                                                           os.fstat(lock.fileno()).st_dev):
                 break
             lock.close()
+            lock = open(self.lock_path, "a+")
         lock.seek(0)
         lock.truncate()
         lock.write(f"pid {os.getpid()} on {socket.gethostname()}\n")

@@ -98,6 +98,9 @@ def check_outputs(inputs: Mapping[str, Iterable[str | os.PathLike] | str | os.Pa
     for i, (option, out, given) in enumerate(outs):
         if out.is_dir():
             raise OptionError(option, f"{given} is a folder; give a file name")
+        not_folder = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+        if not_folder is not None:
+            raise OptionError(option, f"{given}: {not_folder} is a file, not a folder")
         for other_option, other, _ in outs[:i]:
             if _same_file(out, other):
                 raise OptionError(option, f"{given} is also the {other_option} output: each output needs its own file")
