@@ -17,7 +17,7 @@ $(PY):
 
 $(STAMP): $(PY) $(SOURCES)
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install "torch==2.13.0"
-	$(PIP) install "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.24" "msgpack>=1.0" "tqdm>=4.60" "matplotlib>=3.6" "pytest>=7" "tensorboard>=2.10"
+	$(PIP) install "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.24" "msgpack>=1.0" "tqdm>=4.60" "matplotlib>=3.6" "pytest>=7" "tensorboard>=2.10" "hypothesis>=6"
 	$(PIP) install --no-build-isolation --no-deps .
 	$(PY) -c "import torch_diode._C"
 	touch $(STAMP)
