@@ -339,3 +339,22 @@ def test_shipped_files_load():
     check_usable(load_dataset(H100))
     assert load_shapeset(SHAPESET)
     assert np.isfinite(read_model(MODEL).feature_mean).all()
+
+
+def test_the_loaders_bounds_are_the_cores():
+    """MAX_SIZE and MAX_CONFIG_VALUE are the C++ features' bounds: at the bound a problem and a
+    config featurise, one past it the core refuses them (so a loaded dataset always featurises)."""
+    from torch_diode.features import config_rows, hardware_row, problem_row
+    from torch_diode.types import MAX_CONFIG_VALUE, Hardware, KernelConfig, Problem
+
+    hardware = Hardware("test", None, 4, 0, 1 << 16, "2.13")
+    problem = Problem("mm", 1, MAX_SIZE, 16, 16, "float16", "float16", "float16")
+    config = KernelConfig("triton::mm", MAX_CONFIG_VALUE, 16, 16, 8, 3, 4)
+    assert featurize(problem, [config], hardware).shape[0] == 1
+    row, configs = problem_row(problem), config_rows([config])
+    row[2] += 1  # M
+    with pytest.raises(ValueError, match="column 'm' is 1099511627777"):
+        _C.compute_features(row, configs, hardware_row(hardware))
+    configs[0, 1] += 1  # block_m
+    with pytest.raises(ValueError, match="block_m"):
+        _C.compute_features(problem_row(problem), configs, hardware_row(hardware))
