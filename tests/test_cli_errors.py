@@ -108,6 +108,7 @@ def _all_failed(tmp_path: Path) -> Path:
     (["validate-model", "--model", str(MODEL), "--dataset", "{s}", "--report-json", "{s}"], ["--report-json"]),
     (["validate-model", "--model", str(MODEL), "--dataset", "{s}", "--report-json", str(MODEL)], ["--report-json"]),
     (["validate-model", "--model", str(MODEL), "--dataset", "{s}", "--top-n-worst", "-1"], ["--top-n-worst"]),
+    (["validate-model", "--model", str(MODEL), "--dataset", "{s}", "--plot", "{d}/notes.txt"], ["--plot", "is a file"]),
     (["validate-max-autotune", "--model", str(MODEL), "--dataset", "{s}", "--extern-preference", "0.5"],
      ["--extern-preference"]),
     (["validate-max-autotune", "--model", str(MODEL), "--dataset", "{s}", "--max-autotune-solution", "{d}/zero.json"],

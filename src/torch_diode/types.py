@@ -361,6 +361,7 @@ class KernelConfig:
         extras = r.get("extras", dict, optional=True) or {}
         for key, value in extras.items():
             check_type(value, (int, float, bool, str), source, f"{r.path('extras')}.{key}")
+        check_document(extras, source, r.path("extras"))
         kwargs["extras"] = tuple(sorted(extras.items()))
         if kwargs["block_m"] is not None:  # a tiled kernel: the features need every tile parameter
             for name in ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps"):
@@ -579,6 +580,7 @@ class Dataset:
         if version < 1:
             raise r.error("schema_version", f"invalid schema version {version}")
         metadata = r.get("metadata", dict)
+        check_document(metadata, source, "metadata")  # free-form: it must save again in both formats
         _check_metadata(r.sub("metadata"))
         config_rows = r.get("configs", list)
         configs = [KernelConfig.from_dict(c, f"configs[{i}]", source) for i, c in enumerate(config_rows)]
@@ -712,13 +714,14 @@ def decode_bytes(raw: bytes, fmt: str, compressed: bool, source: str | os.PathLi
     return data
 
 
-def check_document(data: Any, source: str | os.PathLike | None) -> None:
+def check_document(data: Any, source: str | os.PathLike | None, where: str = "") -> None:
     """Raises DatasetFormatError unless ``data`` holds only what both formats write: objects with
     string keys, arrays, strings, booleans, null, finite floats and 64-bit integers, nested at most
-    :data:`MAX_NESTING` deep. So whatever loads can be saved again, as JSON or as msgpack."""
+    :data:`MAX_NESTING` deep. So whatever loads can be saved again, as JSON or as msgpack.
+    ``where``: the field path of ``data`` inside its file."""
     if not isinstance(data, (dict, list)):
-        raise DatasetFormatError(source, "<root>", f"expected an object, got {type(data).__name__}")
-    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+        raise DatasetFormatError(source, where or "<root>", f"expected an object, got {type(data).__name__}")
+    stack: list[tuple[Any, str, int]] = [(data, where, 0)]
     while stack:
         value, where, depth = stack.pop()
         if depth > MAX_NESTING:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..errors import OptionError, UserError
 from .common import (check_outputs, dataset_output, factor, nonnegative_float, nonnegative_int, open_fraction,
@@ -96,6 +97,8 @@ def _cmd_validate_model(args: argparse.Namespace) -> int:
     from ..evaluation import plot_validation, validate_model
 
     check_outputs(_inputs(args), {"--report-json": args.report_json})
+    if args.plot and Path(args.plot).exists() and not Path(args.plot).is_dir():
+        raise OptionError("--plot", f"{args.plot} is a file; give a folder for the plots")
     r = validate_model(args.model, _load(args), hardware_name=args.hardware_name, op_name=args.op_name,
                        top_n_worst=args.top_n_worst)
     print(f"problems: {r['num_problems']}, timed configs: {r['num_timed_configs']}")
