@@ -2,7 +2,7 @@
 
 For each problem the choices are those ``torch.compile`` would offer: ATen (cuBLAS), Inductor's
 DEFAULT Triton configs and a sample of its EXHAUSTIVE configs, all scaled to the shape exactly as
-Inductor scales them (:mod:`.config_space`). The Triton configs run as :mod:`.triton_mm`'s copies
+Inductor scales them (:mod:`..inductor.config_space`). The Triton configs run as :mod:`.triton_mm`'s copies
 of Inductor's mm/bmm templates. Speed comes from three things:
 
 1. every distinct kernel variant is compiled once, by a pool of threads (Triton releases the
@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence
 
 from ..hardware import current_device
 from ..types import KernelConfig, Problem, TimedConfig
-from .config_space import aten_configs, scaled_configs, triton_configs
+from ..inductor.config_space import aten_configs, scaled_configs, triton_configs
 from .inductor_sweep import SweepSummary, _begin, _done_keys, _mark, _skip_crashed, chunked, problem_key
 from .recorder import Collector
 
