@@ -70,7 +70,8 @@ def _spawn_devices(args: argparse.Namespace) -> int:
 
 
 def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict) -> int:
-    from .inductor_sweep import SweepSummary, chunked, sweep_inductor
+    from .inductor_sweep import sweep_inductor
+    from .sweep_state import SweepSummary, chunked
 
     if args.devices:
         return _spawn_devices(args)
@@ -123,7 +124,7 @@ def _spec_record(spec) -> dict:
 def _held_keys(paths: Sequence[str] | None) -> set[str]:
     """The problems that the datasets at ``paths`` hold or marked done (none without paths)."""
     from ..types import load_datasets
-    from .inductor_sweep import problem_key
+    from .sweep_state import problem_key
 
     if not paths:
         return set()
@@ -134,7 +135,7 @@ def _held_keys(paths: Sequence[str] | None) -> set[str]:
 def _draw(args: argparse.Namespace, excluded: set[str]) -> list[Problem]:
     """``--num-shapes`` distinct random problems, none of them in ``excluded`` (redrawn with the
     following seeds until there are enough)."""
-    from .inductor_sweep import problem_key
+    from .sweep_state import problem_key
     from .shapes import random_problems
 
     spec = _spec(args)
@@ -163,7 +164,7 @@ def _cmd_collect(args: argparse.Namespace) -> int:
 
 
 def _cmd_collect_shapeset(args: argparse.Namespace) -> int:
-    from .inductor_sweep import problem_key
+    from .sweep_state import problem_key
     from .shapes import load_shapeset, unique_problems
 
     entries = load_shapeset(args.shapeset)

@@ -50,6 +50,12 @@ class Confidence:
     heldout_top1_slowdown: Mapping[str, HeldoutSlowdown] = field(default_factory=dict)
     version: int = CONFIDENCE_VERSION
 
+    @classmethod
+    def never_trusted(cls) -> "Confidence":
+        """A contract under which every problem is unsure (no element type was seen): replays of
+        the handler judge what its widening hands Inductor with it."""
+        return cls(feature_ranges_by_dtype={"": {}})
+
     def ranges_for(self, dtype: str) -> Ranges | None:
         """The training range of problems of ``dtype``; None where the model never saw the dtype."""
         by_dtype = self.feature_ranges_by_dtype
