@@ -8,13 +8,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-E2E = ROOT / "benchmarks" / "e2e.py"
 REPORT = ROOT / "benchmarks" / "results" / "e2e_h100.json"
 
 
 def combine(*reports, out):
-    return subprocess.run([sys.executable, str(E2E), "--combine", *map(str, reports), "--out", str(out)],
-                          capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "benchmarks.e2e", "--combine", *map(str, reports), "--out", str(out)],
+                          capture_output=True, text=True, cwd=ROOT)
 
 
 def test_combine_merges_rows_by_label(tmp_path):
@@ -36,14 +35,28 @@ def test_combine_refuses_reports_of_other_devices(tmp_path):
 
 
 def test_heldout_selection_judges_the_handlers_order_on_measured_data(tmp_path):
-    """benchmarks/heldout_selection.py on the shipped sample: the widened set holds the first pick,
-    so its best is never slower; both are ratios to the best measured time."""
+    """benchmarks/selection_replay.py heldout on the shipped sample: the widened set holds the first
+    pick, so its best is never slower; both are ratios to the best measured time."""
     out = tmp_path / "sel.json"
-    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "heldout_selection.py"), "--model", "NVIDIA-H100-matmul",
+    run = subprocess.run([sys.executable, "-m", "benchmarks.selection_replay", "heldout", "--model", "NVIDIA-H100-matmul",
                           "--data", str(ROOT / "data" / "sample" / "h100_sample.json.gz"), "--out", str(out)],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 0, run.stderr
     (row,) = json.loads(out.read_text())["rows"]
     assert row["problems"] == 12
     assert 1.0 <= row["widened"]["geomean"] <= row["first"]["geomean"] and row["widened"]["worst"] <= row["first"]["worst"]
     assert 1.0 <= row["kept_mean"] <= 5.0
+
+
+def test_extern_preference_replay_picks_aten_more_often_the_stronger_the_preference(tmp_path):
+    """benchmarks/selection_replay.py extern-preference on the shipped sample: an overwhelming
+    preference picks ATen on every problem, none at all picks it no more often than 1.0 does."""
+    out = tmp_path / "pref.json"
+    run = subprocess.run([sys.executable, "-m", "benchmarks.selection_replay", "extern-preference",
+                          "--data", str(ROOT / "data" / "sample" / "h100_sample.json.gz"), "--preferences", "1.0", "1.1", "1e9",
+                          "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(out.read_text())
+    picks = [r["extern_picks"] for r in report["rows"]]
+    assert picks == sorted(picks) and picks[-1] == report["problems"] == 12
+    assert all(0 < r["top1_perf_geomean"] <= 1.0 for r in report["rows"])

@@ -70,8 +70,9 @@ def _spawn_devices(args: argparse.Namespace) -> int:
 
 
 def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict) -> int:
-    from .config_space import tf32_enabled
-    from .inductor_sweep import SweepSummary, chunked, sweep_inductor
+    from ..inductor.config_space import tf32_enabled
+    from .inductor_sweep import sweep_inductor
+    from .sweep_state import SweepSummary, chunked
 
     if args.devices:
         return _spawn_devices(args)
@@ -131,8 +132,8 @@ def _held_keys(paths: Sequence[str] | None) -> set[str]:
     """The problems that the datasets at ``paths`` hold or marked done, and that the shapesets
     among ``paths`` (shipped names or shapeset JSON files) list; none without paths."""
     from ..types import load_datasets
-    from .inductor_sweep import problem_key
     from .shapes import is_shapeset_file, load_shapeset, problem_identity
+    from .sweep_state import problem_key
 
     keys: set[str] = set()
     datasets = []
@@ -157,7 +158,7 @@ def _heldout_keys() -> set[str]:
 def _draw(args: argparse.Namespace, excluded: set[str]) -> list[Problem]:
     """``--num-shapes`` distinct random problems, none of them in ``excluded`` nor held out (redrawn
     with the following seeds until there are enough)."""
-    from .inductor_sweep import problem_key
+    from .sweep_state import problem_key
     from .shapes import random_problems
 
     spec = _spec(args)
@@ -193,7 +194,7 @@ def _cmd_collect(args: argparse.Namespace) -> int:
 
 
 def _cmd_collect_shapeset(args: argparse.Namespace) -> int:
-    from .inductor_sweep import problem_key
+    from .sweep_state import problem_key
     from .shapes import load_shapeset, unique_problems
 
     entries = load_shapeset(args.shapeset)
