@@ -9,7 +9,7 @@ three ways with the fast path's own launchers (``aten_launcher``, as Inductor ca
 (replay) ``triton.testing.do_bench_cudagraph`` median: what a compiled graph's kernel costs;
 (loop) ``triton.testing.do_bench`` median without a graph.
 
-    python benchmarks/addmm_variants.py --out $OUT/addmm_variants_h100.json
+    python -m benchmarks.addmm_variants --out $OUT/addmm_variants_h100.json
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from datetime import datetime, timezone
 import torch
 import triton
 
-from torch_diode.collection.fast_sweep import aten_launcher, flush_buffer, layout_tensors, time_launchers
+from torch_diode.collection.fast_sweep import aten_launcher, flush_buffer, time_launchers
+from torch_diode.collection.operands import layout_tensors
 from torch_diode.types import KernelConfig, Problem
 
 SHAPES = [
@@ -52,7 +53,7 @@ def main() -> int:
                         "replay_us": 1000 * triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median"),
                         "loop_us": 1000 * triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")}
         rows.append(row)
-    report = {"command": "python benchmarks/addmm_variants.py", "device": torch.cuda.get_device_name(),
+    report = {"command": "python -m benchmarks.addmm_variants", "device": torch.cuda.get_device_name(),
               "torch": torch.__version__, "triton": triton.__version__,
               "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "rows": rows}
     with open(args.out, "w") as f:

@@ -18,7 +18,7 @@
    flush (same method, so a difference is a different kernel or noise); ``*_stock_flush`` with
    stock Inductor as it runs.
 
-    python benchmarks/collector_fidelity.py --out $OUT/collector_h100.json
+    python -m benchmarks.collector_fidelity --out $OUT/collector_h100.json
 """
 
 from __future__ import annotations
@@ -43,8 +43,10 @@ os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from benchmarks.common import spearman, stage  # noqa: E402
 from torch_diode.collection import collect  # noqa: E402
-from torch_diode.collection.fast_sweep import FLUSH_BYTES, FastSweep, aten_launcher, choices_for, flush_buffer, layout_tensors, precompile, time_launchers, variant_key
+from torch_diode.collection.fast_sweep import FLUSH_BYTES, FastSweep, aten_launcher, choices_for, flush_buffer, precompile, time_launchers, variant_key  # noqa: E402
+from torch_diode.collection.operands import layout_tensors
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings  # noqa: E402
 from torch_diode.collection.shapes import ShapeSpec, random_problems  # noqa: E402
 from torch_diode.types import Problem, load_dataset  # noqa: E402
@@ -85,10 +87,6 @@ def restricted_handler(allowed: set[tuple]):
 
     return Restricted()
 
-
-def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))
-    return float(np.corrcoef(rx, ry)[0, 1])
 
 
 def inductor_reference(shapes, sample: int, seed: int, path: Path, flush_bytes: int | None = None) -> tuple[float, int]:
@@ -247,9 +245,6 @@ def main() -> int:
           f"median_abs_rel_diff {report['median_abs_rel_diff_stock_flush']:.3f}")
     return 0
 
-
-def stage(text: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
 def print_rows(rows) -> None:

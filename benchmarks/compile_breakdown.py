@@ -1,15 +1,17 @@
-"""Where diode top-1's compile time goes, GEMM by GEMM, against default mode's.
+"""Where diode's compile time goes, GEMM by GEMM, against default mode's, and what diode's own
+enumeration of the Triton candidates saves.
 
 For each GEMM of ``--shapes`` (default: benchmarks/e2e_shapes.json), cold compile caches as in
 e2e.py, one worker process per method, each with its own new Triton and Inductor cache
-directories and its own warm-up (a GEMM followed by a ReLU, so that CUDA, Inductor, the Triton
-compiler and Inductor's compile workers are started, as they are in any real model's compile):
+directories and its own warm-up (benchmarks.common.WARM_UP):
 
-  default         torch.compile, no autotuning
-  diode_top1      diode's handler, top_k_configs=1 (an unsure model widens to unsure_top_k)
-  diode_trusting  the same with unsure_top_k=1: the model's first pick alone, never benchmarked
+  default           torch.compile, no autotuning
+  diode_top1        diode's handler, top_k_configs=1 (an unsure model widens to unsure_top_k)
+  diode_trusting    the same with unsure_top_k=1: the model's first pick alone, never benchmarked
+  diode_generators  (with --enumeration) diode_top1 with config.enumerate_candidates off:
+                    Inductor's generators build every candidate; its picks must be diode_top1's
 
-With ``--profile-decisions``, a fourth worker (diode_profiled: diode_trusting's settings) runs
+With ``--profile-decisions``, one more worker (diode_profiled: diode_trusting's settings) runs
 cProfile around diode's handler alone and reports, over all GEMMs, the functions its decisions
 spent their time in (own time); its compile times carry the profiler's overhead and are not
 compared.
@@ -18,9 +20,11 @@ Reported per GEMM and method: compile wall time of the first call, diode's decis
 picks, and Inductor's phase times (``torch._dynamo.utils.compilation_time_metrics``: where the
 time went, e.g. ``*_template_precompiling`` and ``*_template_autotuning``). The difference
 diode_top1 - diode_trusting is what unsure benchmarking costs; diode_trusting - default is
-Inductor's GEMM path plus compiling a chosen Triton kernel.
+Inductor's GEMM path plus compiling a chosen Triton kernel; diode_generators - diode_top1 is
+what diode's enumeration saves.
 
-    python benchmarks/compile_breakdown.py --out $OUT/compile_breakdown_h100.json
+    python -m benchmarks.compile_breakdown --out $OUT/compile_breakdown_h100.json
+    python -m benchmarks.compile_breakdown --enumeration --out $OUT/decision_cost_h100.json
 """
 
 from __future__ import annotations
@@ -31,63 +35,54 @@ import io
 import json
 import os
 import pstats
-import subprocess
 import sys
-import tempfile
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"  # the handler is installed explicitly below
 
-import torch
-from torch._inductor import config as inductor_config
+import torch  # noqa: E402
+from torch._inductor import config as inductor_config  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).parent))
-from e2e import geomean, load_shapes
-
-from torch_diode import config
-from torch_diode.collection.inductor_sweep import make_inputs, op_function
-from torch_diode.integration.install import diode_choices
-from torch_diode.types import Problem
+from benchmarks.common import SHAPES, WARM_UP, geomean, load_shapes, report_header, run_worker, timed_first_call, warm_up_function  # noqa: E402
+from torch_diode import config  # noqa: E402
+from torch_diode.collection.inductor_sweep import make_inputs, op_function  # noqa: E402
+from torch_diode.integration.install import diode_choices  # noqa: E402
 
 METHODS = ("default", "diode_top1", "diode_trusting")
+
+
+def diode_settings(method: str) -> dict:
+    """torch_diode.config values of a diode method."""
+    return {"top_k_configs": 1, "unsure_top_k": config.unsure_top_k if method in ("diode_top1", "diode_generators") else 1,
+            "enumerate_candidates": method != "diode_generators"}
 
 
 def compile_once(fn, inputs, method: str, model: str, profile: cProfile.Profile | None = None) -> dict:
     torch._dynamo.reset()
     before = {k: sum(v) for k, v in torch._dynamo.utils.compilation_time_metrics.items()}
-    settings = {"force_disable_caches": True}
     record: dict = {}
-    with inductor_config.patch(settings), torch.no_grad():
+    with inductor_config.patch(force_disable_caches=True), torch.no_grad():
         if method == "default":
-            start = time.perf_counter()
-            torch.compile(fn, dynamic=False)(*inputs)
-            torch.cuda.synchronize()
-            record["compile_s"] = time.perf_counter() - start
+            record["compile_s"] = timed_first_call(torch.compile(fn, dynamic=False), *inputs)
         else:
-            unsure_k = config.unsure_top_k if method == "diode_top1" else 1
             with inductor_config.patch(max_autotune_gemm=True, max_autotune_gemm_backends="ATEN,TRITON"), \
-                    diode_choices(model) as choices, config.patch(top_k_configs=1, unsure_top_k=unsure_k):
+                    diode_choices(model) as choices, config.patch(**diode_settings(method)):
                 if profile is not None:
-                    decide = choices._finalize
+                    finalize = choices._finalize
 
                     def profiled(*a, **k):
                         profile.enable()
                         try:
-                            return decide(*a, **k)
+                            return finalize(*a, **k)
                         finally:
                             profile.disable()
 
                     choices._finalize = profiled
-                start = time.perf_counter()
-                torch.compile(fn, dynamic=False)(*inputs)
-                torch.cuda.synchronize()
-                record["compile_s"] = time.perf_counter() - start
+                record["compile_s"] = timed_first_call(torch.compile(fn, dynamic=False), *inputs)
                 stats = choices.get_stats()
-            record["decision_s"] = stats["decision_seconds"]
-            record["unsure_benchmarked"] = stats["unsure_benchmarked"]
-            record["picks"] = [d["chosen"] for d in choices.decisions]
+            record.update(decision_s=stats["decision_seconds"], unsure_benchmarked=stats["unsure_benchmarked"],
+                          enumerated=stats["enumerated"], enumeration_mismatch=stats["enumeration_mismatch"],
+                          fallbacks=stats["fallbacks_total"], picks=[d["chosen"] for d in choices.decisions])
     after = {k: sum(v) for k, v in torch._dynamo.utils.compilation_time_metrics.items()}
     record["phases_s"] = {k: round(v - before.get(k, 0.0), 4) for k, v in sorted(after.items(), key=lambda kv: -kv[1])
                           if v - before.get(k, 0.0) > 0.005}
@@ -96,13 +91,13 @@ def compile_once(fn, inputs, method: str, model: str, profile: cProfile.Profile 
 
 def worker(args: argparse.Namespace) -> int:
     method = args.worker
-    warm = Problem("mm", 1, 256, 256, 256, "float16", "float16", "float16")
-    warm_inputs = make_inputs(warm, "cuda")
-    compile_once(lambda a, b: torch.relu(a @ b), warm_inputs, method, args.model)
+    compile_once(warm_up_function(), make_inputs(WARM_UP, "cuda"), method if method != "diode_profiled" else "diode_trusting",
+                 args.model)
     rows = []
     profile = cProfile.Profile() if method == "diode_profiled" else None
-    for label, problem, _ in load_shapes(Path(args.shapes)):
-        record = compile_once(op_function(problem.op), make_inputs(problem, "cuda"), method, args.model, profile)
+    for label, problem, _ in load_shapes(args.shapes):
+        record = compile_once(op_function(problem.op), make_inputs(problem, "cuda"),
+                              "diode_trusting" if profile is not None else method, args.model, profile)
         rows.append({"label": label, "problem": problem.short(), **record})
         print(f"[{method}] {label[:44]:44s} compile {record['compile_s']:6.2f} s  decision "
               f"{1e3 * record.get('decision_s', 0):6.1f} ms  {record.get('picks', '')}", flush=True)
@@ -117,27 +112,24 @@ def worker(args: argparse.Namespace) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shapes", default=str(Path(__file__).with_name("e2e_shapes.json")))
+    parser.add_argument("--shapes", default=str(SHAPES))
     parser.add_argument("--model", default="NVIDIA-H100-matmul")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--enumeration", action="store_true", help="also measure diode_generators (see above)")
     parser.add_argument("--profile-decisions", action="store_true", help="also profile diode's handler (see above)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         return worker(args)
+    methods = METHODS + (("diode_generators",) if args.enumeration else ())
     by_method = {}
-    for method in METHODS + (("diode_profiled",) if args.profile_decisions else ()):
-        part = Path(tempfile.mkdtemp(prefix="breakdown_")) / "rows.json"
-        env = {**os.environ, "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix="bd_triton_"),
-               "TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="bd_inductor_"), "PYTHONUNBUFFERED": "1"}
-        subprocess.run([sys.executable, __file__, "--worker", method, "--out", str(part), "--shapes", args.shapes,
-                        "--model", args.model], env=env, check=False)
-        by_method[method] = json.loads(part.read_text()) if part.exists() else []
+    for method in methods + (("diode_profiled",) if args.profile_decisions else ()):
+        by_method[method], _, _ = run_worker("compile_breakdown", ["--worker", method, "--shapes", args.shapes, "--model", args.model])
     labels = [r["label"] for r in by_method["default"]]
     table = []
     for i, label in enumerate(labels):
         row = {"label": label}
-        for method in METHODS:
+        for method in methods:
             if i < len(by_method[method]):
                 row[method] = by_method[method][i]
         table.append(row)
@@ -145,18 +137,23 @@ def main() -> int:
     def ratio(method: str) -> float | None:
         return geomean([r[method]["compile_s"] / r["default"]["compile_s"] for r in table if method in r])
 
-    summary = {f"compile_ratio_vs_default_geomean_{m}": ratio(m) for m in METHODS[1:]}
-    report = {"command": " ".join(["python", *sys.argv]), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": __import__("triton").__version__,
-              "summary": summary, "rows": table}
+    summary = {f"compile_ratio_vs_default_geomean_{m}": ratio(m) for m in methods[1:]}
+    for method in methods:
+        summary[f"compile_s_geomean_{method}"] = geomean([r[method]["compile_s"] for r in table if method in r])
+    for method in methods[1:]:
+        summary[f"decision_ms_geomean_{method}"] = 1e3 * (geomean([r[method]["decision_s"] for r in table if method in r]) or 0)
+    if args.enumeration:
+        summary["all_same_picks"] = all(r["diode_top1"]["picks"] == r["diode_generators"]["picks"]
+                                        for r in table if "diode_top1" in r and "diode_generators" in r)
+    report = {**report_header(), "summary": summary, "rows": table}
     Path(args.out).write_text(json.dumps(report, indent=1))
-    print(f"\n{'GEMM':44s} {'default':>8s} {'top1':>8s} {'trusting':>9s} {'decision':>9s}  unsure")
+    print(f"\n{'GEMM':44s} " + " ".join(f"{m[-12:]:>12s}" for m in methods) + f" {'decision':>9s}  unsure")
     for r in table:
-        cells = [f"{r[m]['compile_s']:8.2f}" if m in r else f"{'-':>8s}" for m in METHODS]
+        cells = [f"{r[m]['compile_s']:12.2f}" if m in r else f"{'-':>12s}" for m in methods]
         d = r.get("diode_top1", {})
-        print(f"{r['label'][:44]:44s} {cells[0]} {cells[1]} {cells[2]:>9s} {1e3 * d.get('decision_s', 0):7.1f}ms  {d.get('unsure_benchmarked', '-')}")
+        print(f"{r['label'][:44]:44s} {' '.join(cells)} {1e3 * d.get('decision_s', 0):7.1f}ms  {d.get('unsure_benchmarked', '-')}")
     for k, v in summary.items():
-        print(f"{k:48s} {v:.3f}" if v else f"{k:48s} -")
+        print(f"{k:48s} {v:.3f}" if isinstance(v, float) else f"{k:48s} {v}")
     if args.profile_decisions and by_method["diode_profiled"]:
         report["decision_profile"] = by_method["diode_profiled"][-1].get("profile")
         Path(args.out).write_text(json.dumps(report, indent=1))

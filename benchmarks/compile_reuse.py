@@ -1,12 +1,11 @@
 """Where does compile time go in the fast path? (one GPU run, printed and saved as JSON)
 
-A: torch_diode's precompile() (spawned worker processes, real tensors, when this was measured;
-   threads now), then the main process's first launch of
+A: torch_diode's precompile() (spawned worker processes), then the main process's first launch of
    each kernel is timed (a cache hit costs milliseconds, a recompile hundreds);
 B: a thread pool calls warmup() in the main process for other configs, then first launches;
 C: serial warmup() in the main process.
 
-    python benchmarks/compile_reuse.py --out $OUT/compile_reuse_h100.json
+    python -m benchmarks.compile_reuse --out $OUT/compile_reuse_h100.json
 """
 
 from __future__ import annotations
@@ -31,8 +30,9 @@ def main() -> int:
     import torch
     import triton
 
-    from torch_diode.collection.config_space import triton_configs
-    from torch_diode.collection.fast_sweep import layout_tensors, precompile
+    from torch_diode.inductor.config_space import triton_configs
+    from torch_diode.collection.fast_sweep import precompile
+    from torch_diode.collection.operands import layout_tensors
     from torch_diode.collection.triton_mm import make_launcher, warmup
     from torch_diode.types import Problem
 

@@ -29,7 +29,7 @@ function exceeds the flush its figure is the host's, not the kernel's (measured 
 same aten::mm kernel, 9.1 us replayed, read 56.8 us in one worker and 349.9 us in another). A worker that outlives its time
 limit is stopped; its finished items are kept.
 
-    python benchmarks/e2e.py --out $OUT/e2e_h100.json --plot $OUT/e2e_h100.png
+    python -m benchmarks.e2e --out $OUT/e2e_h100.json --plot $OUT/e2e_h100.png
 
 Shapes file: a JSON list of objects with op (mm, addmm, bmm, baddbmm), B, M, N, K, dtype,
 optional label, transpose_a, transpose_b, exhaustive.
@@ -41,11 +41,8 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
-import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -57,35 +54,19 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
+from benchmarks.common import SHAPES, WARM_UP, geomean, load_shapes, report_header, run_worker, stage, warm_up_function  # noqa: E402
 from torch_diode import config as diode_config  # noqa: E402
-from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs, op_function, problem_key  # noqa: E402
+from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs, op_function  # noqa: E402
+from torch_diode.collection.sweep_state import problem_key  # noqa: E402
 from torch_diode.integration.install import diode_choices  # noqa: E402
-from torch_diode.types import Problem, load_datasets  # noqa: E402
+from torch_diode.types import load_datasets  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
 METHODS = ("default", "diode_top1", "diode_top3", "max_autotune", "exhaustive")
 WORKERS = (("diode_top1",), ("default", "max_autotune", "exhaustive"), ("diode_top3",))
 WARMUP_MS, REP_MS = 25, 100
 
 
-def stage(text: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
-
-
 # ----- what is measured -------------------------------------------------------------------------
-def load_shapes(path: Path) -> list[tuple[str, Problem, bool]]:
-    out = []
-    for i, e in enumerate(json.loads(path.read_text())):
-        try:
-            dt = e["dtype"]
-            p = Problem(e["op"], int(e.get("B", 1)), int(e["M"]), int(e["N"]), int(e["K"]), dt, dt, dt,
-                        transpose_a=bool(e.get("transpose_a", False)), transpose_b=bool(e.get("transpose_b", False)))
-        except (KeyError, TypeError, ValueError) as err:
-            raise SystemExit(f"{path}: entry {i}: {err!r} (needs op, M, N, K, dtype)") from None
-        out.append((e.get("label") or p.short(), p, bool(e.get("exhaustive", False))))
-    return out
-
-
 class DecoderBlock(nn.Module):
     """A Llama-style block: RMSNorm, q/k/v/o projections, attention as two batched matmuls
     (optionally over a KV cache), SwiGLU MLP."""
@@ -231,11 +212,6 @@ def run_item(kind: str, label: str, fn: Callable, inputs: tuple, methods: list[s
 
 
 # ----- summary ----------------------------------------------------------------------------------
-def geomean(values: list[float]) -> float | None:
-    values = [v for v in values if v and v > 0 and math.isfinite(v)]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
-
-
 def ratios(rows: list[dict], method: str, base: str, field: str) -> list[float]:
     out = []
     for r in rows:
@@ -317,8 +293,7 @@ def worker(args: argparse.Namespace) -> int:
     def save() -> None:
         Path(args.out).write_text(json.dumps(rows, indent=1))
 
-    warm = Problem("mm", 1, 256, 256, 256, "float16", "float16", "float16")
-    run_item("warm-up", "warm-up (not reported)", lambda a, b: torch.relu(a @ b), make_inputs(warm, "cuda"),
+    run_item("warm-up", "warm-up (not reported)", warm_up_function(), make_inputs(WARM_UP, "cuda"),
              [m for m in methods if m not in ("max_autotune", "exhaustive")] or ["default"], args.model)
     if args.only != "models":
         for label, problem, exhaustive in shapes:
@@ -364,9 +339,9 @@ def finish(report: dict[str, Any], rows: list[dict], args: argparse.Namespace) -
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shapes", default=str(HERE / "e2e_shapes.json"), help="JSON list of GEMMs")
+    parser.add_argument("--shapes", default=str(SHAPES), help="JSON list of GEMMs")
     parser.add_argument("--model", default="NVIDIA-H100-matmul", help="diode model name or file")
-    parser.add_argument("--train-data", nargs="*", default=[str(HERE.parent / "data" / "h100" / "train")],
+    parser.add_argument("--train-data", nargs="*", default=[str(SHAPES.parents[1] / "data" / "h100" / "train")],
                         help="training data the shapes must not be in (none: skip the check)")
     parser.add_argument("--only", choices=["gemms", "models"], help="measure only the GEMMs or only the models")
     parser.add_argument("--no-exhaustive", action="store_true", help="skip the EXHAUSTIVE measurements")
@@ -393,8 +368,7 @@ def main() -> int:
         if leaked:
             raise SystemExit(f"{args.shapes}: these problems are in the training data, not held out: {leaked}")
     report: dict[str, Any] = {
-        "command": " ".join(["python", *sys.argv]), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": __import__("triton").__version__,
+        **report_header(),
         "model": args.model, "runtime": "do_bench_cudagraph median (runtime_us); do_bench median (runtime_do_bench_us)",
         "do_bench": {"warmup_ms": WARMUP_MS, "rep_ms": REP_MS, "return_mode": "median"},
         "settings": {"max_autotune": inductor_settings("DEFAULT", "ATEN,TRITON"),
@@ -407,19 +381,11 @@ def main() -> int:
     }
     rows: list[dict] = []
     for methods, limit in zip(WORKERS, args.time_limits):
-        part = Path(tempfile.mkdtemp(prefix="e2e_")) / "rows.json"
-        env = {**os.environ, "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix="e2e_triton_"),
-               "TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="e2e_inductor_"), "PYTHONUNBUFFERED": "1"}
-        cmd = [sys.executable, __file__, "--worker", ",".join(methods), "--out", str(part), "--shapes", args.shapes,
-               "--model", args.model] + (["--only", args.only] if args.only else []) + (["--no-exhaustive"] if args.no_exhaustive else [])
+        worker_args = ["--worker", ",".join(methods), "--shapes", args.shapes, "--model", args.model] \
+            + (["--only", args.only] if args.only else []) + (["--no-exhaustive"] if args.no_exhaustive else [])
         stage(f"worker {','.join(methods)} (limit {limit:.0f} s)")
-        start = time.perf_counter()
-        try:
-            code = subprocess.run(cmd, env=env, timeout=limit).returncode
-        except subprocess.TimeoutExpired:
-            code = "stopped at its time limit"
-        done = json.loads(part.read_text()) if part.exists() else []
-        report["workers"].append({"methods": list(methods), "exit": code, "seconds": time.perf_counter() - start,
+        done, code, seconds = run_worker("e2e", worker_args, limit)
+        report["workers"].append({"methods": list(methods), "exit": code, "seconds": seconds,
                                   "items": len(done)})
         rows.extend(done)
     return finish(report, rows, args)

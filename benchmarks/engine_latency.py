@@ -6,7 +6,7 @@ Models of the two families with random weights (latency does not depend on the v
 (b) the same from KernelConfig objects (config_rows conversion in Python included);
 (c) features in C++, MLP forward in PyTorch (the stock alternative), no_grad.
 
-    taskset -c 0 python benchmarks/engine_latency.py --out benchmarks/results/engine_latency_cpu.json
+    taskset -c 0 python -m benchmarks.engine_latency --out benchmarks/results/engine_latency_cpu.json
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from torch_diode import _C
-from torch_diode.collection.config_space import raw_config_lists
+from torch_diode.inductor.config_space import raw_config_lists
 from torch_diode.features import NUM_FEATURES, config_rows, featurize, hardware_row, problem_row
 from torch_diode.model_file import write_model
 from torch_diode.training.model import MODEL_FAMILIES, MLP, Regressor

@@ -7,7 +7,7 @@ flush before each launch (hides host launch overhead behind the flush), (graph) 
 one launch, replayed after each flush. Also measures the first-launch cost per kernel in the
 main process after the workers' precompile (a recompile shows up as hundreds of ms).
 
-    python benchmarks/timing_methods.py --out $OUT/timing_methods_h100.json
+    python -m benchmarks.timing_methods --out $OUT/timing_methods_h100.json
 """
 
 from __future__ import annotations
@@ -24,8 +24,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from benchmarks.common import spearman
 from torch_diode.collection import collect
-from torch_diode.collection.fast_sweep import FastSweep, _queue, hardware_l2_bytes, layout_tensors, precompile
+from torch_diode.collection.fast_sweep import FastSweep, _queue, hardware_l2_bytes, precompile
+from torch_diode.collection.operands import layout_tensors
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings
 from torch_diode.collection.triton_mm import make_launcher
 from torch_diode.types import Problem, load_dataset
@@ -36,10 +38,6 @@ SHAPES = [
     Problem("mm", 1, 16, 4096, 4096, "bfloat16", "bfloat16", "bfloat16"),
 ]
 
-
-def spearman(x, y) -> float:
-    rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))
-    return float(np.corrcoef(rx, ry)[0, 1])
 
 
 def events_time(fn, flush, reps: int) -> float:

@@ -5,7 +5,7 @@ constexprs, the classes of the ints it specialises on) for problems drawn like `
 draws them, with sizes specialised or not. On the H100 compiling ran at ~17 kernels/s in a thread
 pool (benchmarks/results/compile_reuse_h100.json): divide to get the compile minutes.
 
-    python benchmarks/variant_budget.py --out benchmarks/results/variant_budget_cpu.json
+    python -m benchmarks.variant_budget --out benchmarks/results/variant_budget_cpu.json
 """
 
 from __future__ import annotations

@@ -8,13 +8,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-E2E = ROOT / "benchmarks" / "e2e.py"
 REPORT = ROOT / "benchmarks" / "results" / "e2e_h100.json"
 
 
 def combine(*reports, out):
-    return subprocess.run([sys.executable, str(E2E), "--combine", *map(str, reports), "--out", str(out)],
-                          capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "benchmarks.e2e", "--combine", *map(str, reports), "--out", str(out)],
+                          capture_output=True, text=True, cwd=ROOT)
 
 
 def test_combine_merges_rows_by_label(tmp_path):
@@ -36,14 +35,52 @@ def test_combine_refuses_reports_of_other_devices(tmp_path):
 
 
 def test_heldout_selection_judges_the_handlers_order_on_measured_data(tmp_path):
-    """benchmarks/heldout_selection.py on the shipped sample: the widened set holds the first pick,
-    so its best is never slower; both are ratios to the best measured time."""
+    """benchmarks/selection_replay.py heldout on the shipped sample: the widened set holds the first
+    pick, so its best is never slower; both are ratios to the best measured time."""
     out = tmp_path / "sel.json"
-    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "heldout_selection.py"), "--model", "NVIDIA-H100-matmul",
+    run = subprocess.run([sys.executable, "-m", "benchmarks.selection_replay", "heldout", "--model", "NVIDIA-H100-matmul",
                           "--data", str(ROOT / "data" / "sample" / "h100_sample.json.gz"), "--out", str(out)],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 0, run.stderr
     (row,) = json.loads(out.read_text())["rows"]
     assert row["problems"] == 12
     assert 1.0 <= row["widened"]["geomean"] <= row["first"]["geomean"] and row["widened"]["worst"] <= row["first"]["worst"]
     assert 1.0 <= row["kept_mean"] <= 5.0
+
+
+def test_extern_preference_replay_picks_aten_more_often_the_stronger_the_preference(tmp_path):
+    """benchmarks/selection_replay.py extern-preference on the shipped sample: an overwhelming
+    preference picks ATen on every problem, none at all picks it no more often than 1.0 does."""
+    out = tmp_path / "pref.json"
+    run = subprocess.run([sys.executable, "-m", "benchmarks.selection_replay", "extern-preference",
+                          "--data", str(ROOT / "data" / "sample" / "h100_sample.json.gz"), "--preferences", "1.0", "1.1", "1e9",
+                          "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(out.read_text())
+    picks = [r["extern_picks"] for r in report["rows"]]
+    assert picks == sorted(picks) and picks[-1] == report["problems"] == 12
+    assert all(0 < r["top1_perf_geomean"] <= 1.0 for r in report["rows"])
+
+
+def test_realmodels_replay_names_each_problem_by_its_layers_and_judges_the_handlers_outcome(tmp_path):
+    """benchmarks/selection_replay.py realmodels on the shipped sample with a shapeset naming its
+    problems: every problem is matched to its layer, the outcome (the pick, or the best of what an
+    unsure decision hands Inductor) is never slower than the first pick, and the fraction is a fraction."""
+    from torch_diode.types import load_dataset
+
+    sample = ROOT / "data" / "sample" / "h100_sample.json.gz"
+    entries = []
+    for i, (_, problem, _) in enumerate(load_dataset(sample).problems()):
+        entry = {k: v for k, v in problem.to_dict().items() if k not in ("strides_a", "strides_b", "bias_shape")}
+        entries.append({"model": f"model{i}", "layer": "fc", **entry})
+    shapeset = tmp_path / "named.json"
+    shapeset.write_text(json.dumps({"name": "named", "entries": entries}))
+    out = tmp_path / "realmodels.json"
+    run = subprocess.run([sys.executable, "-m", "benchmarks.selection_replay", "realmodels", "--data", str(sample),
+                          "--shapeset", str(shapeset), "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(out.read_text())
+    assert report["num_problems"] == 12 and report["unmatched_problems"] == 0
+    assert all(r["layers"] == [f"model{i}: fc"] for i, r in enumerate(report["rows"]))
+    assert 1.0 <= report["outcome_geomean"] <= report["first_pick_geomean"]
+    assert report["outcome_worst"] <= report["first_pick_worst"] and 0.0 <= report["unsure_fraction"] <= 1.0

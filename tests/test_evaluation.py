@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from torch_diode.evaluation import _default_choice_mask, validate_max_autotune, validate_model
+from torch_diode.evaluation import validate_max_autotune, validate_model
 from torch_diode.features import FEATURE_NAMES, NUM_FEATURES
 from torch_diode.model_file import ModelFile, write_model
 from torch_diode.types import Dataset, Hardware, KernelConfig, Problem, TimedConfig, save_dataset
@@ -105,6 +105,8 @@ def test_cli_reports(files, tmp_path):
 def test_validate_max_autotune_follows_the_handlers_extern_preference():
     """Top-1 is the handler's pick: with an overwhelming extern preference it is always an ATen
     choice, so the top-1 ratio is max-autotune's time over the predicted-best ATen time."""
+    from torch_diode.features import config_rows
+    from torch_diode.inductor.config_space import beyond_default_list
     from torch_diode.predict import load_model, predict_log_time_us
     from torch_diode.types import load_dataset
 
@@ -118,7 +120,7 @@ def test_validate_max_autotune_follows_the_handlers_extern_preference():
         ok = [t for t in timings if not t.failed]
         externs = [t for t in ok if not t.config.is_tiled]
         predicted = predict_log_time_us(model, problem, [t.config for t in externs], hardware)
-        mask = _default_choice_mask(problem, [t.config for t in ok])
+        mask = ~beyond_default_list(problem, config_rows([t.config for t in ok]))
         ma_time = min(t.time_us for t, m in zip(ok, mask) if m)
         expected.append(ma_time / externs[int(np.argmin(predicted))].time_us)
     assert aten["top_n"]["1"]["ratio_min"] == pytest.approx(min(expected))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # How data/h100/ was collected (on the lent H100, fast mode): bash data/h100/collect.sh [PART...]
-# Parts: v2-layouts v2-hugek v2-vocab v2-skinnyk v2-batch v2-attn-qk v2-attn-pv v2-odd v2-f32 v2-tf32 v2-f32-odd v2-tf32-odd (coverage design);
+# Parts: realmodels (the held-out real models' GEMMs, never trained on: benchmarks.selection_replay realmodels judges on them);
+# v2-layouts v2-hugek v2-vocab v2-skinnyk v2-batch v2-attn-qk v2-attn-pv v2-odd v2-f32 v2-tf32 v2-f32-odd v2-tf32-odd (coverage design);
 # train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m odd-v1
 # (default: all but odd-v1, in that order). Files go to $DATA (default data/h100); every command
 # resumes where a killed run stopped. Run it from the repository root.
@@ -79,6 +80,7 @@ for part in "${parts[@]}"; do
     train-odd2) $DIODE collect $ODD_SAMPLE $ODD --num-shapes 300 --seed 8 --exclude $HELD_OUT data/h100/train/h100_odd_chunk000{0,1,2}.msgpack.gz -o "$DATA/train/h100_odd2.msgpack.gz" ;;
     train-f32m) $DIODE collect $ODD_SAMPLE $F32M --num-shapes 60 --seed 9 --exclude $HELD_OUT -o "$DATA/train/h100_f32m.msgpack.gz" ;;
     odd-v1)    $DIODE collect $COMMON $ODD_V1 --num-shapes 80 --seed 4 -o "$DATA/odd/h100_odd.msgpack.gz" ;;
+    realmodels) $DIODE collect-shapeset --shapeset realmodels_heldout $V2_ALIGNED -o "$DATA/realmodels/h100_realmodels.msgpack.gz" ;;
     v2-layouts) $DIODE collect $V2_ALIGNED $V2_LAYOUTS --num-shapes ${N:-800} --seed 21 -o "$DATA/train/h100_v2_layouts.msgpack.gz" ;;
     v2-hugek)  $DIODE collect $V2_ALIGNED $V2_HUGEK --num-shapes ${N:-300} --seed 22 -o "$DATA/train/h100_v2_hugek.msgpack.gz" ;;
     v2-vocab)  $DIODE collect $V2_ALIGNED $V2_VOCAB --num-shapes ${N:-300} --seed 23 -o "$DATA/train/h100_v2_vocab.msgpack.gz" ;;

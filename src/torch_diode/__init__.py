@@ -32,8 +32,8 @@ logger.addHandler(logging.NullHandler())
 
 _LAZY = {
     "DiodeInductorChoices": ("torch_diode.integration.choices", "DiodeInductorChoices"),
-    "get_prediction_stats": ("torch_diode.integration.choices", "get_prediction_stats"),
-    "profile_predictions": ("torch_diode.integration.choices", "profile_predictions"),
+    "get_prediction_stats": ("torch_diode.integration.stats", "get_prediction_stats"),
+    "profile_predictions": ("torch_diode.integration.stats", "profile_predictions"),
     "install_diode_choices": ("torch_diode.integration.install", "install_diode_choices"),
     "uninstall_diode_choices": ("torch_diode.integration.install", "uninstall_diode_choices"),
     "create_diode_choices": ("torch_diode.integration.install", "create_diode_choices"),

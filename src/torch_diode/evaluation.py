@@ -145,15 +145,6 @@ def plot_validation(report: dict[str, Any], out_dir: str | os.PathLike) -> list[
 
 
 # ----- validate-max-autotune -------------------------------------------------------------------
-def _default_choice_mask(problem: Problem, configs: Sequence[KernelConfig]) -> np.ndarray:
-    """Choices stock max-autotune considers: ATen and the DEFAULT Triton list for this shape."""
-    from .collection.config_space import triton_configs
-
-    default = {(c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps, c.group_m) for c in triton_configs(problem, "DEFAULT")}
-    return np.array([(not c.is_tiled) or (c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps, c.group_m) in default
-                     for c in configs])
-
-
 def load_solution(path: str | os.PathLike) -> list[dict[str, Any]]:
     """A max-autotune solution file: {"name": ..., "configs": [{"M", "N", "K", ["op", "B",
     "dtype"], "template_id" or "block_m", "block_n", "block_k", ["num_stages", "num_warps"]}]}."""
@@ -190,37 +181,45 @@ def validate_max_autotune(model: str | os.PathLike, dataset: Dataset, *, solutio
                           top_ns: Sequence[int] = TOP_NS, extern_preference: float | None = None) -> dict[str, Any]:
     """max-autotune's chosen kernel time / the best measured time among the model's top-N, per
     problem (> 1: diode's pick is faster). Without a solution file max-autotune's choice is the
-    best measured of ATen + the DEFAULT list, as stock max-autotune chooses. The model's order is
-    the one the Inductor handler uses (:func:`torch_diode.selection.selection_order`, with
-    ``extern_preference``; default: ``torch_diode.config.extern_preference``)."""
+    best measured of ATen + the DEFAULT list, as stock max-autotune chooses. The model's top-N is
+    the handler's order (:func:`torch_diode.selection.decide`: its usable rule and extern
+    preference, ``extern_preference`` defaulting to ``torch_diode.config.extern_preference``)
+    among the choices with a measured time; its top-1 is the handler's first pick."""
     from . import config
-    from .selection import selection_order
+    from .features import config_rows, featurize, is_extern
+    from .inductor.config_space import beyond_default_list
+    from .selection import NoUsableCandidate, Policy, Pool, decide
 
     preference = config.extern_preference if extern_preference is None else extern_preference
+    policy = Policy.from_config(extern_preference=preference)
     pr = collect_predictions(model, dataset, hardware_name, op_name)
     entries = load_solution(solution) if solution else None
     ratios: dict[int, list[float]] = {n: [] for n in top_ns}
     saved: dict[int, float] = {n: 0.0 for n in top_ns}
     used = 0
-    for p, (_, problem) in enumerate(pr.problems):
+    for p, (hardware, problem) in enumerate(pr.problems):
         rows = pr.rows(p)
         measured, predicted, configs = pr.measured_us[rows], pr.predicted_log_us[rows], pr.configs[rows]
+        ok = np.isfinite(measured)
+        config_table = config_rows(configs)
         if entries is not None:
-            hits = [i for i, c in enumerate(configs) for e in entries if _solution_matches(e, problem, c) and np.isfinite(measured[i])]
+            hits = [i for i, c in enumerate(configs) for e in entries if _solution_matches(e, problem, c) and ok[i]]
             if not hits:
                 continue
             ma_time = float(min(measured[i] for i in hits))
         else:
-            mask = _default_choice_mask(problem, configs) & np.isfinite(measured)
+            mask = ~beyond_default_list(problem, config_table) & ok
             if not mask.any():
                 continue
             ma_time = float(measured[mask].min())
-        ok = np.isfinite(measured)
-        extern = np.array([not c.is_tiled for c in configs])
-        order = selection_order(predicted, extern, preference, usable=np.flatnonzero(ok))
+        pool = Pool(featurize(problem, configs, hardware), is_extern(config_table), allowed=ok)
+        try:
+            order = decide(problem, pool, predicted, policy).order
+        except NoUsableCandidate:
+            continue
         used += 1
         for n in top_ns:
-            top = order[: min(n, int(ok.sum()))]
+            top = order[:n]
             diode_time = float(measured[top].min())
             ratios[n].append(ma_time / diode_time)
             saved[n] += ma_time - diode_time

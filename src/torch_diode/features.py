@@ -83,6 +83,12 @@ def featurize_rows(problem: Problem, rows: np.ndarray, hardware: Hardware) -> np
     return _C.compute_features(problem_row(problem), rows, hardware_row(hardware))
 
 
+def is_extern(rows: np.ndarray) -> np.ndarray:
+    """Which configs, given by their :func:`config_rows`, are extern (ATen/cuBLAS) choices: those
+    without block sizes, as ``KernelConfig.is_tiled`` says."""
+    return np.asarray(rows).reshape(-1, len(_C.config_columns()))[:, 1] == 0
+
+
 class Candidates:
     """The candidates of one decision as parts, each its configs' :func:`config_rows` and a
     function making the KernelConfig of a row: every candidate is featurized, KernelConfig
@@ -104,8 +110,7 @@ class Candidates:
 
     @property
     def extern(self) -> np.ndarray:
-        """Which candidates are ATen/cuBLAS choices (no block sizes)."""
-        return self.rows[:, 1] == 0
+        return is_extern(self.rows)
 
     def locate(self, i: int) -> tuple[int, int]:
         """(part, row within the part) of candidate ``i``."""

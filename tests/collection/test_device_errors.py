@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from torch_diode.collection import inductor_sweep
-from torch_diode.collection.inductor_sweep import problem_key, sweep_inductor
+from torch_diode.collection.inductor_sweep import sweep_inductor
+from torch_diode.collection.sweep_state import problem_key
 from torch_diode.hardware import DeviceError, check_device, device_works
 from torch_diode.types import Problem, load_dataset
 

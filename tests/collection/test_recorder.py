@@ -13,7 +13,7 @@ from torch._inductor import config as inductor_config
 from torch._inductor import select_algorithm
 
 from torch_diode.collection import Collector, collect
-from torch_diode.collection.inductor_sweep import problem_key
+from torch_diode.collection.sweep_state import problem_key
 from torch_diode.types import load_dataset
 
 pytestmark = pytest.mark.slow
@@ -206,7 +206,7 @@ def test_a_problem_that_kills_two_runs_is_skipped_on_the_next(tmp_path):
     """A CUDA fault ends the process and cannot be caught: the problem in flight is on disk, a
     resumed run tries it once more (the first run may have been killed from outside), and a run
     resuming after it died twice skips it instead of dying on it again."""
-    from torch_diode.collection.inductor_sweep import CRASHED, _begin, _done_keys, _mark, _skip_crashed
+    from torch_diode.collection.sweep_state import CRASHED, begin, done_keys, mark, skip_crashed
     from torch_diode.types import Problem
 
     path = tmp_path / "sweep.json"
@@ -214,16 +214,16 @@ def test_a_problem_that_kills_two_runs_is_skipped_on_the_next(tmp_path):
     q = Problem(op="mm", B=1, M=32, N=32, K=16, dtype_a="float32", dtype_b="float32", dtype_out="float32")
     # a run that dies keeps what it wrote; the system releases its writer lock (_writer.close() here)
     first = Collector(path)
-    _begin(first, p)  # the first run dies measuring p
+    begin(first, p)  # the first run dies measuring p
     first._writer.close()
     second = Collector(path)
-    assert _skip_crashed(second) is None and problem_key(p) not in _done_keys(second)
-    _begin(second, p)  # the second run dies on it too
+    assert skip_crashed(second) is None and problem_key(p) not in done_keys(second)
+    begin(second, p)  # the second run dies on it too
     second._writer.close()
     third = Collector(path)
-    assert _skip_crashed(third) == problem_key(p)
+    assert skip_crashed(third) == problem_key(p)
     assert problem_key(p) in {s["problem_key"] for s in load_dataset(path).metadata["skipped"]}  # recorded on disk
     assert load_dataset(path).metadata["skipped"] == [{"problem_key": problem_key(p), "reason": CRASHED}]
-    _begin(third, q)  # a problem measured normally clears the marker
-    _mark(third, q, None)
+    begin(third, q)  # a problem measured normally clears the marker
+    mark(third, q, None)
     assert "in_flight" not in load_dataset(path).metadata

@@ -3,8 +3,9 @@
 import pytest
 import torch
 
-from torch_diode.collection.config_space import triton_configs
-from torch_diode.collection.fast_sweep import FastSweep, aten_launcher, choices_for, layout_tensors
+from torch_diode.inductor.config_space import triton_configs
+from torch_diode.collection.fast_sweep import FastSweep, aten_launcher, choices_for
+from torch_diode.collection.operands import layout_tensors
 from torch_diode.collection.inductor_sweep import op_function
 from torch_diode.types import Problem, load_dataset
 

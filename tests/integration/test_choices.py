@@ -13,7 +13,8 @@ from torch._inductor import config as inductor_config
 
 from torch_diode import config
 from torch_diode.collection.inductor_sweep import sweep_inductor
-from torch_diode.integration.choices import DiodeInductorChoices, profile_predictions
+from torch_diode.integration.choices import DiodeInductorChoices
+from torch_diode.integration.stats import profile_predictions
 from torch_diode.integration.install import diode_choices, install_diode_choices, installed_choices, uninstall_diode_choices
 from torch_diode.model_file import read_model, write_model
 from torch_diode.predict import load_model, predict_log_time_us
@@ -134,9 +135,9 @@ def test_in_inductor_prediction_equals_diode_predict(cpu_model):
     seen = []
 
     class Spy(DiodeInductorChoices):
-        def _select(self, predicted, features, problem, extern, notes):
+        def _select(self, predicted, features, problem, candidates):
             seen.append((problem, features, predicted))
-            return super()._select(predicted, features, problem, extern, notes)
+            return super()._select(predicted, features, problem, candidates)
 
     spy = Spy(cpu_model)
     from torch._inductor.virtualized import V
@@ -201,10 +202,9 @@ def test_unsure_widening_takes_aten_and_inductors_default_configs(cpu_model):
     choices and the Triton configs of Inductor's DEFAULT list, unsure_top_k in all. (The CPU's
     Inductor offers a single bmm candidate here, so the selection is called with five predicted
     candidates directly; the features say M = 1, outside the training range.)"""
-    from collections import Counter
-
-    from torch_diode.collection.config_space import triton_configs
     from torch_diode.features import FEATURE_NAMES, Candidates
+    from torch_diode.inductor.config_space import beyond_default_list, triton_configs
+    from torch_diode.selection import Pool, decide
 
     problem = Problem("bmm", 2, 1, 256, 256, "float32", "float32", "float32")
     default = triton_configs(problem, "DEFAULT")
@@ -214,10 +214,12 @@ def test_unsure_widening_takes_aten_and_inductors_default_configs(cpu_model):
     features = np.zeros((5, len(FEATURE_NAMES)), np.float32)
     choices = DiodeInductorChoices(cpu_model)
 
+    pool = Pool(features, candidates.extern, lambda: beyond_default_list(problem, candidates.rows))
+
     def select(times, top_k, **settings):
-        notes = Counter()
         with config.patch(unsure_top_k=top_k, extern_preference=1.0, **settings):
-            chosen, _ = choices._select(np.log(times), features, problem, candidates, notes)
+            decision = decide(problem, pool, np.log(times), choices.policy(), choices.contract())
+        chosen, notes = list(decision.chosen), decision.notes()
         assert notes["unsure_widened"] == notes["unsure_out_of_range"] == 1
         assert notes["unsure_benchmarked"] == (top_k > 1), (chosen, notes)
         return chosen
@@ -376,25 +378,10 @@ def test_config_from_environment():
             pass
 
 
-def test_enumeration_requires_inductors_own_config_lists():
-    """Diode enumerates the Triton template's candidates only where Inductor's heuristic for that
-    template holds the lists diode reads (CUDA's): XPU's differ, so XPU keeps Inductor's generators."""
-
-    class Inputs:
-        def __init__(self, device_type):
-            self.device_type = device_type
-
-    choices = DiodeInductorChoices(None)
-    for uid, op in (("triton::mm", "mm"), ("triton::mm", "addmm"), ("triton::bmm", "bmm"), ("triton::bmm", "baddbmm")):
-        assert choices._same_config_lists(uid, Inputs("cuda"), op), (uid, op)
-    assert not choices._same_config_lists("triton::mm", Inputs("xpu"), "mm")
-    assert not choices._same_config_lists("no::such_template", Inputs("cuda"), "mm")
-
-
 def test_enumerated_allow_tf32_follows_inductor_for_every_dtype():
     """Inductor's ALLOW_TF32 depends on the tf32 setting and the size, not the dtype; diode's
     enumeration must say the same or its picks would not convert back (then no enumeration)."""
-    from torch_diode.collection.config_space import allow_tf32
+    from torch_diode.inductor.config_space import allow_tf32
 
     for precision, large in (("high", True), ("highest", False)):
         with float32_matmul_precision(precision):

@@ -108,8 +108,9 @@ def _check_files(args: argparse.Namespace, inputs: dict) -> str:
 
 
 def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict) -> int:
-    from ..collection.config_space import tf32_enabled
-    from ..collection.inductor_sweep import SweepSummary, chunked, sweep_inductor
+    from ..collection.inductor_sweep import sweep_inductor
+    from ..collection.sweep_state import SweepSummary, chunked
+    from ..inductor.config_space import tf32_enabled
 
     if args.devices:
         return _spawn_devices(args)
@@ -190,8 +191,8 @@ def _spec_record(spec) -> dict:
 def _held_keys(paths: Sequence[str] | None) -> set[str]:
     """The problems that the datasets at ``paths`` hold or marked done, and that the shapesets
     among ``paths`` (shipped names or shapeset JSON files) list; none without paths."""
-    from ..collection.inductor_sweep import problem_key
     from ..collection.shapes import is_shapeset_file, load_shapeset, problem_identity
+    from ..collection.sweep_state import problem_key
     from ..types import load_datasets
 
     keys: set[str] = set()
@@ -217,7 +218,7 @@ def _heldout_keys() -> set[str]:
 def _draw(args: argparse.Namespace, excluded: set[str]) -> list[Problem]:
     """``--num-shapes`` distinct random problems, none of them in ``excluded`` nor held out (redrawn
     with the following seeds until there are enough)."""
-    from ..collection.inductor_sweep import problem_key
+    from ..collection.sweep_state import problem_key
 
     spec = _spec(args)
     excluded = set(excluded) | _heldout_keys()
@@ -253,8 +254,8 @@ def _cmd_collect(args: argparse.Namespace) -> int:
 
 
 def _cmd_collect_shapeset(args: argparse.Namespace) -> int:
-    from ..collection.inductor_sweep import problem_key
     from ..collection.shapes import load_shapeset, resolve_shapeset, unique_problems
+    from ..collection.sweep_state import problem_key
 
     _check_files(args, {"--exclude": args.exclude, "--shapeset": [resolve_shapeset(args.shapeset)]})
     entries = load_shapeset(args.shapeset)

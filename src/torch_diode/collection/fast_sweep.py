@@ -2,11 +2,11 @@
 
 For each problem the choices are those ``torch.compile`` would offer: ATen (cuBLAS), Inductor's
 DEFAULT Triton configs and a sample of its EXHAUSTIVE configs, all scaled to the shape exactly as
-Inductor scales them (:mod:`.config_space`). The Triton configs run as :mod:`.triton_mm`'s copies
+Inductor scales them (:mod:`..inductor.config_space`). The Triton configs run as :mod:`.triton_mm`'s copies
 of Inductor's mm/bmm templates. Speed comes from three things:
 
-1. every distinct kernel variant is compiled once, by a pool of threads (Triton releases the
-   GIL while compiling), and shared by all problems;
+1. every distinct kernel variant is compiled once, by a pool of worker processes (Triton's front
+   end holds the GIL, so threads barely compile in parallel), and shared by all problems;
 2. timing follows Inductor's own method (flush the L2 cache, CUDA events around one launch,
    minimum over repetitions) with fewer repetitions, all queued before a single synchronisation;
 3. the EXHAUSTIVE sample is chosen by a seeded hash of each raw config, so different shapes
@@ -30,9 +30,10 @@ from typing import Any, Callable, Sequence
 
 from ..hardware import DeviceError, current_device
 from ..types import KernelConfig, Problem, TimedConfig
-from .config_space import aten_configs, scaled_configs, triton_configs
-from .inductor_sweep import SweepSummary, _begin, _done_keys, _mark, _skip_crashed, chunked, problem_key
+from ..inductor.config_space import aten_configs, scaled_configs, triton_configs
+from .operands import layout_tensors
 from .recorder import Collector
+from .sweep_state import SweepSummary, begin, chunked, done_keys, mark, problem_key, skip_crashed
 
 logger = logging.getLogger(__name__)
 
@@ -56,30 +57,6 @@ def choices_for(problem: Problem, exhaustive_sample: int, seed: int) -> list[Ker
 
 
 # ----- tensors ----------------------------------------------------------------------------------
-def layout_tensors(problem: Problem, device: str, fill: bool = True) -> tuple[Any, Any, Any, Any]:
-    """(a, b, out, bias-expanded-to-out or None) laid out as the problem says."""
-    import torch
-
-    dtype = {n: getattr(torch, getattr(problem, n)) for n in ("dtype_a", "dtype_b", "dtype_out")}
-
-    def make(shape: tuple[int, ...], dt: Any) -> Any:
-        if fill and device != "meta":
-            return torch.randn(shape, device=device, dtype=torch.float32).to(dt)
-        return torch.empty(shape, device=device, dtype=dt)
-
-    batch = (problem.B,) if problem.op in ("bmm", "baddbmm") else ()
-    a = make(batch + ((problem.K, problem.M) if problem.transpose_a else (problem.M, problem.K)), dtype["dtype_a"])
-    b = make(batch + ((problem.N, problem.K) if problem.transpose_b else (problem.K, problem.N)), dtype["dtype_b"])
-    a = a.transpose(-1, -2) if problem.transpose_a else a
-    b = b.transpose(-1, -2) if problem.transpose_b else b
-    out = torch.empty(batch + (problem.M, problem.N), device=device, dtype=dtype["dtype_out"])
-    bias = None
-    if problem.has_bias:
-        shape = tuple(problem.bias_shape) if problem.bias_shape else (problem.N,)
-        bias = make(shape, dtype["dtype_out"]).expand(out.shape)
-    return a, b, out, bias
-
-
 def aten_launcher(problem: Problem, config: KernelConfig, a: Any, b: Any, out: Any, bias: Any) -> Callable[[], Any]:
     """How Inductor calls each ATen choice (``out=`` variants, bias expanded or 1-D)."""
     import torch
@@ -168,10 +145,9 @@ class KernelCompiler:
     """Compiles kernel variants in a pool of worker processes, in the order they are asked for,
     while the caller times the ones already done.
 
-    Processes, not threads: Triton's front end holds the GIL, so 16 threads compiled only ~3.6x
-    faster than one (benchmarks/results/compile_reuse_h100.json: 0.21 s per kernel serially,
-    24 in 1.4 s with threads). The workers write Triton's on-disk cache; the first launch in
-    this process then loads the binary from it (~2.5 ms, same file) instead of compiling.
+    Processes, not threads: Triton's front end holds the GIL, so threads barely compile in parallel
+    (benchmarks/compile_reuse.py measures it). The workers write Triton's on-disk cache; the first
+    launch in this process then loads the binary from it instead of compiling.
     ``workers <= 1`` compiles in this process. If the pool breaks (a worker crashed), the rest
     is compiled in this process and the stats say so.
     """
@@ -333,8 +309,8 @@ class FastSweep:
         files = []
         for chunk, path in chunked(problems, output, chunk_size):
             col = Collector(path, settings=record, disable_caches=False)
-            summary.problems_skipped += _skip_crashed(col) is not None
-            files.append((col, [p for p in chunk if problem_key(p) not in _done_keys(col)]))
+            summary.problems_skipped += skip_crashed(col) is not None
+            files.append((col, [p for p in chunk if problem_key(p) not in done_keys(col)]))
             col.close()
         todo = [(col, p) for col, left in files for p in left]
         summary.problems_resumed = len(problems) - len(todo)
@@ -359,7 +335,7 @@ class FastSweep:
                         current.close()
                     col.reopen()
                     current = col
-                _begin(col, problem)
+                begin(col, problem)
                 try:
                     a, b, out, bias = layout_tensors(problem, self.device)
                     launchers: list[Callable[[], Any] | None] = []
@@ -372,7 +348,7 @@ class FastSweep:
                             launchers.append(make_launcher(a, b, out, bias, config))
                     times_ms = time_launchers(launchers, self.reps, flush)
                 except torch.cuda.OutOfMemoryError as e:
-                    _mark(col, problem, f"OutOfMemoryError: {str(e).splitlines()[0]}"[:300])
+                    mark(col, problem, f"OutOfMemoryError: {str(e).splitlines()[0]}"[:300])
                     summary.problems_skipped += 1
                     torch.cuda.empty_cache()
                     continue
@@ -386,7 +362,7 @@ class FastSweep:
                 summary.problems_measured += 1
                 summary.timed_configs += len(timed)
                 summary.failed_configs += sum(t.failed for t in timed)
-                _mark(col, problem, None)
+                mark(col, problem, None)
             summary.compile_pool_broken = compiler.pool_broken
         summary.seconds = time.perf_counter() - start
         return summary
@@ -412,4 +388,4 @@ def hardware_l2_bytes() -> int:
     return int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
 
 
-__all__ = ["FastSweep", "choices_for", "layout_tensors", "precompile", "time_launchers", "scaled_configs"]
+__all__ = ["FastSweep", "choices_for", "precompile", "time_launchers", "scaled_configs"]

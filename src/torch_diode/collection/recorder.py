@@ -9,7 +9,6 @@ killed process loses at most the GEMM in flight.
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import os
@@ -17,7 +16,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..types import Dataset, DatasetWriter, Hardware, KernelConfig, Problem, TimedConfig
+from ..inductor.convert import config_from_choice, problem_from_nodes
+from ..inductor.hooks import feedback_savers, resume_handlers, set_inductor_config, suspend_handlers
+from ..types import Dataset, DatasetWriter, Hardware, Problem, TimedConfig
 
 logger = logging.getLogger(__name__)
 
@@ -27,163 +28,6 @@ RECORDED_OPS = ("mm", "addmm", "bmm", "baddbmm")
 # timings from its autotune cache or skip lowering on an FX-graph cache hit, and the saver would
 # see stale or no timings.
 _CACHE_OFF = {"force_disable_caches": True}
-
-_PARAM_FIELDS = {
-    "BLOCK_M": "block_m",
-    "BLOCK_N": "block_n",
-    "BLOCK_K": "block_k",
-    "GROUP_M": "group_m",
-    "num_stages": "num_stages",
-    "num_warps": "num_warps",
-}
-_FLAG_FIELDS = {"EVEN_K": "even_k", "ALLOW_TF32": "allow_tf32", "USE_FAST_ACCUM": "use_fast_accum"}
-
-
-def _scalar(value: Any) -> Any:
-    """int/float/bool/str of a kwarg value (sympy integers included); None if not a scalar."""
-    if isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return value
-    try:  # sympy Integer and friends
-        if getattr(value, "is_integer", False) and getattr(value, "is_number", False):
-            return int(value)
-    except Exception:
-        return None
-    return None
-
-
-def config_from_kwargs(template_id: str, kwargs: dict[str, Any]) -> KernelConfig:
-    """A KernelConfig from a template's kwargs (``ktc.params.to_kwargs()`` + ``extra_kwargs``)."""
-    fields: dict[str, Any] = {"template_id": template_id}
-    extras: dict[str, Any] = {}
-    for key, value in kwargs.items():
-        scalar = _scalar(value)
-        if key in _PARAM_FIELDS and scalar is not None:
-            fields[_PARAM_FIELDS[key]] = int(scalar)
-        elif key in _FLAG_FIELDS and scalar is not None:
-            fields[_FLAG_FIELDS[key]] = bool(scalar)
-        elif key == "ACC_TYPE" and scalar is not None:
-            fields["acc_type"] = str(scalar)
-        elif scalar is not None and not key.startswith("_"):
-            extras[key] = scalar
-    if "block_m" not in fields:
-        # Not a tiled template: no block sizes, whatever else it carries.
-        for name in ("block_n", "block_k", "group_m", "num_stages", "num_warps"):
-            fields.pop(name, None)
-    else:
-        for name in ("block_n", "block_k", "num_stages", "num_warps"):
-            fields.setdefault(name, 0)
-    return KernelConfig(**fields, extras=extras)
-
-
-def config_from_choice(choice: Any) -> KernelConfig:
-    """Reads a ChoiceCaller's template and parameters from its KernelTemplateChoice.
-
-    Choices built outside the KernelTemplateChoice path (the CPU's CPP GEMM template, older
-    torch) fall back to their template object: its ``uid``, or backend and name.
-    """
-    while getattr(choice, "_wrapped", None) is not None:  # DataProcessorChoiceCallerWrapper
-        choice = choice._wrapped
-    ktc = (getattr(choice, "annotations", None) or {}).get("ktc")
-    if ktc is not None:
-        kwargs = {**ktc.params.to_kwargs(), **(ktc.extra_kwargs or {})}
-        return config_from_kwargs(ktc.template.uid, kwargs)
-    template = getattr(choice, "template", None) or getattr(choice, "choice", None)
-    if template is not None and hasattr(template, "uid"):
-        return config_from_kwargs(template.uid, getattr(choice, "info_kwargs", None) or {})
-    if template is not None and hasattr(template, "name"):
-        try:
-            backend = str(choice.info_dict().get("backend", type(choice).__name__))
-        except Exception:
-            backend = type(choice).__name__
-        return config_from_kwargs(f"{backend.lower()}::{template.name}", getattr(choice, "info_kwargs", None) or {})
-    return KernelConfig(template_id=f"{type(choice).__name__}::{getattr(choice, 'name', 'unknown')}")
-
-
-def _hint_impl(expr: Any, require: bool = False) -> int:
-    """A concrete size: the expression itself when static, else Inductor's hint for it. With
-    ``require``, a symbolic size without a hint raises LookupError instead of a guess."""
-    if isinstance(expr, int) or getattr(expr, "is_number", False):
-        return int(expr)
-    from torch._inductor.virtualized import V
-
-    sizevars = V.graph.sizevars
-    for name in ("optimization_hint", "size_hint"):
-        fn = getattr(sizevars, name, None)
-        if fn is None:
-            continue
-        if not require:
-            return int(fn(expr, fallback=8192))
-        try:
-            value = fn(expr, fallback=None)
-        except Exception as e:
-            raise LookupError(f"no hint for {expr}: {e}") from None
-        if value is None:
-            raise LookupError(f"no hint for {expr}")
-        return int(value)
-    return int(expr)
-
-
-def _dtype_name(dtype: Any) -> str:
-    return str(dtype).replace("torch.", "")
-
-
-def _is_transposed(strides: tuple[int, ...], sizes: tuple[int, ...]) -> bool:
-    # Column-major in the last two dims: the row index moves fastest.
-    return strides[-2] == 1 and strides[-1] != 1 and sizes[-2] > 1
-
-
-def problem_from_nodes(op: str, input_nodes: list[Any], out_dtype: Any, require_hints: bool = False) -> Problem:
-    """The Problem of an autotuned GEMM from Inductor's input IR nodes (sizes hinted)."""
-    _hint = functools.partial(_hint_impl, require=require_hints)
-    bias = None
-    nodes = list(input_nodes)
-    if op in ("addmm", "baddbmm"):
-        bias, nodes = nodes[0], nodes[1:]
-    a, b = nodes[0], nodes[1]
-    size_a = tuple(_hint(s) for s in a.get_size())
-    size_b = tuple(_hint(s) for s in b.get_size())
-    strides_a = tuple(_hint(s) for s in a.get_stride())
-    strides_b = tuple(_hint(s) for s in b.get_stride())
-    batch = size_a[0] if len(size_a) == 3 else 1
-    bias_shape = None
-    if bias is not None:
-        bias_size = tuple(_hint(s) for s in bias.get_size())
-        bias_stride = tuple(_hint(s) for s in bias.get_stride())
-        # Inductor expands the bias to the output's shape; broadcast dims have stride 0.
-        bias_shape = tuple(1 if st == 0 else sz for sz, st in zip(bias_size, bias_stride))
-    return Problem(
-        op=op,
-        B=batch,
-        M=size_a[-2],
-        N=size_b[-1],
-        K=size_a[-1],
-        dtype_a=_dtype_name(a.get_dtype()),
-        dtype_b=_dtype_name(b.get_dtype()),
-        dtype_out=_dtype_name(out_dtype),
-        transpose_a=_is_transposed(strides_a, size_a),
-        transpose_b=_is_transposed(strides_b, size_b),
-        strides_a=strides_a,
-        strides_b=strides_b,
-        bias_shape=bias_shape,
-    )
-
-
-def _selector_savers() -> list:
-    from torch._inductor import select_algorithm
-
-    getter = getattr(select_algorithm, "get_algorithm_selector_cache", None)
-    cache = getter() if getter is not None else None
-    savers = getattr(cache, "feedback_saver_fns", None)
-    if savers is None:
-        raise RuntimeError(
-            "torch-diode: this torch has no AlgorithmSelectorCache.feedback_saver_fns; "
-            "recording needs torch >= 2.10"
-        )
-    return savers
 
 
 class Collector:
@@ -235,20 +79,14 @@ class Collector:
     def start(self) -> "Collector":
         if self._active:
             return self
-        from torch._inductor import config as inductor_config
-
-        savers = _selector_savers()  # an unsupported torch fails here, before anything changes
+        savers = feedback_savers()  # an unsupported torch fails here, before anything changes
         self.reopen()
         if self.suspend_diode:
             # record Inductor's own autotuning: with diode's handler in place (e.g. registered on
             # import on a GPU with a shipped model) Inductor would benchmark diode's pick only
-            from ..integration.install import suspend_diode_choices
-
-            self._suspended = suspend_diode_choices()
+            self._suspended = suspend_handlers()
         if self.disable_caches:
-            for key, value in _CACHE_OFF.items():
-                self._saved_config[key] = getattr(inductor_config, key)
-                setattr(inductor_config, key, value)
+            self._saved_config = set_inductor_config(_CACHE_OFF)
         savers.append(self._saver)
         self._active = True
         logger.info("torch-diode: recording autotuned GEMMs into %s", self.path)
@@ -258,19 +96,14 @@ class Collector:
         if not self._active:
             self._writer.close()  # never started: nothing recorded to write
             return self.dataset
-        from torch._inductor import config as inductor_config
-
-        savers = _selector_savers()
+        savers = feedback_savers()
         for i in range(len(savers) - 1, -1, -1):
             if savers[i] is self._saver:
                 del savers[i]
-        for key, value in self._saved_config.items():
-            setattr(inductor_config, key, value)
-        self._saved_config.clear()
+        set_inductor_config(self._saved_config)
+        self._saved_config = {}
         if self._suspended:
-            from ..integration.install import resume_diode_choices
-
-            resume_diode_choices(self._suspended)
+            resume_handlers(self._suspended)
             self._suspended = []
         self._active = False
         self.close()

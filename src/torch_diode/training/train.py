@@ -13,8 +13,10 @@ import numpy as np
 import torch
 
 from ..errors import UserError
-from ..features import FEATURE_NAMES, FEATURE_VERSION
+from ..features import FEATURE_NAMES, FEATURE_VERSION, config_rows, is_extern
 from ..model_file import ModelFile
+from ..selection import Confidence, HeldoutSlowdown, NoUsableCandidate, Policy, Pool, decide
+from ..selection.contract import RANGE_FEATURES
 from ..types import Dataset
 from .data import TrainingArrays, build_arrays, split_groups
 from .model import MODEL_FAMILIES, MLP, Regressor
@@ -73,65 +75,68 @@ def _mse(model: Regressor, x: torch.Tensor, y: torch.Tensor, batch: int = 65536)
     return float((err**2).mean()) if len(err) else math.nan
 
 
-def _summary(dataset_arrays: TrainingArrays) -> dict[str, Any]:
-    hardware = {hw.hardware_id: hw for hw, _ in dataset_arrays.problems}
-    def ranges_of(rows: np.ndarray) -> dict[str, list[float]]:
+def _contract(arrays: TrainingArrays, heldout: dict[str, HeldoutSlowdown]) -> Confidence:
+    """The confidence contract of a training run (what the handler reads, see selection.Confidence)."""
+    def ranges_of(rows: np.ndarray) -> dict[str, tuple[float, float]]:
         out = {}
-        for name in ("log2_batch", "log2_m", "log2_n", "log2_k"):
-            column = dataset_arrays.features[rows, FEATURE_NAMES.index(name)]
-            out[name] = [float(column.min()), float(column.max())]
+        for name in RANGE_FEATURES:
+            column = arrays.features[rows, FEATURE_NAMES.index(name)]
+            out[name] = (float(column.min()), float(column.max()))
         return out
 
-    everything = np.ones(len(dataset_arrays.features), dtype=bool)
     by_dtype = {}
-    for dtype in sorted({p.dtype_a for _, p in dataset_arrays.problems}):
-        rows = np.isin(dataset_arrays.group, [i for i, (_, p) in enumerate(dataset_arrays.problems) if p.dtype_a == dtype])
+    for dtype in sorted({p.dtype_a for _, p in arrays.problems}):
+        rows = np.isin(arrays.group, [i for i, (_, p) in enumerate(arrays.problems) if p.dtype_a == dtype])
         if rows.any():
             by_dtype[dtype] = ranges_of(rows)
-    return {
-        "problem_feature_ranges": ranges_of(everything),
+    return Confidence(
+        feature_ranges=ranges_of(np.ones(len(arrays.features), dtype=bool)),
         # the same per element type: a dtype may cover far less than all of them together
-        "problem_feature_ranges_by_dtype": by_dtype,
-        "problems": dataset_arrays.num_problems,
-        # how many problems of each element type (the handler is unsure of a dtype with few)
-        "problems_by_dtype": dict(sorted(Counter(p.dtype_a for _, p in dataset_arrays.problems).items())),
-        # problems with an operand whose rows are not 16-byte aligned (the handler is unsure of
-        # such problems when the training data had none)
-        "misaligned_problems": sum(1 for _, p in dataset_arrays.problems if p.misaligned_operands),
-        # fp32 problems timed with TF32 allowed (the handler is unsure of fp32 under TF32 when none)
-        "tf32_problems": len(np.unique(dataset_arrays.group[dataset_arrays.features[:, FEATURE_NAMES.index("allow_tf32")] > 0.5])),
-        "rows": int(len(dataset_arrays.log_time_us)),
-        "ops": sorted({p.op for _, p in dataset_arrays.problems}),
-        "dtypes": sorted({p.dtype_a for _, p in dataset_arrays.problems}),
+        feature_ranges_by_dtype=by_dtype,
+        problems_by_dtype=dict(sorted(Counter(p.dtype_a for _, p in arrays.problems).items())),
+        misaligned_problems=sum(1 for _, p in arrays.problems if p.misaligned_operands),
+        tf32_problems=len(np.unique(arrays.group[arrays.features[:, FEATURE_NAMES.index("allow_tf32")] > 0.5])),
+        heldout_top1_slowdown=heldout,
+    )
+
+
+def _summary(arrays: TrainingArrays, contract: Confidence) -> dict[str, Any]:
+    """The model file's ``training_data``: the confidence contract and a description of the data."""
+    hardware = {hw.hardware_id: hw for hw, _ in arrays.problems}
+    return {
+        **contract.to_dict(),
+        "problems": arrays.num_problems,
+        "rows": int(len(arrays.log_time_us)),
+        "ops": sorted({p.op for _, p in arrays.problems}),
+        "dtypes": sorted({p.dtype_a for _, p in arrays.problems}),
         "hardware_ids": sorted(hardware),
         "data_versions": sorted({f"torch {hw.torch_version}, triton {hw.triton_version}" for hw in hardware.values()}),
     }
 
 
 def heldout_top1_slowdown(model: Regressor, arrays: TrainingArrays, problems: np.ndarray,
-                          extern_preference: float) -> dict[str, Any]:
-    """How well the model's first pick (ordered as the handler orders it: configs exceeding shared
-    memory left out, ATen preferred within ``extern_preference``) does on ``problems`` (indices,
-    held out of the fit, though they chose its early stop), split by whether an operand's rows
-    are misaligned: for each category the geometric mean over problems of (measured time of the
-    pick / best measured time) and the problem count. Categories without problems are left out."""
-    from ..selection import selection_order, usable_candidates
-
-    tiled = FEATURE_NAMES.index("is_tiled")
+                          policy: Policy) -> dict[str, HeldoutSlowdown]:
+    """How well the model's first pick (the handler's, :func:`torch_diode.selection.decide`) does on
+    ``problems`` (indices, held out of the fit, though they chose its early stop), split by whether
+    an operand's rows are misaligned: for each kind the geometric mean over problems of (measured
+    time of the pick / best measured time among the usable candidates) and the problem count.
+    Kinds without problems are left out."""
     slowdowns: dict[str, list[float]] = {"aligned": [], "misaligned": []}
     with torch.no_grad():
         for g in problems:
             rows = np.flatnonzero(arrays.group == g)
             features = arrays.features[rows]
-            usable = usable_candidates(features)
-            if len(usable) == 0:
-                continue
+            problem = arrays.problems[g][1]
             predicted = model(torch.from_numpy(features)).numpy().astype(np.float64)
+            pool = Pool(features, is_extern(config_rows([arrays.configs[i] for i in rows])))
+            try:
+                decision = decide(problem, pool, predicted, policy)
+            except NoUsableCandidate:
+                continue
             measured = arrays.log_time_us[rows].astype(np.float64)
-            pick = selection_order(predicted, features[:, tiled] < 0.5, extern_preference, usable)[0]
-            category = "misaligned" if arrays.problems[g][1].misaligned_operands else "aligned"
-            slowdowns[category].append(float(measured[pick] - measured[usable].min()))
-    return {name: {"geomean": float(math.exp(np.mean(v))), "problems": len(v), "extern_preference": extern_preference}
+            kind = "misaligned" if problem.misaligned_operands else "aligned"
+            slowdowns[kind].append(float(measured[decision.first] - measured[decision.order].min()))
+    return {name: HeldoutSlowdown(float(math.exp(np.mean(v))), len(v), policy.extern_preference)
             for name, v in slowdowns.items() if v}
 
 
@@ -164,8 +169,8 @@ def train_model(
     generator = torch.Generator().manual_seed(config.seed)
     model = Regressor(MLP(arrays.features.shape[1], hidden_dim, num_layers), mean, std, t_mean, t_std)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
-    # cosine decay: on the H100 data it halved the held-out unaligned first-pick slowdown of a
-    # constant rate (1.243x -> 1.108x geomean on validation/h100_odd) and removed its 10x picks
+    # cosine decay: on the H100 data it picks better first kernels on held-out unaligned problems
+    # than a constant rate
     schedule = (torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(1, config.num_epochs))
                 if config.lr_schedule == "cosine" else None)
     xt, yt = torch.from_numpy(x_train), torch.from_numpy(y_train)
@@ -220,12 +225,10 @@ def train_model(
     )
     hardware = arrays.problems[0][0]
     from .. import __version__
-    from .. import config as diode_config
 
-    summary = _summary(arrays)
-    # the handler is unsure of a category whose held-out first picks are slow (see choices.py)
-    summary["heldout_top1_slowdown"] = heldout_top1_slowdown(
-        model, arrays, np.flatnonzero(val_problem), float(diode_config.extern_preference))
+    # the handler is unsure of a kind whose held-out first picks are slow (selection.unsure_reason)
+    heldout = heldout_top1_slowdown(model, arrays, np.flatnonzero(val_problem), Policy.from_config())
+    summary = _summary(arrays, _contract(arrays, heldout))
 
     metadata = {
         "model_family": config.model_type,

@@ -73,9 +73,8 @@ def test_widen_keeps_the_first_pick_then_the_eligible():
 
 
 def test_beyond_default_list_marks_only_triton_configs_outside_inductors_list():
-    from torch_diode.collection.config_space import triton_configs
     from torch_diode.features import config_rows
-    from torch_diode.selection import beyond_default_list
+    from torch_diode.inductor.config_space import beyond_default_list, triton_configs
 
     problem = Problem("addmm", 1, 2048, 512, 479, "float16", "float16", "float16", transpose_b=True)
     default = triton_configs(problem, "DEFAULT")

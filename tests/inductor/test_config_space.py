@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from torch_diode.collection.config_space import aten_configs, scaled_configs, triton_configs
+from torch_diode.inductor.config_space import aten_configs, scaled_configs, triton_configs
 from torch_diode.collection.fast_sweep import choices_for
 from torch_diode.types import Problem, load_dataset
 
@@ -111,7 +111,7 @@ def test_compile_workers_write_the_callers_triton_cache(tmp_path):
 def test_candidate_rows_are_the_configs_feature_rows(space):
     """The choice handler featurizes triton_candidates' rows and makes KernelConfigs only for what
     it chooses: rows and configs must be exactly those of triton_configs, in its order."""
-    from torch_diode.collection.config_space import triton_candidates
+    from torch_diode.inductor.config_space import triton_candidates
     from torch_diode.features import config_rows
 
     for op, (m, n, k), dtype in [("mm", (2048, 4096, 4096), "bfloat16"), ("addmm", (1024, 2304, 768), "float16"),

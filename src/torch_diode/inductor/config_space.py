@@ -6,7 +6,7 @@ config to the shape (a block never larger than the next power of two of its dime
 least), prune accumulator-register spills in EXHAUSTIVE, cap ``num_warps`` at
 ``BLOCK_M * BLOCK_N / 256`` and drop duplicates. This module applies the same steps to the same
 lists, read from the installed torch, so the fast collector measures the configs that
-``torch.compile`` would generate. ``tests/collection/test_config_space.py`` checks the result
+``torch.compile`` would generate. ``tests/inductor/test_config_space.py`` checks the result
 against the configs Inductor itself produced in the recorded H100 sample.
 """
 
@@ -24,6 +24,8 @@ from ..types import KernelConfig, Problem
 SEARCH_SPACES = ("DEFAULT", "EXHAUSTIVE")
 _MIN_BLOCK = 16
 _MAX_ACC_REGS = 255
+# config_rows columns naming a config's template and tile: kind, block m/n/k, group_m, stages, warps
+_TILE_COLUMNS = 7
 
 
 @lru_cache(maxsize=None)
@@ -143,3 +145,19 @@ def aten_configs(problem: Problem) -> list[KernelConfig]:
     if problem.op == "baddbmm":
         return [KernelConfig("aten::baddbmm")]
     return [KernelConfig("aten::bias_addmm"), KernelConfig("aten::addmm")]
+
+
+def beyond_default_list(problem: Problem, rows: np.ndarray) -> np.ndarray:
+    """Which of the candidates given by their ``features.config_rows`` are Triton mm/bmm template
+    configs outside Inductor's DEFAULT list for ``problem`` (candidates of other templates and
+    ATen choices are not). A config is in the list when its template and tile parameters (block
+    sizes, GROUP_M, stages, warps) are; EVEN_K and ALLOW_TF32 follow from the problem and the
+    TF32 setting, so data timed under another setting still matches."""
+    rows = np.asarray(rows)
+    default, _ = triton_candidates(problem, "DEFAULT")
+    if len(rows) == 0 or len(default) == 0:
+        return np.zeros(len(rows), dtype=bool)
+    tile = slice(0, _TILE_COLUMNS)
+    same_template = rows[:, 0] == default[0, 0]
+    listed = (rows[:, None, tile] == default[None, :, tile]).all(axis=2).any(axis=1)
+    return same_template & ~listed

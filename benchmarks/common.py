@@ -1,0 +1,98 @@
+"""What the benchmark scripts share: the held-out shapes file, worker processes with cold caches,
+the warm-up every worker runs first, timing, and the summary statistics."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from torch_diode.types import Problem
+
+HERE = Path(__file__).resolve().parent
+SHAPES = HERE / "e2e_shapes.json"
+# the throwaway GEMM (followed by a ReLU) every worker compiles first, so that CUDA, Inductor, the
+# Triton compiler and Inductor's compile workers are started, as they are in any real model's compile
+WARM_UP = Problem("mm", 1, 256, 256, 256, "float16", "float16", "float16")
+
+
+def stage(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def load_shapes(path: Path | str = SHAPES) -> list[tuple[str, Problem, bool]]:
+    """(label, problem, measure EXHAUSTIVE too) of a shapes file: a JSON list of objects with op
+    (mm, addmm, bmm, baddbmm), B, M, N, K, dtype, optional label, transpose_a, transpose_b, exhaustive."""
+    path = Path(path)
+    out = []
+    for i, e in enumerate(json.loads(path.read_text())):
+        try:
+            dt = e["dtype"]
+            p = Problem(e["op"], int(e.get("B", 1)), int(e["M"]), int(e["N"]), int(e["K"]), dt, dt, dt,
+                        transpose_a=bool(e.get("transpose_a", False)), transpose_b=bool(e.get("transpose_b", False)))
+        except (KeyError, TypeError, ValueError) as err:
+            raise SystemExit(f"{path}: entry {i}: {err!r} (needs op, M, N, K, dtype)") from None
+        out.append((e.get("label") or p.short(), p, bool(e.get("exhaustive", False))))
+    return out
+
+
+def warm_up_function() -> Callable:
+    import torch
+
+    return lambda a, b: torch.relu(a @ b)
+
+
+def run_worker(module: str, args: list[str], limit_s: float | None = None) -> tuple[list, Any, float]:
+    """Runs ``python -m benchmarks.<module> --worker ... --out FILE`` in a new process with its own
+    new Triton and Inductor cache directories (so it finds no kernel another compiled); returns the
+    rows it wrote to FILE (those finished before a stop at ``limit_s`` included), its exit status
+    ("stopped at its time limit" where it was stopped) and its wall seconds."""
+    part = Path(tempfile.mkdtemp(prefix=f"{module}_")) / "rows.json"
+    env = {**os.environ, "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix=f"{module}_triton_"),
+           "TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix=f"{module}_inductor_"), "PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, "-m", f"benchmarks.{module}", *args, "--out", str(part)]
+    start = time.perf_counter()
+    try:
+        code: Any = subprocess.run(cmd, env=env, timeout=limit_s, cwd=HERE.parent).returncode
+    except subprocess.TimeoutExpired:
+        code = "stopped at its time limit"
+    rows = json.loads(part.read_text()) if part.exists() else []
+    return rows, code, time.perf_counter() - start
+
+
+def timed_first_call(fn: Callable, *inputs: Any) -> float:
+    """Wall seconds of ``fn(*inputs)`` until the GPU is done (a compiled function's first call: its compile)."""
+    import torch
+
+    start = time.perf_counter()
+    fn(*inputs)
+    torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def report_header() -> dict[str, Any]:
+    """The command, date and the GPU and versions it ran with."""
+    import torch
+    import triton
+
+    return {"command": " ".join(["python", *sys.argv]), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__}
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0 and math.isfinite(v)]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))
+    return float(np.corrcoef(rx, ry)[0, 1])

@@ -1,0 +1,200 @@
+"""(CPU) How good are the handler's picks on measured data? The handler's decision
+(:func:`torch_diode.selection.decide`, the same code) replayed on datasets, judged by their
+measured times.
+
+``heldout``: for every problem of each dataset and each model, at the current settings:
+
+  first      measured time of the first pick / best measured time
+  widened    best measured time among what an unsure decision hands Inductor's benchmark (the
+             first pick and the best predicted among ATen and Inductor's DEFAULT Triton configs,
+             unsure_top_k in all) / best measured time
+  kept       how many candidates that is
+
+Geometric means and worst cases per dataset are printed last and written to --out.
+
+``realmodels``: the handler's decision with the model's own confidence contract on a dataset
+collected from the held-out shapeset of real models' GEMMs (`diode collect-shapeset --shapeset
+realmodels_heldout`): the first pick's measured time over the best measured (geomean, worst), what
+the handler ends with (the first pick where it is sure, the best of what it hands Inductor's
+benchmark where it is not), and the fraction of problems it is unsure of; each problem named by
+the models and layers it comes from.
+
+``extern-preference``: the first pick for several values of ``extern_preference``: top-1
+normalised performance (geomean and worst), and how often the pick is ATen/cuBLAS (no kernel to
+compile).
+
+    python -m benchmarks.selection_replay heldout --out benchmarks/results/heldout_selection_cpu.json
+    python -m benchmarks.selection_replay heldout --model NVIDIA-H100-matmul other.diode --data DIR ... --out sel.json
+    python -m benchmarks.selection_replay realmodels --data DIR --out benchmarks/results/heldout_realmodels_h100.json
+    python -m benchmarks.selection_replay extern-preference --out benchmarks/results/extern_preference_cpu.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from torch_diode.features import config_rows, featurize, is_extern
+from torch_diode.inductor.config_space import beyond_default_list
+from torch_diode.predict import load_model, predict_log_time_us
+from torch_diode.selection import Confidence, NoUsableCandidate, Policy, Pool, decide
+from torch_diode.types import Problem, load_datasets
+
+ROOT = Path(__file__).resolve().parents[1]
+HELDOUT_DATA = [str(ROOT / "data" / "h100" / "validation" / f"h100_{part}.msgpack.gz")
+                for part in ("mm_chunk0000", "mm_chunk0001", "bmm_chunk0000", "f32_chunk0000", "odd_chunk0000")] \
+    + [str(ROOT / "data" / "h100" / "odd"), str(ROOT / "data" / "h100" / "odd2")]
+
+
+def replays(model: str, data: list[str], with_tf32: bool = False) -> Iterator[tuple]:
+    """(problem, its candidates with a measured time, predicted ln time, measured time) of each
+    problem; with ``with_tf32`` also whether it was measured with TF32 allowed."""
+    engine = load_model(model)
+    for hardware, problem, timings in load_datasets(data).problems():
+        ok = [t for t in timings if not t.failed]
+        configs = [t.config for t in ok]
+        rows = config_rows(configs)
+        pool = Pool(featurize(problem, configs, hardware), is_extern(rows), beyond_default_list(problem, rows))
+        replay = (problem, pool, predict_log_time_us(engine, problem, configs, hardware).astype(np.float64),
+                  np.array([t.time_us for t in ok]))
+        yield (*replay, any(c.allow_tf32 and c.is_tiled for c in configs)) if with_tf32 else replay
+
+
+def judge(model: str, data: str, policy: Policy) -> dict:
+    first, best_widened, kept = [], [], []
+    for problem, pool, predicted, measured in replays(model, [data]):
+        try:
+            decision = decide(problem, pool, predicted, policy, Confidence.never_trusted())
+        except NoUsableCandidate:
+            continue
+        best = measured[decision.order].min()
+        first.append(measured[decision.first] / best)
+        best_widened.append(measured[list(decision.widened)].min() / best)
+        kept.append(len(decision.widened))
+
+    def summary(x: list[float]) -> dict:
+        return {"geomean": float(math.exp(np.mean(np.log(x)))), "worst": float(max(x)), "over_1.3": int(sum(v > 1.3 for v in x))}
+
+    return {"model": model, "data": data, "problems": len(first), "first": summary(first),
+            "widened": summary(best_widened), "kept_mean": float(np.mean(kept))}
+
+
+def heldout(args: argparse.Namespace) -> int:
+    policy = Policy.from_config()
+    settings = {"unsure_top_k": policy.unsure_top_k, "unsure_pool": "ATen and Inductor's DEFAULT Triton configs",
+                "extern_preference": policy.extern_preference}
+    rows = [judge(m, d, policy) for m in args.model for d in args.data]
+    report = {"command": " ".join(["python", *sys.argv]), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "machine": "CPU (predictions against data measured on the GPU named in each dataset)",
+              "settings": settings, "rows": rows}
+    Path(args.out).write_text(json.dumps(report, indent=1))
+    print(f"{'model':28s} {'data':52s} {'n':>4s} {'first gm':>9s} {'worst':>6s} {'wide gm':>8s} {'worst':>6s} {'kept':>5s}")
+    for r in rows:
+        print(f"{r['model'][-28:]:28s} {r['data'][-52:]:52s} {r['problems']:4d} {r['first']['geomean']:9.3f} "
+              f"{r['first']['worst']:6.2f} {r['widened']['geomean']:8.3f} {r['widened']['worst']:6.2f} {r['kept_mean']:5.1f}")
+    return 0
+
+
+def realmodels(args: argparse.Namespace) -> int:
+    from torch_diode.collection.shapes import load_shapeset, problem_identity
+    from torch_diode.model_file import model_metadata
+    from torch_diode.registry import resolve_model
+
+    policy = Policy.from_config()
+    contract = Confidence.from_dict(model_metadata(resolve_model(args.model)).get("training_data"))
+    names: dict[Problem, list[str]] = {}
+    for entry in load_shapeset(args.shapeset):
+        names.setdefault(problem_identity(entry.problem), []).append(f"{entry.model}: {entry.layer}")
+    rows = []
+    for problem, pool, predicted, measured, tf32 in replays(args.model, args.data, with_tf32=True):
+        try:
+            decision = decide(problem, pool, predicted, policy, contract, tf32)
+        except NoUsableCandidate:
+            continue
+        best = float(measured.min())
+        rows.append({"problem": problem.short(), "layers": names.get(problem_identity(problem), []),
+                     "first_pick": float(measured[decision.first]) / best,
+                     "outcome": float(measured[list(decision.chosen)].min()) / best,
+                     "unsure": decision.unsure, "chosen": len(decision.chosen)})
+    if not rows:
+        raise SystemExit(f"no problem with a usable candidate in {' '.join(args.data)}")
+    first = np.array([r["first_pick"] for r in rows])
+    outcome = np.array([r["outcome"] for r in rows])
+    summary = {"num_problems": len(rows), "first_pick_geomean": float(np.exp(np.log(first).mean())),
+               "first_pick_worst": float(first.max()), "unsure_fraction": sum(bool(r["unsure"]) for r in rows) / len(rows),
+               "outcome_geomean": float(np.exp(np.log(outcome).mean())), "outcome_worst": float(outcome.max()),
+               "unmatched_problems": sum(not r["layers"] for r in rows)}
+    report = {"command": " ".join(["python", *sys.argv]), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "machine": "CPU (predictions against data measured on the GPU named in the dataset)",
+              "model": args.model, "data": args.data, "shapeset": args.shapeset, **summary, "rows": rows}
+    Path(args.out).write_text(json.dumps(report, indent=1))
+    for r in sorted(rows, key=lambda r: -r["first_pick"])[:10]:
+        print(f"{r['first_pick']:6.3f} {r['outcome']:6.3f} {str(r['unsure']):>14s} {r['problem']:40s} {'; '.join(r['layers'])[:60]}")
+    print(" ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in summary.items()))
+    return 0
+
+
+def extern_preference(args: argparse.Namespace) -> int:
+    problems = list(replays(args.model, args.data))
+    base = Policy.from_config()
+    rows = []
+    for preference in args.preferences:
+        policy = replace(base, extern_preference=preference)
+        perf, extern_picks = [], 0
+        for problem, pool, predicted, measured in problems:
+            try:
+                pick = decide(problem, pool, predicted, policy).first
+            except NoUsableCandidate:
+                continue
+            extern_picks += bool(pool.extern[pick])
+            perf.append(measured.min() / measured[pick])
+        perf = np.array(perf)
+        rows.append({"extern_preference": preference, "top1_perf_geomean": math.exp(np.log(perf).mean()),
+                     "worst_top1_slowdown": float(1 / perf.min()), "extern_picks": extern_picks})
+    measured_best_extern = sum(bool(pool.extern[np.argmin(m)]) for _, pool, _, m in problems)
+    report = {"command": " ".join(["python", *sys.argv]), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "machine": "CPU (predictions and measured H100 data only)", "model": args.model, "data": args.data,
+              "problems": len(problems), "extern_measured_best": measured_best_extern, "rows": rows}
+    Path(args.out).write_text(json.dumps(report, indent=1))
+    print(f"{len(problems)} problems; ATen/cuBLAS measured fastest on {measured_best_extern}")
+    print(f"{'preference':>10s} {'top-1 perf':>10s} {'worst':>7s} {'ATen picks':>10s}")
+    for r in rows:
+        print(f"{r['extern_preference']:10.2f} {r['top1_perf_geomean']:10.4f} {r['worst_top1_slowdown']:7.3f} {r['extern_picks']:10d}")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("heldout", help="first pick and unsure widening per dataset")
+    p.add_argument("--model", nargs="+", default=["NVIDIA-H100-matmul"], help="model files or shipped model names")
+    p.add_argument("--data", nargs="+", default=HELDOUT_DATA,
+                   help="dataset files or folders, each judged on its own (default: the H100 validation files, data/h100/odd, data/h100/odd2)")
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=heldout)
+    p = sub.add_parser("realmodels", help="the handler's decisions on the held-out real models' GEMMs")
+    p.add_argument("--model", default="NVIDIA-H100-matmul", help="model file or shipped model name")
+    p.add_argument("--data", nargs="+", required=True, help="dataset files or folders collected from the shapeset")
+    p.add_argument("--shapeset", default="realmodels_heldout", help="the shapeset naming each problem's models and layers")
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=realmodels)
+    p = sub.add_parser("extern-preference", help="the first pick for several extern_preference values")
+    p.add_argument("--model", default="NVIDIA-H100-matmul")
+    p.add_argument("--data", nargs="+", default=[str(ROOT / "data" / "h100" / "validation")])
+    p.add_argument("--preferences", type=float, nargs="+", default=[1.0, 1.05, 1.1, 1.2, 1.3])
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=extern_preference)
+    args = parser.parse_args()
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,133 @@
+"""The confidence contract: what training records about its data and held-out picks, and the
+handler reads to judge whether the model's ranking of a problem can be trusted alone.
+
+``diode train`` writes :meth:`Confidence.to_dict` into the model file's ``training_data``
+metadata (beside other, descriptive fields); the handler reads it back with
+:meth:`Confidence.from_dict`. A field a model file does not record (older files) is None and
+the rule that needs it does not apply.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+CONFIDENCE_VERSION = 1
+# the problem features the training range is recorded for (features.FEATURE_NAMES)
+RANGE_FEATURES = ("log2_batch", "log2_m", "log2_n", "log2_k")
+KINDS = ("aligned", "misaligned")
+
+Ranges = Mapping[str, tuple[float, float]]
+
+
+@dataclass(frozen=True)
+class HeldoutSlowdown:
+    """The model's first picks on held-out problems of one kind: geometric mean over problems of
+    (measured time of the pick / best measured time), how many problems, at what extern preference."""
+
+    geomean: float
+    problems: int
+    extern_preference: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"geomean": self.geomean, "problems": self.problems}
+        if self.extern_preference is not None:
+            out["extern_preference"] = self.extern_preference
+        return out
+
+
+@dataclass(frozen=True)
+class Confidence:
+    """What the model's training data held (feature ranges, counts) and how its first picks did on
+    held-out problems, by kind (``aligned`` / ``misaligned`` operand rows)."""
+
+    feature_ranges: Ranges = field(default_factory=dict)  # RANGE_FEATURES over all dtypes
+    feature_ranges_by_dtype: Mapping[str, Ranges] | None = None
+    problems_by_dtype: Mapping[str, int] | None = None
+    misaligned_problems: int | None = None  # problems with an operand whose rows are not 16-byte aligned
+    tf32_problems: int | None = None  # fp32 problems timed with TF32 allowed
+    heldout_top1_slowdown: Mapping[str, HeldoutSlowdown] = field(default_factory=dict)
+    version: int = CONFIDENCE_VERSION
+
+    @classmethod
+    def never_trusted(cls) -> "Confidence":
+        """A contract under which every problem is unsure (no element type was seen): replays of
+        the handler judge what its widening hands Inductor with it."""
+        return cls(feature_ranges_by_dtype={"": {}})
+
+    def ranges_for(self, dtype: str) -> Ranges | None:
+        """The training range of problems of ``dtype``; None where the model never saw the dtype."""
+        by_dtype = self.feature_ranges_by_dtype
+        if by_dtype and dtype not in by_dtype:
+            return None
+        return (by_dtype or {}).get(dtype) or self.feature_ranges
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "confidence_version": self.version,
+            "problem_feature_ranges": {k: list(v) for k, v in self.feature_ranges.items()},
+            "problem_feature_ranges_by_dtype": {d: {k: list(v) for k, v in r.items()}
+                                                for d, r in (self.feature_ranges_by_dtype or {}).items()},
+            "problems_by_dtype": dict(self.problems_by_dtype or {}),
+            "misaligned_problems": self.misaligned_problems,
+            "tf32_problems": self.tf32_problems,
+            "heldout_top1_slowdown": {k: v.to_dict() for k, v in self.heldout_top1_slowdown.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> "Confidence":
+        """The contract in a model file's ``training_data`` (None or {}: nothing recorded).
+        Raises ValueError naming the field that is malformed."""
+        data = data or {}
+        version = data.get("confidence_version", 1)  # files written before the version field: 1
+        if not isinstance(version, int) or version > CONFIDENCE_VERSION:
+            raise ValueError(f"training_data.confidence_version: {version!r}, this torch-diode reads up to {CONFIDENCE_VERSION}")
+        by_dtype = data.get("problem_feature_ranges_by_dtype")
+        return cls(
+            feature_ranges=_ranges(data.get("problem_feature_ranges"), "problem_feature_ranges"),
+            feature_ranges_by_dtype=None if by_dtype is None else {
+                str(d): _ranges(r, f"problem_feature_ranges_by_dtype.{d}") for d, r in _mapping(by_dtype, "problem_feature_ranges_by_dtype").items()},
+            problems_by_dtype=None if data.get("problems_by_dtype") is None else {
+                str(d): _int(n, f"problems_by_dtype.{d}") for d, n in _mapping(data["problems_by_dtype"], "problems_by_dtype").items()},
+            misaligned_problems=_optional_int(data.get("misaligned_problems"), "misaligned_problems"),
+            tf32_problems=_optional_int(data.get("tf32_problems"), "tf32_problems"),
+            heldout_top1_slowdown={str(k): _heldout(v, f"heldout_top1_slowdown.{k}")
+                                   for k, v in _mapping(data.get("heldout_top1_slowdown") or {}, "heldout_top1_slowdown").items()},
+            version=version,
+        )
+
+
+def _mapping(value: Any, name: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"training_data.{name}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise ValueError(f"training_data.{name}: expected an integer, got {value!r}")
+    return int(value)
+
+
+def _optional_int(value: Any, name: str) -> int | None:
+    return None if value is None else _int(value, name)
+
+
+def _ranges(value: Any, name: str) -> dict[str, tuple[float, float]]:
+    out = {}
+    for key, pair in _mapping(value or {}, name).items():
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not all(isinstance(v, (int, float)) for v in pair):
+            raise ValueError(f"training_data.{name}.{key}: expected [low, high], got {pair!r}")
+        out[str(key)] = (float(pair[0]), float(pair[1]))
+    return out
+
+
+def _heldout(value: Any, name: str) -> HeldoutSlowdown:
+    value = _mapping(value, name)
+    geomean = value.get("geomean")
+    if not isinstance(geomean, (int, float)) or not math.isfinite(geomean):
+        raise ValueError(f"training_data.{name}.geomean: expected a number, got {geomean!r}")
+    preference = value.get("extern_preference")
+    return HeldoutSlowdown(float(geomean), _int(value.get("problems"), f"{name}.problems"),
+                           None if preference is None else float(preference))

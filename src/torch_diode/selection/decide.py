@@ -1,0 +1,214 @@
+"""How a ranking becomes a choice: the handler's decision, replayed offline by everything that
+judges it (training's held-out report, validate-max-autotune, the benchmarks).
+
+The rules, in order:
+
+- Usable: configs whose shared memory need exceeds the device (the C++ ``smem_exceeds`` feature:
+  they would fail to compile) or whose register estimate is past ``SPILL_LOG2_REGS`` (they spill,
+  and the model, which sees few of them, has mistaken such kernels for the fastest) are never
+  chosen.
+- Order: by predicted time, the best extern choice (ATen/cuBLAS) moved first unless a template is
+  predicted ``extern_preference`` times faster: an extern choice needs nothing compiled, and a
+  small predicted gain is within the model's error.
+- Choice: the first ``top_k`` of the order, plus any predicted within ``performance_threshold``
+  of the best, at most ``max_selected_configs``.
+- Unsure (:func:`unsure_reason`): where the model's ranking is not to be trusted alone, the choice
+  widens to the first pick and the next best predicted among the ATen choices and the Triton
+  configs of Inductor's DEFAULT list, ``unsure_top_k`` in all (:func:`widen`), and Inductor
+  benchmarks those, so an extrapolating model costs compile time rather than a slow kernel.
+- Several choices become one MultiTemplateBuffer, which Inductor's scheduler resolves to an ATen
+  choice when the Triton winner's layout conflicts with its users'; with no ATen choice in it,
+  torch.compile fails. So the best extern choice rides along with several Triton choices: it needs
+  no compilation, and Inductor's benchmark only takes it if it is faster.
+- Confidence: the predicted relative gap between the best and the second-best usable candidate
+  (0: a coin toss, 1: no contest).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Union
+
+import numpy as np
+
+from .contract import RANGE_FEATURES, Confidence
+from .policy import Policy
+
+if TYPE_CHECKING:
+    from ..types import Problem
+
+# log2(1 + estimated 32-bit registers per thread) from which a Triton config is never chosen: past
+# the 255 registers a thread can hold, with a margin for the estimate's error, the kernel spills.
+SPILL_LOG2_REGS = 8.5
+
+
+class NoUsableCandidate(ValueError):
+    """Every candidate is left out by the usable rule."""
+
+
+Mask = Union[np.ndarray, Callable[[], np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The candidates of one decision as the selection sees them.
+
+    ``features``: the model's input rows (``features.featurize``); ``extern``: which are extern
+    choices (``features.is_extern`` of their config rows); ``beyond_default``: which are Triton
+    mm/bmm configs outside Inductor's DEFAULT list (``inductor.config_space.beyond_default_list``),
+    or a function computing it, called only where a decision widens (None: none is);
+    ``allowed``: which may be chosen at all (offline: those with a measured time; None: all)."""
+
+    features: np.ndarray
+    extern: np.ndarray
+    beyond_default: Mask | None = None
+    allowed: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.features)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """``chosen``: the candidates Inductor gets, best first (``chosen[0]`` the first pick);
+    ``order``: every usable candidate as the policy orders them; ``unsure``: why the model was not
+    trusted alone (None: it was); ``widened``: what the unsure rule added to the choice."""
+
+    chosen: tuple[int, ...]
+    order: np.ndarray
+    unsure: str | None
+    widened: tuple[int, ...]
+    confidence: float
+    extern_preferred: bool
+    extern_added: bool
+
+    @property
+    def first(self) -> int:
+        return self.chosen[0]
+
+    def notes(self) -> Counter:
+        """The decision's counts, named as the handler's statistics name them."""
+        notes: Counter = Counter()
+        notes["extern_preferred"] += self.extern_preferred
+        if self.unsure:
+            notes["unsure_widened"] += 1
+            notes[f"unsure_{self.unsure}"] += 1
+            notes["unsure_benchmarked"] += len(self.widened) > 1  # more than the first pick (unsure_top_k > 1)
+        notes["extern_added"] += self.extern_added
+        return notes
+
+
+def selection_order(log_time: np.ndarray, extern: np.ndarray, extern_preference: float = 1.0,
+                    usable: np.ndarray | None = None) -> np.ndarray:
+    """Candidate indices best first: by predicted ln time, with the best extern candidate moved to
+    the front when it is predicted within ``extern_preference`` of the best template.
+    ``usable``: indices allowed at all (default: every candidate)."""
+    log_time = np.asarray(log_time, dtype=np.float64)
+    extern = np.asarray(extern, dtype=bool)
+    usable = np.arange(len(log_time)) if usable is None else np.asarray(usable)
+    order = usable[np.argsort(log_time[usable], kind="stable")]
+    if len(order) and extern_preference > 1.0 and not extern[order[0]]:
+        externs = order[extern[order]]
+        if len(externs) and log_time[externs[0]] <= log_time[order[0]] + math.log(extern_preference):
+            order = np.concatenate([externs[:1], order[order != externs[0]]])
+    return order
+
+
+def usable_candidates(features: np.ndarray) -> np.ndarray:
+    """Indices of the candidates that may be chosen at all (the module's usable rule)."""
+    from ..features import FEATURE_NAMES
+
+    features = np.asarray(features)
+    fits = features[:, FEATURE_NAMES.index("smem_exceeds")] < 0.5
+    spills = features[:, FEATURE_NAMES.index("log2_regs_per_thread")] >= SPILL_LOG2_REGS
+    return np.flatnonzero(fits & ~spills)
+
+
+def widen(order: np.ndarray, top_k: int, eligible: np.ndarray | None = None) -> list[int]:
+    """What an unsure decision hands Inductor's benchmark: the first ``top_k`` (at least 1) of
+    ``order`` among the ``eligible`` candidates (a mask; default: all), with ``order[0]`` kept.
+    The handler makes eligible the ATen choices and the Triton configs of Inductor's DEFAULT list:
+    where the model is unsure, its ranking of configs beyond Inductor's hand-picked list is the
+    least to be trusted."""
+    order = np.asarray(order)
+    k = max(1, int(top_k))
+    rest = order[1:] if eligible is None else order[1:][np.asarray(eligible, dtype=bool)[order[1:]]]
+    return [int(i) for i in order[:1]] + [int(i) for i in rest[: k - 1]]
+
+
+def unsure_reason(problem: Problem, features: np.ndarray, contract: Confidence, policy: Policy,
+                  tf32: bool = False) -> str | None:
+    """Why the model's ranking of ``problem`` is not to be trusted alone, or None:
+
+    - ``out_of_range``: its element type is not in the training data, or one of log2 B, M, N, K
+      lies more than one unit (2x) beyond what the training data of its element type held;
+    - ``few_examples``: its element type had fewer than ``min_dtype_problems`` training problems;
+    - ``misaligned``: an operand's rows are not 16-byte aligned (cuBLAS and the Triton templates
+      lose their vector loads) and the training data held no such problem, or the model's held-out
+      first picks of misaligned problems were slow (below);
+    - ``heldout``: the model's first picks on held-out aligned problems were on geometric mean
+      more than ``unsure_heldout_slowdown`` times slower than the best (judged where training's
+      validation split held at least ``min_heldout_problems`` of the kind; that split also chose
+      the early stop, so the figure leans optimistic);
+    - ``tf32``: fp32 with TF32 allowed (``tf32``) and the training data timed none so.
+
+    ``features``: the problem's feature rows (the range features are the same in every row)."""
+    from ..features import FEATURE_NAMES
+
+    ranges = contract.ranges_for(problem.dtype_a)
+    if ranges is None:
+        return "out_of_range"  # the model never saw this element type
+    for name in RANGE_FEATURES:
+        lo, hi = ranges.get(name, (-math.inf, math.inf))
+        value = float(features[0, FEATURE_NAMES.index(name)])
+        if value < lo - 1.0 or value > hi + 1.0:
+            return "out_of_range"
+    count = (contract.problems_by_dtype or {}).get(problem.dtype_a)
+    if count is not None and count < policy.min_dtype_problems:
+        return "few_examples"
+    misaligned = bool(problem.misaligned_operands)
+    if misaligned and contract.misaligned_problems == 0:
+        return "misaligned"
+    heldout = contract.heldout_top1_slowdown.get("misaligned" if misaligned else "aligned")
+    if heldout and heldout.problems >= policy.min_heldout_problems and heldout.geomean > policy.unsure_heldout_slowdown:
+        return "misaligned" if misaligned else "heldout"
+    # fp32 with TF32 allowed runs other kernels (cuBLAS and Triton) than a model timed without it
+    if problem.dtype_a == "float32" and contract.tf32_problems == 0 and tf32:
+        return "tf32"
+    return None
+
+
+def decide(problem: Problem, candidates: Pool, predictions: np.ndarray, policy: Policy,
+           contract: Confidence | None = None, tf32: bool = False) -> Decision:
+    """The handler's decision for ``problem`` from the model's ``predictions`` (ln time of each
+    candidate), by the rules of this module. Without a ``contract`` the model is trusted
+    (nothing is unsure). ``tf32``: whether fp32 matmuls may run TF32 kernels. Raises
+    NoUsableCandidate where every candidate is left out."""
+    predicted = np.asarray(predictions, dtype=np.float64)
+    extern = np.asarray(candidates.extern, dtype=bool)
+    usable = usable_candidates(candidates.features)
+    if candidates.allowed is not None:
+        usable = usable[np.asarray(candidates.allowed, dtype=bool)[usable]]
+    if len(usable) == 0:
+        raise NoUsableCandidate(f"no usable candidate among {len(predicted)} for {problem.short()}")
+    order = selection_order(predicted, extern, policy.extern_preference, usable)
+    extern_preferred = bool(order[0] != usable[np.argmin(predicted[usable])])
+    widened: list[int] = []
+    unsure = unsure_reason(problem, candidates.features, contract, policy, tf32) if contract is not None else None
+    if unsure:
+        beyond = candidates.beyond_default() if callable(candidates.beyond_default) else candidates.beyond_default
+        widened = widen(order, policy.unsure_top_k, None if beyond is None else ~np.asarray(beyond, dtype=bool))
+    best = predicted[order[0]]
+    threshold = policy.performance_threshold
+    within = [i for i in order if predicted[i] <= best + math.log(threshold)] if threshold > 1.0 else []
+    cap = max(policy.top_k, len(widened), policy.max_selected_configs)
+    chosen = list(dict.fromkeys([int(i) for i in order[:policy.top_k]] + widened + [int(i) for i in within]))[:cap]
+    extern_added = False
+    if len(chosen) > 1 and not any(extern[i] for i in chosen) and extern[order].any():
+        chosen.append(int(order[extern[order]][0]))
+        extern_added = True
+    ranked = np.sort(predicted[usable])
+    confidence = 1.0 - math.exp(ranked[0] - ranked[1]) if len(ranked) > 1 else 1.0
+    return Decision(tuple(chosen), order, unsure, tuple(widened), confidence, extern_preferred, extern_added)

@@ -1,0 +1,113 @@
+"""The package's layering, read from its import statements (ast, every import in a module, those
+inside functions included): no import circle, collection/ and integration/ never import each
+other, selection/ imports no torch._inductor, and one implementation of the first pick."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "src" / "torch_diode"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """The modules ``path`` imports, absolute (``from . import x`` gives package.x where x is a module)."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            out.add(base)
+            out.update(f"{base}.{alias.name}" for alias in node.names)
+    return out
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def graph() -> dict[str, set[str]]:
+    """torch_diode's modules -> the torch_diode modules they import (a package stands for its __init__)."""
+    return {name: {m for m in imports_of(path) if m in MODULES and m != name} for name, path in MODULES.items()}
+
+
+def test_the_walk_sees_relative_and_function_level_imports():
+    edges = graph()
+    assert "torch_diode.inductor.convert" in edges["torch_diode.collection.recorder"]
+    assert "torch_diode.integration.choices" in edges["torch_diode.integration.install"]  # inside a function
+
+
+def circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Import circles (a package's __init__ importing its own submodules is how packages work, not a circle)."""
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    found = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges[node]):
+            if nxt.startswith(node + "."):
+                continue
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt]
+                if not all(b.startswith(a + ".") or a.startswith(b + ".") for a, b in zip(cycle, cycle[1:])):
+                    found.append(cycle)
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for name in sorted(edges):
+        if name not in state:
+            visit(name, [name])
+    return found
+
+
+def test_no_import_circle():
+    assert circles(graph()) == []  # the CLI's cli.py and model_cli.py imported each other before cli/
+
+
+@pytest.mark.parametrize("source, target", [("collection", "integration"), ("integration", "collection"),
+                                             ("selection", "integration"), ("selection", "collection"),
+                                             ("inductor", "integration"), ("inductor", "collection"),
+                                             ("integration", "training")])
+def test_layers_do_not_import_each_other(source, target):
+    bad = sorted((name, m) for name, path in MODULES.items() if name.startswith(f"torch_diode.{source}")
+                 for m in imports_of(path) if m.startswith(f"torch_diode.{target}"))
+    assert bad == []
+
+
+def test_selection_imports_no_inductor_and_no_compile():
+    for name, path in MODULES.items():
+        if name.startswith("torch_diode.selection"):
+            imported = imports_of(path)
+            assert not any(m.startswith(("torch._inductor", "torch._dynamo", "torch_diode.inductor")) for m in imported), name
+            assert not any(m == "torch" or m.startswith("torch.") for m in imported), name
+
+
+def test_one_implementation_of_the_first_pick():
+    """The first pick is selection.decide's: the handler, training's held-out report,
+    validate-max-autotune and the benchmarks that replay the handler call decide, and nothing
+    outside selection/ orders candidates itself."""
+    callers = [PACKAGE / "integration" / "choices.py", PACKAGE / "training" / "train.py", PACKAGE / "evaluation.py",
+               ROOT / "benchmarks" / "selection_replay.py"]
+    for path in callers:
+        tree = ast.parse(path.read_text())
+        called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        assert "decide" in called, path
+    for path in [*PACKAGE.rglob("*.py"), *(ROOT / "benchmarks").glob("*.py")]:
+        if path.parent == PACKAGE / "selection":
+            continue
+        text = path.read_text()
+        for rule in ("selection_order(", "usable_candidates(", "widen(", "SPILL_LOG2_REGS", "smem_exceeds\")"):
+            assert rule not in text, (path, rule)
