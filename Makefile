@@ -7,9 +7,10 @@
 #   make install     .venv with the package, its C++ core and the development tools (pytest, ruff)
 #   make test-fast   the Python tests not marked `slow`: what to run while editing
 #   make test-slow   the Python tests marked `slow` (real torch.compile runs, workflows end to end)
+#   make test-python the whole Python suite in one pytest run
 #   make test-cpp    the C++ unit tests under AddressSanitizer and UBSan
 #   make lint        ruff (lint and format check) over Python, clang-format over csrc/
-#   make test        all of the above; .ci/run runs it
+#   make test        lint, test-fast, test-slow and test-cpp in turn; .ci/run runs it
 #   make format      applies ruff's fixes and formatting and clang-format in place
 
 PYTHON ?= python3
