@@ -67,6 +67,7 @@ test-fast: $(STAMP)
 	$(PYTEST) -m "not slow" $(PYTEST_OK)
 
 test-slow: $(STAMP)
+	@echo "test-slow: real torch.compile runs and whole workflows; minutes, not seconds (make test-fast skips them)"
 	$(PYTEST) -m slow $(PYTEST_OK)
 
 # C++ unit tests under AddressSanitizer and UBSan: GoogleTest from Debian's libgtest-dev,
