@@ -81,7 +81,8 @@ from .. import config
 from ..collection.config_space import raw_config_lists, rows_of, template_id, tf32_enabled, triton_candidates
 from ..collection.recorder import config_from_kwargs, problem_from_nodes
 from ..features import FEATURE_NAMES, Candidates, config_rows, featurize_rows
-from ..hardware import detect_hardware
+from ..hardware import detect_hardware, hardware_match
+from . import inductor_config as inductor_settings
 from ..selection import beyond_default_list, selection_order, usable_candidates, widen
 from ..types import Hardware, KernelConfig, Problem
 
@@ -136,14 +137,26 @@ class DiodeInductorChoices(InductorChoices):
         from ..predict import load_model
         from ..registry import resolve_model
 
-        self.model_path = str(resolve_model(model_path)) if model_path is not None else None
+        from ..registry import detect_model
+
         self.device = device  # where the model runs: the C++ engine runs on the CPU
         self.top_k_configs = top_k_configs
         self.performance_threshold = performance_threshold
         self.enable_fallback = enable_fallback
-        self.engine = load_model(self.model_path) if self.model_path else None
+        # None: the model for the current GPU (exact or of its family), if any. A model that cannot
+        # be loaded leaves Inductor's stock choices (logged; counted per GEMM as model_load_error).
+        self.model_path, self.engine, self.load_error = None, None, None
+        try:
+            self.model_path = str(resolve_model(model_path) if model_path is not None else detect_model() or "") or None
+            self.engine = load_model(self.model_path) if self.model_path else None
+        except (OSError, ValueError) as e:  # missing file or name, ModelFormatError (a ValueError)
+            if not self._setting("enable_fallback"):
+                raise
+            self.model_path, self.load_error = None, f"{type(e).__name__}: {e}"
+            logger.warning("torch-diode: model %s cannot be loaded (%s); Inductor keeps its stock choices", model_path, e)
         self.metadata = json.loads(self.engine.metadata_json) if self.engine is not None else {}
-        self._hardware_ok: dict[str, bool] = {}
+        self._hardware_ok: dict[str, str | None] = {}  # device name -> "exact", "family" or None
+        self._family_hardware = False  # the GPU being decided for is only of the model's family
         self._hardware: dict[str, Hardware] = {}
         self._lists_checked: dict[tuple, bool] = {}
         # decision cache: key -> (the chosen configs, how many candidates there were)
@@ -171,6 +184,9 @@ class DiodeInductorChoices(InductorChoices):
             "model_selections": self.stats["model_selections"],
             "fallbacks": fallbacks,
             "fallbacks_total": sum(fallbacks.values()),
+            **{f"fallback_{reason}": n for reason, n in fallbacks.items()},
+            "model_load_error": self.load_error,
+            "fast_autotune_off": self.stats["fast_autotune_off"],
             "configs_filtered": self.stats["configs_filtered"],
             "cache_hits": self.stats["cache_hits"],
             "cache_stale": self.stats["cache_stale"],
@@ -183,6 +199,7 @@ class DiodeInductorChoices(InductorChoices):
             "unsure_few_examples": self.stats["unsure_few_examples"],
             "unsure_tf32": self.stats["unsure_tf32"],
             "unsure_heldout": self.stats["unsure_heldout"],
+            "unsure_hardware_family": self.stats["unsure_hardware_family"],
             "extern_preferred": self.stats["extern_preferred"],
             "extern_added": self.stats["extern_added"],
             "not_gemm": self.stats["not_gemm"],
@@ -199,12 +216,17 @@ class DiodeInductorChoices(InductorChoices):
         if op_name not in SUPPORTED_OPS:
             self.stats["not_gemm"] += 1
             return super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
-        self.stats["total_calls"] += 1
-        start = time.perf_counter()
-        try:
-            return self._finalize(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
-        finally:
-            self.decision_seconds += time.perf_counter() - start
+        # Inductor's diode_* / fast_autotune settings, where set, for this decision
+        with config.patch(**inductor_settings.decision_settings()):
+            if not config.fast_autotune:  # Inductor autotunes its stock candidates
+                self.stats["fast_autotune_off"] += 1
+                return super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+            self.stats["total_calls"] += 1
+            start = time.perf_counter()
+            try:
+                return self._finalize(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+            finally:
+                self.decision_seconds += time.perf_counter() - start
 
     def _finalize(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides):
         # the problem, built once for every path (None where it cannot be: the full path reports why)
@@ -234,10 +256,21 @@ class DiodeInductorChoices(InductorChoices):
             if not self._setting("enable_fallback") and not isinstance(e, Fallback):
                 raise
             logger.debug("torch-diode: stock choices for %s (%s)", op_name, e)
-            return stock
+            return stock if config.fallback_to_autotune else self._without_autotune(stock)
         self.stats["model_selections"] += 1
         self.stats["configs_filtered"] += len(stock) - len(chosen)
         return chosen
+
+    def _without_autotune(self, stock: list) -> list:
+        """``fallback_to_autotune`` off: the first ATen choice alone, default mode's kernel, nothing
+        benchmarked (the stock list where it holds none)."""
+        for ktc in stock:
+            try:
+                if not ktc_config(ktc).is_tiled:
+                    return [ktc]
+            except Exception:
+                continue
+        return stock
 
     def _cache_key(self, problem: Problem, kernel_inputs: Any, templates: list, op_name: str) -> tuple:
         """What a decision depends on, known before any candidate is generated."""
@@ -438,7 +471,7 @@ class DiodeInductorChoices(InductorChoices):
     def _check_covered(self, problem: Problem, kernel_inputs: Any, op_name: str) -> None:
         """Raises Fallback where the model does not decide this problem."""
         if self.engine is None:
-            raise Fallback("no_model")
+            raise Fallback("model_load_error" if self.load_error else "no_model")
         hardware = self._hardware_for(kernel_inputs)
         if not self._hardware_matches(hardware):
             raise Fallback("no_model_for_hardware", hardware.device_name)
@@ -451,7 +484,7 @@ class DiodeInductorChoices(InductorChoices):
     def _choose(self, stock: list, problem: Problem | None, problem_error: Exception | None, kernel_inputs: Any, op_name: str,
                 templates: list) -> list:
         if self.engine is None:
-            raise Fallback("no_model")
+            raise Fallback("model_load_error" if self.load_error else "no_model")
         if problem is None:
             if isinstance(problem_error, LookupError):
                 raise Fallback("symbolic_sizes_without_hints", str(problem_error)) from None
@@ -478,6 +511,8 @@ class DiodeInductorChoices(InductorChoices):
         if not np.all(np.isfinite(predicted)):
             raise Fallback("inference_error", "non-finite prediction")
         notes: Counter = Counter()
+        hardware = self._hardware_for(kernel_inputs)
+        self._family_hardware = not config.allow_hardware_mismatch and self._hardware_ok.get(hardware.device_name) == "family"
         indices, gap = self._select(predicted, features, problem, candidates, notes)
 
         def commit() -> None:
@@ -502,13 +537,18 @@ class DiodeInductorChoices(InductorChoices):
         if config.allow_hardware_mismatch:
             return True
         if hardware.device_name not in self._hardware_ok:
-            trained = (self.metadata.get("hardware") or {}).get("device_name")
-            self._hardware_ok[hardware.device_name] = trained is not None and Hardware(
-                trained, None, 1, 0, 1, "").hardware_id == hardware.hardware_id
-        return self._hardware_ok[hardware.device_name]
+            trained = self.metadata.get("hardware") or {}
+            kind = self._hardware_ok[hardware.device_name] = hardware_match(trained, hardware)
+            if kind == "family":  # another SKU of the model's GPU: every decision unsure
+                from ..registry import warn_family_match
+
+                warn_family_match(os.path.basename(self.model_path or "?"), trained.get("device_name", "?"), hardware)
+        return self._hardware_ok[hardware.device_name] is not None
 
     def _unsure(self, features: np.ndarray, problem: Problem) -> str | None:
         """Why the model's ranking of this problem is not to be trusted alone, or None."""
+        if self._family_hardware:
+            return "hardware_family"  # a model of another SKU of this GPU, until one for it ships
         training = self.metadata.get("training_data") or {}
         by_dtype = training.get("problem_feature_ranges_by_dtype")
         if by_dtype and problem.dtype_a not in by_dtype:
