@@ -10,7 +10,7 @@ PIP := $(PY) -m pip
 STAMP := $(VENV)/.diode-installed
 SOURCES := $(shell find src csrc -type f \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.json' -o -name '*.diode' \)) CMakeLists.txt pyproject.toml
 
-.PHONY: install demo test test-python test-cpp clean
+.PHONY: install demo test test-python test-cpp test-lib lib-wheel clean
 
 $(PY):
 	$(PYTHON) -m venv --system-site-packages $(VENV)
@@ -27,7 +27,7 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(PY) workflows/demo.py
 
-test: test-python test-cpp
+test: test-python test-cpp test-lib
 
 test-python: $(STAMP)
 	$(PY) -m pytest tests
@@ -42,6 +42,15 @@ test-cpp:
 	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 	cmake --build build/cpp-tests -j 2
 	ctest --test-dir build/cpp-tests --output-on-failure
+
+# The library-only distribution torch-diode-lib (dist-lib/pyproject.toml, the same sources):
+# built as a wheel, then checked (no model, an import without side effects).
+lib-wheel: $(STAMP)
+	rm -rf build/lib-wheel
+	$(PIP) wheel --no-build-isolation --no-deps ./dist-lib -w build/lib-wheel
+
+test-lib: lib-wheel
+	$(PY) dist-lib/check_wheel.py build/lib-wheel/torch_diode_lib-*.whl
 
 clean:
 	rm -rf build $(VENV)
