@@ -3,16 +3,21 @@ their imports register the shipped model). On an H100 diode must decide every GE
 statistics are printed by each script and checked here. On another GPU they must compile with
 stock behaviour."""
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
 
 pytestmark = pytest.mark.gpu
+_spec = importlib.util.spec_from_file_location("guide_examples", Path(__file__).resolve().parents[1] / "guide_examples.py")
+guide = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(guide)
 
 STATS = """
 import json, torch_diode
@@ -44,168 +49,65 @@ def assert_diode_decided_every_gemm(stats: dict | None, gemms: int) -> None:
 
 
 def test_complete_example_diode_decides_its_gemm():
-    stats = run("""
-    import torch
-    import torch_diode_models  # Auto-registers the best model for your hardware
-    from torch._inductor import config
-
-    # Configure PyTorch to use Diode acceleration
-    config.max_autotune_gemm_backends = "DIODE"
-    config.fast_autotune = True
-
-    # Your existing PyTorch code - no changes needed!
-    def matmul_function(a, b):
-        return torch.mm(a, b)
-
-    # Compile with torch.compile - now accelerated by Diode
-    compiled_fn = torch.compile(matmul_function, mode="max-autotune")
-
-    # Use as normal
-    a = torch.randn(1024, 2048, device="cuda", dtype=torch.float16)
-    b = torch.randn(2048, 4096, device="cuda", dtype=torch.float16)
-
-    result = compiled_fn(a, b)  # Fast compilation + optimal performance
-    torch.testing.assert_close(result, a @ b, rtol=2e-2, atol=2e-2)
-    """)
+    stats = run(guide.COMPLETE_EXAMPLE + "torch.testing.assert_close(result, a @ b, rtol=2e-2, atol=2e-2)\n")
     assert_diode_decided_every_gemm(stats, 1)
     if h100():
         assert stats["unsure_widened"] == 0  # an aligned fp16 GEMM in the training range: one pick
 
 
 def test_configuration_options_example():
-    stats = run("""
-    import torch
-    import torch_diode_models
-    from torch._inductor import config
-
-    # Basic Diode configuration
-    config.max_autotune_gemm_backends = "DIODE"
-    config.fast_autotune = True
-
-    # Advanced options
-    config.diode_fallback_to_autotune = True   # Fallback for unsupported cases
-    config.diode_confidence_threshold = 0.95   # Minimum prediction confidence
-    config.diode_cache_predictions = True      # Cache predictions for repeated sizes
-
+    stats = run("import torch\nimport torch_diode_models\n" + guide.CONFIGURATION_OPTIONS + textwrap.dedent("""
     x = torch.randn(512, 1024, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16)
     f = torch.compile(lambda x, w: torch.relu(x @ w) @ w, mode="max-autotune")
     torch.testing.assert_close(f(x, w), torch.relu(x @ w) @ w, rtol=5e-2, atol=5e-1)
-    """)
+    """))
     assert_diode_decided_every_gemm(stats, 1)
     if h100():
         assert stats["cache_hits"] >= 1  # the second GEMM has the first's problem
 
 
 def test_training_workflow_diode_decides_forward_and_backward_gemms():
-    stats = run("""
+    setup = textwrap.dedent("""
     import torch
-    import torch.nn as nn
-    import torch_diode_models
-    from torch._inductor import config
-
-    # Enable Diode acceleration
-    config.max_autotune_gemm_backends = "DIODE"
-    config.fast_autotune = True
-
-    class MyModel(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.linear1 = nn.Linear(1024, 2048)
-            self.linear2 = nn.Linear(2048, 1024)
-
-        def forward(self, x):
-            x = self.linear1(x)
-            x = torch.relu(x)
-            return self.linear2(x)
-
-    model = MyModel().cuda()
     dataloader = [torch.randn(256, 1024, device="cuda") for _ in range(3)]
     targets = torch.randn(256, 1024, device="cuda")
-    criterion = nn.MSELoss()
-
-    # Compile with Diode acceleration
-    compiled_model = torch.compile(model, mode="max-autotune")
-
-    # Training loop - faster compilation on first run
-    optimizer = torch.optim.Adam(model.parameters())
-    for batch in dataloader:
-        optimizer.zero_grad()
-        output = compiled_model(batch)  # Fast compilation + optimal performance
-        loss = criterion(output, targets)
-        loss.backward()
-        optimizer.step()
-    assert torch.isfinite(loss)
+    criterion = torch.nn.MSELoss()
     """)
+    stats = run(setup + guide.TRAINING_WORKFLOW + "assert torch.isfinite(loss)\n")
     assert_diode_decided_every_gemm(stats, 4)  # 2 forward addmm, backward mm for the inputs' and weights' grads
 
 
 def test_inference_workflow_with_cudagraphs():
-    # torch.compile refuses a ScriptModule (the guide's torch.jit.load) in torch 2.10 and later: the eager module
-    stats = run("""
+    setup = textwrap.dedent("""
     import torch
-    import torch_diode_models
-    from torch._inductor import config
-
-    # Configure for inference
-    config.max_autotune_gemm_backends = "DIODE"
-    config.fast_autotune = True
-    config.triton.cudagraphs = True  # Enable CUDA graphs for even better performance
-
-    # Load your model
     model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024)).cuda().half()
     input_tensor = torch.randn(512, 1024, device="cuda", dtype=torch.half)
-
-    # Compile with minimal warmup time
-    compiled_model = torch.compile(model, mode="max-autotune")
-
-    # First inference compiles quickly thanks to Diode
-    with torch.no_grad():
-        output = compiled_model(input_tensor)
-        torch.testing.assert_close(output, model(input_tensor), rtol=2e-2, atol=2e-2)
     """)
+    stats = run(setup + guide.INFERENCE_WORKFLOW + "torch.testing.assert_close(output, model(input_tensor), rtol=2e-2, atol=2e-2)\n")
     assert_diode_decided_every_gemm(stats, 2)
 
 
 def test_troubleshooting_compilation_errors_settings_hand_inductor_its_own_choices():
-    stats = run("""
-    import torch
-    import torch_diode_models
-    # Disable Diode temporarily
-    from torch._inductor import config
-    config.max_autotune_gemm_backends = "TRITON"
-    config.fast_autotune = False
+    stats = run("import torch\nimport torch_diode_models\n" + guide.COMPILATION_ERRORS + textwrap.dedent("""
     a = torch.randn(256, 512, device="cuda", dtype=torch.float16)
     b = torch.randn(512, 256, device="cuda", dtype=torch.float16)
     torch.testing.assert_close(torch.compile(torch.mm, mode="max-autotune")(a, b), a @ b, rtol=2e-2, atol=2e-2)
-    """)
+    """))
     if h100():
         assert stats["model_selections"] == 0 and stats["fast_autotune_off"] >= 1
 
 
 def test_debugging_and_profiling_example():
-    stats = run("""
+    setup = textwrap.dedent("""
     import torch
-    import torch_diode_models
-
-    my_function = lambda a, b: torch.mm(a, b)
-    input_tensor = (torch.randn(1024, 1024, device="cuda", dtype=torch.float16),) * 2
-    # Enable detailed logging
-    torch_diode_models.set_log_level("DEBUG")
-
-    # Profile model predictions
-    with torch_diode_models.profile_predictions():
-        compiled_fn = torch.compile(my_function, mode="max-autotune")
-        result = compiled_fn(*input_tensor)
-
-    # View prediction statistics
-    stats = torch_diode_models.get_prediction_stats()
-    print(f"Predictions made: {stats['total_predictions']}")
-    print(f"Average confidence: {stats['avg_confidence']:.3f}")
-    print(f"Fallbacks to autotune: {stats['fallbacks']}")
+    my_function = lambda x: torch.mm(x, x)
+    input_tensor = torch.randn(1024, 1024, device="cuda", dtype=torch.float16)
+    """)
+    stats = run(setup + guide.DEBUGGING + textwrap.dedent("""
     if "H100" in torch.cuda.get_device_name():
         assert stats["total_predictions"] == 1 and stats["fallbacks"] == 0, stats
-    """)
+    """))
     assert_diode_decided_every_gemm(stats, 1)
 
 

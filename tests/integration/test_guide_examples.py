@@ -6,14 +6,19 @@ NoValidChoicesError) and give eager's result. Where an example names a GPU, the 
 ``device="cpu"`` and float32 (the only change); the GPU runs are tests/gpu/test_guide_examples_gpu.py.
 """
 
+import importlib.util
 import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.slow
+_spec = importlib.util.spec_from_file_location("guide_examples", Path(__file__).resolve().parents[1] / "guide_examples.py")
+guide = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(guide)
 
 
 def run(code: str, env: dict | None = None) -> str:
@@ -24,36 +29,8 @@ def run(code: str, env: dict | None = None) -> str:
     return proc.stdout
 
 
-def on_cpu(code: str) -> str:
-    return textwrap.dedent(code).replace('device="cuda"', 'device="cpu"').replace("torch.float16", "torch.float32")
-
-
-COMPLETE_EXAMPLE = """
-    import torch
-    import torch_diode_models  # Auto-registers the best model for your hardware
-    from torch._inductor import config
-
-    # Configure PyTorch to use Diode acceleration
-    config.max_autotune_gemm_backends = "DIODE"
-    config.fast_autotune = True
-
-    # Your existing PyTorch code - no changes needed!
-    def matmul_function(a, b):
-        return torch.mm(a, b)
-
-    # Compile with torch.compile - now accelerated by Diode
-    compiled_fn = torch.compile(matmul_function, mode="max-autotune")
-
-    # Use as normal
-    a = torch.randn(1024, 2048, device="cuda", dtype=torch.float16)
-    b = torch.randn(2048, 4096, device="cuda", dtype=torch.float16)
-
-    result = compiled_fn(a, b)  # Fast compilation + optimal performance
-"""
-
-
 def test_complete_example_compiles_with_stock_behaviour_without_a_model():
-    out = run(on_cpu(COMPLETE_EXAMPLE + """
+    out = run(guide.on_cpu(guide.COMPLETE_EXAMPLE) + textwrap.dedent("""
     torch.testing.assert_close(result, a @ b, rtol=1e-4, atol=1e-3)
     print(torch_diode_models.registered_model, config.max_autotune_gemm_backends, config.fast_autotune)
     """))
@@ -75,19 +52,7 @@ def test_quick_start_steps_import_torch_diode_models_then_configure():
 
 
 def test_configuration_options_exist_and_set_torch_diode_config():
-    out = run("""
-    import torch_diode_models
-    from torch._inductor import config
-
-    # Basic Diode configuration
-    config.max_autotune_gemm_backends = "DIODE"
-    config.fast_autotune = True
-
-    # Advanced options
-    config.diode_fallback_to_autotune = True   # Fallback for unsupported cases
-    config.diode_confidence_threshold = 0.95   # Minimum prediction confidence
-    config.diode_cache_predictions = True      # Cache predictions for repeated sizes
-
+    out = run("import torch_diode_models\n" + guide.CONFIGURATION_OPTIONS + textwrap.dedent("""
     from torch_diode.integration.inductor_config import decision_settings
     s = decision_settings()
     print(s["fast_autotune"], s["fallback_to_autotune"], round(s["unsure_heldout_slowdown"], 4), s["cache_predictions"])
@@ -95,81 +60,28 @@ def test_configuration_options_exist_and_set_torch_diode_config():
     f = torch.compile(lambda a, b: torch.addmm(a, a, b), mode="max-autotune")
     x = torch.randn(16, 16)
     torch.testing.assert_close(f(x, x), torch.addmm(x, x, x))
-    """)
+    """))
     assert out.split() == ["True", "True", str(round(1 / 0.95, 4)), "True"]
 
 
 def test_training_workflow_compiles_and_trains():
-    out = run(on_cpu("""
+    setup = textwrap.dedent("""
     import torch
-    import torch.nn as nn
-    import torch_diode_models
-    from torch._inductor import config
-
-    # Enable Diode acceleration
-    config.max_autotune_gemm_backends = "DIODE"
-    config.fast_autotune = True
-
-    class MyModel(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.linear1 = nn.Linear(1024, 2048)
-            self.linear2 = nn.Linear(2048, 1024)
-
-        def forward(self, x):
-            x = self.linear1(x)
-            x = torch.relu(x)
-            return self.linear2(x)
-
-    model = MyModel()
     dataloader = [torch.randn(32, 1024) for _ in range(2)]
     targets = torch.randn(32, 1024)
-    criterion = nn.MSELoss()
-
-    # Compile with Diode acceleration
-    compiled_model = torch.compile(model, mode="max-autotune")
-
-    # Training loop - faster compilation on first run
-    optimizer = torch.optim.Adam(model.parameters())
-    losses = []
-    for batch in dataloader:
-        optimizer.zero_grad()
-        output = compiled_model(batch)  # Fast compilation + optimal performance
-        loss = criterion(output, targets)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    print(all(l == l for l in losses), len(losses))
-    """))
-    assert out.split() == ["True", "2"]
+    criterion = torch.nn.MSELoss()
+    """)
+    out = run(setup + guide.on_cpu(guide.TRAINING_WORKFLOW) + "print(bool(torch.isfinite(loss)))\n")
+    assert out.split() == ["True"]
 
 
 def test_inference_workflow_with_cudagraphs_setting():
-    # torch.compile refuses a ScriptModule (torch.jit.load's result) in torch 2.10 and later, with or
-    # without diode: the eager module is compiled, as torch's own error message advises.
-    out = run("""
+    setup = textwrap.dedent("""
     import torch
-    import torch_diode_models
-    from torch._inductor import config
-
-    # Configure for inference
-    config.max_autotune_gemm_backends = "DIODE"
-    config.fast_autotune = True
-    config.triton.cudagraphs = True  # Enable CUDA graphs for even better performance
-
-    # Load your model
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.Linear(128, 16))
     input_tensor = torch.randn(8, 64)
-
-    # Compile with minimal warmup time
-    compiled_model = torch.compile(model, mode="max-autotune")
-
-    # First inference compiles quickly thanks to Diode
-    with torch.no_grad():
-        output = compiled_model(input_tensor)
-        torch.testing.assert_close(output, model(input_tensor))
-    print("ok")
     """)
+    out = run(setup + guide.INFERENCE_WORKFLOW + "torch.testing.assert_close(output, model(input_tensor)); print('ok')\n")
     assert out.split() == ["ok"]
 
 
@@ -246,39 +158,20 @@ def test_troubleshooting_performance_regression_settings():
 def test_troubleshooting_disable_diode_settings_exist():
     # "TRITON" alone offers nothing on a CPU (stock Inductor's NoValidChoicesError): the settings
     # are checked here, their compile on the GPU (tests/gpu).
-    out = run("""
-    import torch_diode_models
-    # Disable Diode temporarily
-    from torch._inductor import config
-    config.max_autotune_gemm_backends = "TRITON"
-    config.fast_autotune = False
+    out = run("import torch_diode_models\n" + guide.COMPILATION_ERRORS + textwrap.dedent("""
     from torch_diode.integration.inductor_config import decision_settings
     print(decision_settings()["fast_autotune"])
-    """)
+    """))
     assert out.split() == ["False"]
 
 
 def test_debugging_and_profiling():
-    out = run("""
+    setup = textwrap.dedent("""
     import torch
-    import torch_diode_models
-
     my_function = lambda x: torch.mm(x, x)
     input_tensor = torch.randn(16, 16)
-    # Enable detailed logging
-    torch_diode_models.set_log_level("DEBUG")
-
-    # Profile model predictions
-    with torch_diode_models.profile_predictions():
-        compiled_fn = torch.compile(my_function, mode="max-autotune")
-        result = compiled_fn(input_tensor)
-
-    # View prediction statistics
-    stats = torch_diode_models.get_prediction_stats()
-    print(f"Predictions made: {stats['total_predictions']}")
-    print(f"Average confidence: {stats['avg_confidence']:.3f}")
-    print(f"Fallbacks to autotune: {stats['fallbacks']}")
     """)
+    out = run(setup + guide.DEBUGGING)
     assert "Predictions made: 0" in out and "Fallbacks to autotune: 0" in out
 
 
