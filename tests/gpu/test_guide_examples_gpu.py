@@ -143,3 +143,15 @@ def test_fallback_to_autotune_off_gives_the_aten_choice_alone(tmp_path):
             torch.testing.assert_close(torch.compile(torch.mm)(a, a), a @ a, rtol=2e-2, atol=2e-2)
         assert recording.get_stats()["fallbacks"] == {"no_model_for_hardware": 1}
         assert (max(recording.returned) == 1) is (not fallback), (fallback, recording.returned)
+
+
+def test_model_path_none_detects_the_model_for_this_gpu():
+    from torch_diode.integration.inductor_integration import create_diode_choices
+    from torch_diode.registry import model_for_hardware
+    from torch_diode.hardware import detect_hardware
+
+    choices = create_diode_choices(model_path=None, device="cuda")
+    found = model_for_hardware(detect_hardware("cuda"))
+    assert (choices.model_path is None) is (found is None)
+    if h100():
+        assert choices.model_path.endswith("NVIDIA-H100-matmul.diode") and choices.engine is not None

@@ -101,15 +101,6 @@ def _remove_entries(cfg: Any) -> None:
 
 
 # ----- the "DIODE" backend ---------------------------------------------------------------------------
-def backends(value: str | None = None) -> list[str]:
-    """The upper-cased names of a backend list (default: Inductor's ``max_autotune_gemm_backends``)."""
-    if value is None:
-        from torch._inductor import config as inductor_config
-
-        value = inductor_config.max_autotune_gemm_backends
-    return [x.strip() for x in str(value).upper().split(",") if x.strip()]
-
-
 def _wrap_backend_check(utils: Any) -> None:
     global _original_backend_check
     original = getattr(utils, "_use_autotune_backend", None)
@@ -208,10 +199,6 @@ def remove_settings() -> None:
     _unwrap_backend_check()
 
 
-def settings_added() -> bool:
-    return bool(_added) or _original_backend_check is not None
-
-
 # ----- what the handler reads -------------------------------------------------------------------
 def overrides() -> dict[str, Any]:
     """torch_diode.config values set by Inductor settings (those not None), for a decision."""
@@ -250,13 +237,4 @@ def decision_settings() -> dict[str, Any]:
     return values
 
 
-def diode_backend_requested() -> bool:
-    """Whether Inductor's GEMM backend list names DIODE."""
-    try:
-        return DIODE_BACKEND in backends()
-    except Exception:
-        return False
-
-
-__all__ = ["DIODE_BACKEND", "SETTINGS", "add_settings", "backends", "decision_settings", "diode_backend_requested", "overrides",
-           "remove_settings", "settings_added"]
+__all__ = ["DIODE_BACKEND", "SETTINGS", "add_settings", "decision_settings", "overrides", "remove_settings"]
