@@ -135,9 +135,7 @@ class DiodeInductorChoices(InductorChoices):
         import json
 
         from ..predict import load_model
-        from ..registry import resolve_model
-
-        from ..registry import detect_model
+        from ..registry import detect_model, resolve_model
 
         self.device = device  # where the model runs: the C++ engine runs on the CPU
         self.top_k_configs = top_k_configs
