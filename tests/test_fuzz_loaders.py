@@ -28,8 +28,7 @@ from torch_diode.evaluation import load_solution
 from torch_diode.features import featurize
 from torch_diode.model_file import ModelFormatError, read_model
 from torch_diode.registry import shipped_models
-from torch_diode.types import (MAX_SIZE, Dataset, DatasetFormatError, decode_bytes, encode, load_dataset,
-                               save_dataset)
+from torch_diode.types import MAX_SIZE, Dataset, DatasetFormatError, decode_bytes, encode, load_dataset, save_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample" / "h100_sample.json.gz"

@@ -79,6 +79,9 @@ def validate_model(model: str | os.PathLike, dataset: Dataset, *, hardware_name:
     """The validate-model report (keys documented in the README), with ``by_op``: the same
     figures (all but the per-problem and worst lists) for each op's problems alone."""
     pr = collect_predictions(model, dataset, hardware_name, op_name)
+    if not np.isfinite(pr.measured_us).any():
+        raise UserError(f"no successful timing among the {len(pr.problems)} problems to evaluate "
+                        f"(hardware={hardware_name!r}, op={op_name!r}): every choice failed")
     report = _report(pr, top_n_worst)
     report["by_op"] = {op: {k: v for k, v in _report(pr.of_op(op), 0).items() if k not in _PER_PROBLEM_KEYS} for op in pr.ops}
     report["_predictions"] = pr  # for plots; dropped before writing JSON
@@ -90,9 +93,6 @@ _PER_PROBLEM_KEYS = ("worst_predictions", "per_problem")
 
 def _report(pr: Predictions, top_n_worst: int) -> dict[str, Any]:
     ok = np.isfinite(pr.measured_us)
-    if not ok.any():
-        raise UserError(f"no successful timing among the {len(pr.problems)} problems to evaluate "
-                        f"(hardware={hardware_name!r}, op={op_name!r}): every choice failed")
     err = pr.predicted_log_us[ok] - np.log(pr.measured_us[ok])
     mse = float(np.mean(err**2))
     rank = _C.ranking_metrics(pr.measured_us, pr.predicted_log_us, pr.offsets, list(TOP_NS))

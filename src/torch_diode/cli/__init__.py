@@ -19,7 +19,7 @@ import logging
 import os
 import sys
 import traceback
-from typing import Sequence
+from collections.abc import Sequence
 
 from .common import Parser
 

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from ..errors import OptionError
 from ..types import DATASET_SUFFIXES, DTYPES, OPS, Problem
-from .common import (check_outputs, finite_float, int_at_least, nonnegative_float, positive_float, positive_int,
-                     probability)
+from .common import (
+    check_outputs,
+    finite_float,
+    int_at_least,
+    nonnegative_float,
+    positive_float,
+    positive_int,
+    probability,
+)
 
 
 def _output_path(output: str, fmt: str | None) -> str:

@@ -7,8 +7,8 @@ import argparse
 import json
 import math
 import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
 
 from ..errors import OptionError
 

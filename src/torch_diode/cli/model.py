@@ -6,8 +6,17 @@ import argparse
 from pathlib import Path
 
 from ..errors import OptionError, UserError
-from .common import (check_outputs, dataset_output, factor, nonnegative_float, nonnegative_int, open_fraction,
-                     positive_float, positive_int, write_report)
+from .common import (
+    check_outputs,
+    dataset_output,
+    factor,
+    nonnegative_float,
+    nonnegative_int,
+    open_fraction,
+    positive_float,
+    positive_int,
+    write_report,
+)
 
 
 def _inputs(args: argparse.Namespace) -> dict:
