@@ -93,6 +93,7 @@ class DiodeInductorChoices(InductorChoices):
         self.metadata = json.loads(self.engine.metadata_json) if self.engine is not None else {}
         self._hardware_ok: dict[str, str | None] = {}  # device name -> "exact", "family" or None
         self._hardware: dict[str, Hardware] = {}
+        self._family_hardware = False  # the GPU being decided for is another SKU of the model's
         # decision cache: key -> (the chosen configs, how many candidates there were)
         self._cache: OrderedDict[tuple, tuple[list[KernelConfig], int]] = OrderedDict()
         self.stats = Stats(parent=PROCESS_STATS)
@@ -333,8 +334,9 @@ class DiodeInductorChoices(InductorChoices):
         if not np.all(np.isfinite(predicted)):
             raise Fallback("inference_error", "non-finite prediction")
         hardware = self._hardware_for(kernel_inputs)
-        family = not config.allow_hardware_mismatch and self._hardware_ok.get(hardware.device_name) == "family"
-        decision = self._select(predicted, features, problem, candidates, family)
+        # another SKU of the model's GPU: every decision unsure until a model for it ships
+        self._family_hardware = not config.allow_hardware_mismatch and self._hardware_ok.get(hardware.device_name) == "family"
+        decision = self._select(predicted, features, problem, candidates)
         logger.debug("torch-diode: %s -> %d of %d candidates (confidence %.3f)", problem.short(), len(decision.chosen),
                      len(predicted), decision.confidence)
         indices = list(decision.chosen)
@@ -347,11 +349,8 @@ class DiodeInductorChoices(InductorChoices):
 
         return indices, commit
 
-    def _select(self, predicted: np.ndarray, features: np.ndarray, problem: Problem, candidates: Candidates,
-                family_hardware: bool = False) -> Decision:
-        """The decision on the model's ``predicted`` ln times (:func:`torch_diode.selection.decide`);
-        ``family_hardware``: the GPU is another SKU of the model's, so every decision is unsure
-        until a model for it ships."""
+    def _select(self, predicted: np.ndarray, features: np.ndarray, problem: Problem, candidates: Candidates) -> Decision:
+        """The decision on the model's ``predicted`` ln times (:func:`torch_diode.selection.decide`)."""
         pool = Pool(features, candidates.extern, lambda: beyond_default_list(problem, candidates.rows))
         try:
             contract = self.contract()
@@ -359,7 +358,7 @@ class DiodeInductorChoices(InductorChoices):
             raise Fallback("contract_error", str(e)) from None
         try:
             return decide(problem, pool, predicted, self.policy(), contract, tf32_enabled(),
-                          unsure="hardware_family" if family_hardware else None)
+                          unsure="hardware_family" if self._family_hardware else None)
         except NoUsableCandidate:
             raise Fallback("no_usable_candidate") from None
 
