@@ -222,6 +222,10 @@ def replace_table(text: str, new_table: str, path: Path) -> str:
     return text[:begin + len(BEGIN)] + "\n" + new_table + "\n" + text[end:]
 
 
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 where a table differs from the results files")
@@ -234,14 +238,14 @@ def main(argv: list[str] | None = None) -> int:
         if updated == text:
             continue
         if args.check:
-            stale.append(path.relative_to(ROOT))
+            stale.append(_shown(path))
         else:
             tmp = path.with_suffix(path.suffix + ".tmp")
             tmp.write_text(updated)
             tmp.replace(path)
-            print(f"wrote the results table into {path.relative_to(ROOT)}")
+            print(f"wrote the results table into {_shown(path)}")
     if stale:
-        print(f"the results table in {', '.join(map(str, stale))} differs from benchmarks/results: "
+        print(f"the results table in {', '.join(stale)} differs from benchmarks/results: "
               "run python -m benchmarks.results_table", file=sys.stderr)
         return 1
     return 0

@@ -1,6 +1,7 @@
 """The end-to-end benchmark's report handling, on the shipped H100 report (no GPU needed)."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -84,3 +85,43 @@ def test_realmodels_replay_names_each_problem_by_its_layers_and_judges_the_handl
     assert all(r["layers"] == [f"model{i}: fc"] for i, r in enumerate(report["rows"]))
     assert 1.0 <= report["outcome_geomean"] <= report["first_pick_geomean"]
     assert report["outcome_worst"] <= report["first_pick_worst"] and 0.0 <= report["unsure_fraction"] <= 1.0
+
+
+def test_readme_results_table_is_what_the_results_files_give():
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.results_table", "--check"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_results_table_check_fails_on_a_stale_table_and_the_generator_repairs_it(tmp_path, monkeypatch):
+    from benchmarks import results_table
+
+    copies = []
+    for target in results_table.TARGETS:
+        copy = tmp_path / target.name
+        copy.write_text(target.read_text().replace(" | `e2e_h100.json` |", " | `e2e_h100.json` (edited) |", 1))
+        copies.append(copy)
+    monkeypatch.setattr(results_table, "TARGETS", tuple(copies))
+    assert results_table.main(["--check"]) == 1
+    assert results_table.main([]) == 0
+    assert results_table.main(["--check"]) == 0
+    assert all(copy.read_text() == target.read_text() for copy, target in zip(copies, (ROOT / "README.md", ROOT / "docs" / "results.md")))
+
+
+def test_results_table_rows_name_their_source_device_and_date():
+    from benchmarks import results_table
+
+    rows = results_table.rows()
+    assert {r.source for r in rows} >= {"e2e_h100.json", "heldout_selection_cpu.json", "validate_model_h100.json",
+                                       "engine_latency_cpu.json", "compile_breakdown_h100.json"}
+    for r in rows:
+        assert (RESULTS := ROOT / "benchmarks" / "results" / r.source).exists(), RESULTS
+        assert r.device and re.fullmatch(r"\d{4}-\d{2}-\d{2}", r.date), r
+
+
+def test_readme_is_short_and_states_no_figure_outside_the_generated_table():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 200
+    begin, end = text.index("<!-- results:begin"), text.index("<!-- results:end -->")
+    outside = text[:begin] + text[end:]
+    figures = [m.group(0) for m in re.finditer(r"\b\d[\d,.]*\s?(x|us|ms|s|%)(?!\w)", outside) if m.group(0) != "1x"]
+    assert figures == [], figures
