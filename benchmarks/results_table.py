@@ -16,9 +16,10 @@ import json
 import math
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -48,8 +49,12 @@ def _date(name: str, report: dict[str, Any]) -> str:
     stamp = report.get("date") or max((run.get("date", "") for run in report.get("runs", [])), default="")
     if stamp:
         return stamp[:10]
-    proc = subprocess.run(["git", "log", "-1", "--format=%cs", "--", f"benchmarks/results/{name}"],
-                          cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        ["git", "log", "-1", "--format=%cs", "--", f"benchmarks/results/{name}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     return proc.stdout.strip() or "uncommitted"
 
 
@@ -67,14 +72,22 @@ def e2e(name: str = "e2e_h100.json") -> Iterator[tuple[str, str]]:
         return
     s = report["summary"]
     n = s["rows_compared"]
-    yield (f"end to end, {n} GEMMs and models: compile time, max-autotune / diode top-1 (geomean)",
-           f"{s['compile_speedup_vs_max_autotune_geomean']:.1f}x")
-    yield (f"end to end, {n} GEMMs and models: compile time, diode top-1 / default mode (geomean)",
-           _x(s["compile_ratio_vs_default_geomean"]))
-    yield (f"end to end, {n} GEMMs and models: kernel runtime, diode top-1 / max-autotune (geomean; worst row)",
-           f"{_x(s['runtime_ratio_vs_max_autotune_geomean'])}; {_x(s['runtime_ratio_vs_max_autotune_worst'])}")
-    yield (f"end to end, {s['exhaustive_rows']} GEMM: kernel runtime, diode top-1 / EXHAUSTIVE autotuning",
-           _x(s["runtime_ratio_vs_exhaustive_geomean"]))
+    yield (
+        f"end to end, {n} GEMMs and models: compile time, max-autotune / diode top-1 (geomean)",
+        f"{s['compile_speedup_vs_max_autotune_geomean']:.1f}x",
+    )
+    yield (
+        f"end to end, {n} GEMMs and models: compile time, diode top-1 / default mode (geomean)",
+        _x(s["compile_ratio_vs_default_geomean"]),
+    )
+    yield (
+        f"end to end, {n} GEMMs and models: kernel runtime, diode top-1 / max-autotune (geomean; worst row)",
+        f"{_x(s['runtime_ratio_vs_max_autotune_geomean'])}; {_x(s['runtime_ratio_vs_max_autotune_worst'])}",
+    )
+    yield (
+        f"end to end, {s['exhaustive_rows']} GEMM: kernel runtime, diode top-1 / EXHAUSTIVE autotuning",
+        _x(s["runtime_ratio_vs_exhaustive_geomean"]),
+    )
 
 
 def compile_breakdown(name: str = "compile_breakdown_h100.json") -> Iterator[tuple[str, str]]:
@@ -82,16 +95,20 @@ def compile_breakdown(name: str = "compile_breakdown_h100.json") -> Iterator[tup
     if report is None:
         return
     s, n = report["summary"], len(report["rows"])
-    yield (f"compile time on {n} single GEMMs, diode top-1 / default mode (geomean; trusting every first pick)",
-           f"{_x(s['compile_ratio_vs_default_geomean_diode_top1'])}; {_x(s['compile_ratio_vs_default_geomean_diode_trusting'])}")
+    yield (
+        f"compile time on {n} single GEMMs, diode top-1 / default mode (geomean; trusting every first pick)",
+        f"{_x(s['compile_ratio_vs_default_geomean_diode_top1'])}; {_x(s['compile_ratio_vs_default_geomean_diode_trusting'])}",
+    )
 
 
 def correctness(name: str = "correctness_h100.json") -> Iterator[tuple[str, str]]:
     report = _load(name)
     if report is None:
         return
-    yield (f"random GEMMs compiled with diode's picks against eager PyTorch: mismatches, fallbacks",
-           f"{report['mismatches']} of {report['problems_checked']}, {report['fallbacks']}")
+    yield (
+        "random GEMMs compiled with diode's picks against eager PyTorch: mismatches, fallbacks",
+        f"{report['mismatches']} of {report['problems_checked']}, {report['fallbacks']}",
+    )
 
 
 # held-out data files of heldout_selection_cpu.json, grouped as the README names them
@@ -109,7 +126,13 @@ def _heldout_group(data: str) -> str:
     for label, needles in reversed(_HELDOUT_GROUPS):  # odd2 before odd
         if any(needle in path for needle in needles):
             return label
-    return path[path.find("data/"):] if "data/" in path else path
+    return path[path.find("data/") :] if "data/" in path else path
+
+
+def _geomean(rows: list[dict[str, Any]], key: str) -> float:
+    """The geomean over the problems of several files: their geomeans weighted by problem count."""
+    n = sum(r["problems"] for r in rows)
+    return math.exp(sum(r["problems"] * math.log(r[key]["geomean"]) for r in rows) / n)
 
 
 def heldout_selection(name: str = "heldout_selection_cpu.json") -> Iterator[tuple[str, str]]:
@@ -127,23 +150,24 @@ def heldout_selection(name: str = "heldout_selection_cpu.json") -> Iterator[tupl
         rows = groups[label]
         n = sum(r["problems"] for r in rows)
 
-        def geo(key: str) -> float:
-            return math.exp(sum(r["problems"] * math.log(r[key]["geomean"]) for r in rows) / n)
-
         worst = max(r["first"]["worst"] for r in rows)
         widened_worst = max(r["widened"]["worst"] for r in rows)
-        yield (f"held-out {label} ({n} problems): first pick / best measured (geomean, worst); with the unsure widening",
-               f"{_x(geo('first'))}, {_x(worst)}; {_x(geo('widened'))}, {_x(widened_worst)}")
+        yield (
+            f"held-out {label} ({n} problems): first pick / best measured (geomean, worst); with the unsure widening",
+            f"{_x(_geomean(rows, 'first'))}, {_x(worst)}; {_x(_geomean(rows, 'widened'))}, {_x(widened_worst)}",
+        )
 
 
 def heldout_realmodels(name: str = "heldout_realmodels_h100.json") -> Iterator[tuple[str, str]]:
     report = _load(name)
     if report is None:
         return
-    yield (f"held-out real models' GEMMs ({report['num_problems']}): first pick / best measured (geomean, worst); "
-           f"handler's outcome; unsure",
-           f"{_x(report['first_pick_geomean'])}, {_x(report['first_pick_worst'])}; "
-           f"{_x(report['outcome_geomean'])}, {_x(report['outcome_worst'])}; {report['unsure_fraction']:.0%}")
+    yield (
+        f"held-out real models' GEMMs ({report['num_problems']}): first pick / best measured (geomean, worst); "
+        f"handler's outcome; unsure",
+        f"{_x(report['first_pick_geomean'])}, {_x(report['first_pick_worst'])}; "
+        f"{_x(report['outcome_geomean'])}, {_x(report['outcome_worst'])}; {report['unsure_fraction']:.0%}",
+    )
 
 
 _VALIDATE_MODEL = (
@@ -158,10 +182,13 @@ def validate_model() -> Iterator[tuple[str, str, str]]:
         report = _load(name)
         if report is None:
             continue
-        yield (name, f"raw ranking (`diode validate-model`), {label} ({report['num_problems']} problems): "
-                     "top-1 perf, top-5 perf, exp(RMSE), worst top-1 slowdown",
-               f"{report['top1_perf_geomean']:.3f}, {report['top5_perf_geomean']:.3f}, "
-               f"{report['exp_rmse']:.3f}, {_x(report['worst_top1_slowdown'])}")
+        yield (
+            name,
+            f"raw ranking (`diode validate-model`), {label} ({report['num_problems']} problems): "
+            "top-1 perf, top-5 perf, exp(RMSE), worst top-1 slowdown",
+            f"{report['top1_perf_geomean']:.3f}, {report['top5_perf_geomean']:.3f}, "
+            f"{report['exp_rmse']:.3f}, {_x(report['worst_top1_slowdown'])}",
+        )
 
 
 def engine_latency(name: str = "engine_latency_cpu.json") -> Iterator[tuple[str, str]]:
@@ -169,18 +196,24 @@ def engine_latency(name: str = "engine_latency_cpu.json") -> Iterator[tuple[str,
     if report is None:
         return
     for family, f in report["families"].items():
-        yield (f"ranking {report['num_choices']:,} choices of one GEMM, {family} model: C++ engine (PyTorch forward)",
-               f"{f['engine_ms']:.2f} ms ({f['pytorch_forward_ms']:.2f} ms)")
+        yield (
+            f"ranking {report['num_choices']:,} choices of one GEMM, {family} model: C++ engine (PyTorch forward)",
+            f"{f['engine_ms']:.2f} ms ({f['pytorch_forward_ms']:.2f} ms)",
+        )
 
 
 def collector(name: str = "collector_h100.json") -> Iterator[tuple[str, str]]:
     report = _load(name)
     if report is None:
         return
-    yield ("fast collection: timings per GPU minute (Inductor's own EXHAUSTIVE autotuning)",
-           f"{report['timings_per_gpu_minute']:,.0f} ({report['inductor_exhaustive_timings_per_gpu_minute']:,.0f})")
-    yield ("fast collection against Inductor's benchmark, same flush: Spearman, median relative difference (medians over shapes)",
-           f"{report['spearman_median']:.3f}, {report['median_abs_rel_diff']:.3f}")
+    yield (
+        "fast collection: timings per GPU minute (Inductor's own EXHAUSTIVE autotuning)",
+        f"{report['timings_per_gpu_minute']:,.0f} ({report['inductor_exhaustive_timings_per_gpu_minute']:,.0f})",
+    )
+    yield (
+        "fast collection against Inductor's benchmark, same flush: Spearman, median relative difference (medians over shapes)",
+        f"{report['spearman_median']:.3f}, {report['median_abs_rel_diff']:.3f}",
+    )
 
 
 # (results file, device where the file names none, rows)
@@ -219,7 +252,7 @@ def replace_table(text: str, new_table: str, path: Path) -> str:
     begin, end = text.find(BEGIN), text.find(END)
     if begin < 0 or end < begin:
         raise SystemExit(f"{path}: markers {BEGIN!r} ... {END!r} missing")
-    return text[:begin + len(BEGIN)] + "\n" + new_table + "\n" + text[end:]
+    return text[: begin + len(BEGIN)] + "\n" + new_table + "\n" + text[end:]
 
 
 def _shown(path: Path) -> str:
@@ -245,8 +278,11 @@ def main(argv: list[str] | None = None) -> int:
             tmp.replace(path)
             print(f"wrote the results table into {_shown(path)}")
     if stale:
-        print(f"the results table in {', '.join(stale)} differs from benchmarks/results: "
-              "run python -m benchmarks.results_table", file=sys.stderr)
+        print(
+            f"the results table in {', '.join(stale)} differs from benchmarks/results: "
+            "run python -m benchmarks.results_table",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
