@@ -66,10 +66,7 @@ def _x(value: float) -> str:
     return f"{value:.3f}x"
 
 
-def e2e(name: str = "e2e_h100.json") -> Iterator[tuple[str, str]]:
-    report = _load(name)
-    if report is None:
-        return
+def e2e(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
     s = report["summary"]
     n = s["rows_compared"]
     yield (
@@ -90,10 +87,7 @@ def e2e(name: str = "e2e_h100.json") -> Iterator[tuple[str, str]]:
     )
 
 
-def compile_breakdown(name: str = "compile_breakdown_h100.json") -> Iterator[tuple[str, str]]:
-    report = _load(name)
-    if report is None:
-        return
+def compile_breakdown(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
     s, n = report["summary"], len(report["rows"])
     yield (
         f"compile time on {n} single GEMMs, diode top-1 / default mode (geomean; trusting every first pick)",
@@ -101,10 +95,7 @@ def compile_breakdown(name: str = "compile_breakdown_h100.json") -> Iterator[tup
     )
 
 
-def correctness(name: str = "correctness_h100.json") -> Iterator[tuple[str, str]]:
-    report = _load(name)
-    if report is None:
-        return
+def correctness(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
     yield (
         "random GEMMs compiled with diode's picks against eager PyTorch: mismatches, fallbacks",
         f"{report['mismatches']} of {report['problems_checked']}, {report['fallbacks']}",
@@ -135,13 +126,10 @@ def _geomean(rows: list[dict[str, Any]], key: str) -> float:
     return math.exp(sum(r["problems"] * math.log(r[key]["geomean"]) for r in rows) / n)
 
 
-def heldout_selection(name: str = "heldout_selection_cpu.json") -> Iterator[tuple[str, str]]:
+def heldout_selection(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """One row per group of held-out files: the handler's first pick and its unsure widening,
     measured time of the pick / best measured; the geomean over a group's problems is the
     problem-weighted geomean of its files'."""
-    report = _load(name)
-    if report is None:
-        return
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in report["rows"]:
         groups.setdefault(_heldout_group(row["data"]), []).append(row)
@@ -158,10 +146,7 @@ def heldout_selection(name: str = "heldout_selection_cpu.json") -> Iterator[tupl
         )
 
 
-def heldout_realmodels(name: str = "heldout_realmodels_h100.json") -> Iterator[tuple[str, str]]:
-    report = _load(name)
-    if report is None:
-        return
+def heldout_realmodels(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
     yield (
         f"held-out real models' GEMMs ({report['num_problems']}): first pick / best measured (geomean, worst); "
         f"handler's outcome; unsure",
@@ -170,31 +155,19 @@ def heldout_realmodels(name: str = "heldout_realmodels_h100.json") -> Iterator[t
     )
 
 
-_VALIDATE_MODEL = (
-    ("validate_model_h100.json", "all validation"),
-    ("validate_model_f32_h100.json", "fp32 validation"),
-    ("validate_model_unaligned_h100.json", "unaligned validation"),
-)
-
-
-def validate_model() -> Iterator[tuple[str, str, str]]:
-    for name, label in _VALIDATE_MODEL:
-        report = _load(name)
-        if report is None:
-            continue
+def validate_model(label: str) -> Callable[[dict[str, Any]], Iterator[tuple[str, str]]]:
+    def make(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
         yield (
-            name,
             f"raw ranking (`diode validate-model`), {label} ({report['num_problems']} problems): "
             "top-1 perf, top-5 perf, exp(RMSE), worst top-1 slowdown",
             f"{report['top1_perf_geomean']:.3f}, {report['top5_perf_geomean']:.3f}, "
             f"{report['exp_rmse']:.3f}, {_x(report['worst_top1_slowdown'])}",
         )
 
+    return make
 
-def engine_latency(name: str = "engine_latency_cpu.json") -> Iterator[tuple[str, str]]:
-    report = _load(name)
-    if report is None:
-        return
+
+def engine_latency(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
     for family, f in report["families"].items():
         yield (
             f"ranking {report['num_choices']:,} choices of one GEMM, {family} model: C++ engine (PyTorch forward)",
@@ -202,10 +175,7 @@ def engine_latency(name: str = "engine_latency_cpu.json") -> Iterator[tuple[str,
         )
 
 
-def collector(name: str = "collector_h100.json") -> Iterator[tuple[str, str]]:
-    report = _load(name)
-    if report is None:
-        return
+def collector(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
     yield (
         "fast collection: timings per GPU minute (Inductor's own EXHAUSTIVE autotuning)",
         f"{report['timings_per_gpu_minute']:,.0f} ({report['inductor_exhaustive_timings_per_gpu_minute']:,.0f})",
@@ -217,7 +187,7 @@ def collector(name: str = "collector_h100.json") -> Iterator[tuple[str, str]]:
 
 
 # (results file, device where the file names none, rows)
-SOURCES: tuple[tuple[str, str, Callable[[], Iterator[tuple[str, str]]]], ...] = (
+SOURCES: tuple[tuple[str, str, Callable[[dict[str, Any]], Iterator[tuple[str, str]]]], ...] = (
     ("e2e_h100.json", "NVIDIA H100", e2e),
     ("compile_breakdown_h100.json", "NVIDIA H100", compile_breakdown),
     ("correctness_h100.json", "NVIDIA H100", correctness),
@@ -225,6 +195,9 @@ SOURCES: tuple[tuple[str, str, Callable[[], Iterator[tuple[str, str]]]], ...] = 
     ("heldout_realmodels_h100.json", CPU_REPLAY, heldout_realmodels),
     ("engine_latency_cpu.json", "CPU, one core", engine_latency),
     ("collector_h100.json", "NVIDIA H100", collector),
+    ("validate_model_h100.json", CPU_REPLAY, validate_model("all validation")),
+    ("validate_model_f32_h100.json", CPU_REPLAY, validate_model("fp32 validation")),
+    ("validate_model_unaligned_h100.json", CPU_REPLAY, validate_model("unaligned validation")),
 )
 
 
@@ -236,9 +209,7 @@ def rows() -> list[Row]:
             continue
         cpu = name.endswith("_cpu.json") or "machine" in report
         where = device if cpu else _device(report, device)
-        out += [Row(result, value, name, where, _date(name, report)) for result, value in make()]
-    for name, result, value in validate_model():
-        out.append(Row(result, value, name, CPU_REPLAY, _date(name, _load(name) or {})))
+        out += [Row(result, value, name, where, _date(name, report)) for result, value in make(report)]
     return out
 
 
