@@ -64,7 +64,7 @@ def _geomean(x: np.ndarray) -> float:
 
 def validate_model(model: str | os.PathLike, dataset: Dataset, *, hardware_name: str | None = None,
                    op_name: str | None = None, top_n_worst: int = 10) -> dict[str, Any]:
-    """The validate-model report (keys documented in the README)."""
+    """The validate-model report (keys listed in docs/architecture.md, "Training and the model tools")."""
     pr = collect_predictions(model, dataset, hardware_name, op_name)
     ok = np.isfinite(pr.measured_us)
     err = pr.predicted_log_us[ok] - np.log(pr.measured_us[ok])
