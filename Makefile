@@ -36,7 +36,7 @@ define debian_package
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2); }
 endef
 
-.PHONY: install demo test test-python test-fast test-slow test-cpp lint format clean
+.PHONY: install demo test test-python test-fast test-slow test-cpp lint format test-lib lib-wheel clean
 
 $(PY):
 	$(PYTHON) -m venv --system-site-packages $(VENV)
@@ -58,7 +58,7 @@ install: $(STAMP) $(RUFF_STAMP)
 demo: $(STAMP)
 	$(PY) workflows/demo.py
 
-test: lint test-fast test-slow test-cpp
+test: lint test-fast test-slow test-cpp test-lib
 
 test-python: $(STAMP)
 	$(PYTEST) $(PYTEST_OK)
@@ -96,6 +96,15 @@ format: $(RUFF_STAMP)
 	$(RUFF) check --fix .
 	$(RUFF) format .
 	clang-format -i $(CPP_SOURCES)
+
+# The library-only distribution torch-diode-lib (dist-lib/pyproject.toml, the same sources):
+# built as a wheel, then checked (no model, an import without side effects).
+lib-wheel: $(STAMP)
+	rm -rf build/lib-wheel
+	$(PIP) wheel --no-build-isolation --no-deps ./dist-lib -w build/lib-wheel
+
+test-lib: lib-wheel
+	$(PY) dist-lib/check_wheel.py build/lib-wheel/torch_diode_lib-*.whl
 
 clean:
 	rm -rf build $(VENV)

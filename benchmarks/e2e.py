@@ -10,10 +10,19 @@ transformer block at prefill and at decode, a ViT-B block, an MLP), in one proce
   diode_top3     the same with top_k_configs=3 (Inductor benchmarks the three)
   max_autotune   stock max-autotune: max_autotune=True, backends ATEN,TRITON, DEFAULT space
   exhaustive     stock max-autotune with the EXHAUSTIVE space (entries marked "exhaustive" only)
+  diode_max_autotune_mode
+                 as the torch.compile integration guide compiles: mode="max-autotune" (CUDA graphs,
+                 coordinate-descent tuning, every non-GEMM kernel autotuned) with
+                 max_autotune_gemm_backends="DIODE", fast_autotune=True and diode's handler at
+                 top_k_configs=1; only with --methods naming it. Against diode_top1 it gives the
+                 compile time Inductor spends autotuning everything but the GEMMs. Its runtime is
+                 do_bench's of a function already replayed from CUDA graphs (do_bench_cudagraph
+                 cannot capture one), so ``runtime_us`` is that figure for this method.
 
 Each measurement starts cold: Dynamo reset, Inductor's caches off (force_disable_caches). The
-methods run in three worker processes, one after the other, each with its own new Triton and
-Inductor cache directories: diode_top1; default + max_autotune + exhaustive; diode_top3. So no
+methods run in worker processes, one after the other, each with its own new Triton and
+Inductor cache directories: diode_top1; default + max_autotune + exhaustive; diode_top3;
+diode_max_autotune_mode (``--methods`` picks the methods; its default is every one but the last). So no
 method finds kernels another compiled, and stock autotuning never runs in a process where diode's
 handler was installed. TORCH_DIODE_NO_AUTOREGISTER=1 keeps the import from registering the
 shipped model (on an H100 it would otherwise decide every GEMM, the stock methods' included).
@@ -60,8 +69,10 @@ from torch_diode.collection.sweep_state import problem_key  # noqa: E402
 from torch_diode.integration.install import diode_choices  # noqa: E402
 from torch_diode.types import load_datasets  # noqa: E402
 
-METHODS = ("default", "diode_top1", "diode_top3", "max_autotune", "exhaustive")
-WORKERS = (("diode_top1",), ("default", "max_autotune", "exhaustive"), ("diode_top3",))
+METHODS = ("default", "diode_top1", "diode_top3", "max_autotune", "exhaustive", "diode_max_autotune_mode")
+WORKERS = (("diode_top1",), ("default", "max_autotune", "exhaustive"), ("diode_top3",), ("diode_max_autotune_mode",))
+DEFAULT_METHODS = METHODS[:-1]
+GUIDE_MODE = "diode_max_autotune_mode"  # compiled as the integration guide compiles
 WARMUP_MS, REP_MS = 25, 100
 
 
@@ -150,13 +161,18 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
     settings: dict[str, Any] = {"force_disable_caches": True}
     if method in ("max_autotune", "exhaustive"):
         settings.update(inductor_settings("DEFAULT" if method == "max_autotune" else "EXHAUSTIVE", "ATEN,TRITON"))
+    elif method == GUIDE_MODE:
+        from torch_diode.integration.inductor_config import add_settings
+
+        add_settings()  # the guide's settings (this script imports torch_diode without registration)
+        settings.update(max_autotune_gemm_backends="DIODE", fast_autotune=True)
     elif method.startswith("diode"):
         settings.update(max_autotune_gemm=True, max_autotune_gemm_backends="ATEN,TRITON")
-    compiled = torch.compile(fn, dynamic=False)
+    compiled = torch.compile(fn, dynamic=False, mode="max-autotune" if method == GUIDE_MODE else None)
     record: dict[str, Any] = {}
     with inductor_config.patch(settings), torch.no_grad():
         if method.startswith("diode"):
-            k = 1 if method == "diode_top1" else 3
+            k = 3 if method == "diode_top3" else 1
             with diode_choices(model) as choices, diode_config.patch(top_k_configs=k, performance_threshold=1.0):
                 start = time.perf_counter()
                 compiled(*inputs)
@@ -178,6 +194,8 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
             record["runtime_cudagraph_error"] = f"{type(e).__name__}: {str(e)[:200]}"
         if "runtime_cudagraph_us" in record:  # never a do_bench figure: ratios compare like with like
             record["runtime_us"] = record["runtime_cudagraph_us"]
+        elif method == GUIDE_MODE:  # compiled with CUDA graphs: do_bench replays them (module docstring)
+            record["runtime_us"] = record["runtime_do_bench_us"]
         try:
             record["wall_us_per_call"] = wall_us_per_call(lambda: compiled(*inputs))
         except Exception as e:
@@ -240,6 +258,14 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
         db = ratios(rows, method, "max_autotune", "runtime_do_bench_us")
         s[f"runtime_ratio_vs_max_autotune_geomean_do_bench{suffix}"] = geomean(db)
         s[f"runtime_ratio_vs_max_autotune_worst_do_bench{suffix}"] = max(db) if db else None
+    guide = ratios(rows, GUIDE_MODE, "diode_top1", "compile_s")
+    if guide:  # what mode="max-autotune" adds to diode's compile: Inductor autotuning the non-GEMM kernels
+        s["compile_ratio_max_autotune_mode_vs_diode_top1_geomean"] = geomean(guide)
+        s["compile_ratio_max_autotune_mode_vs_default_geomean"] = geomean(ratios(rows, GUIDE_MODE, "default", "compile_s"))
+        s["compile_ratio_diode_top1_vs_default_geomean_same_rows"] = geomean(
+            [r for row in rows if GUIDE_MODE in row["methods"] for r in ratios([row], "diode_top1", "default", "compile_s")])
+        s["runtime_ratio_max_autotune_mode_vs_diode_top1_geomean"] = geomean(ratios(rows, GUIDE_MODE, "diode_top1", "runtime_do_bench_us"))
+        s["rows_compared_max_autotune_mode"] = len(guide)
     s["runtime_ratio_max_autotune_vs_default_geomean"] = geomean(ratios(rows, "max_autotune", "default", "runtime_us"))
     s["runtime_ratio_diode_top1_vs_default_geomean"] = geomean(ratios(rows, "diode_top1", "default", "runtime_us"))
     return s
@@ -252,7 +278,7 @@ def plot(rows: list[dict], path: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 6))
-    markers = dict(zip(METHODS, "osD^v"))
+    markers = dict(zip(METHODS, "osD^vP"))
     for method in METHODS:
         both = [(r["methods"][method]["compile_s"], r["methods"][method]["runtime_us"] / r["methods"]["default"]["runtime_us"])
                 for r in rows if "runtime_us" in r["methods"].get(method, {}) and "runtime_us" in r["methods"].get("default", {})]
@@ -269,11 +295,12 @@ def plot(rows: list[dict], path: str) -> None:
 
 
 def print_table(rows: list[dict], summary: dict) -> None:
-    print(f"\n{'item':52s} " + " ".join(f"{m:>21s}" for m in METHODS))
-    print(f"{'':52s} " + " ".join(f"{'compile s / run us':>21s}" for _ in METHODS))
+    shown = [m for m in METHODS if any(m in r["methods"] for r in rows)]
+    print(f"\n{'item':52s} " + " ".join(f"{m[:21]:>21s}" for m in shown))
+    print(f"{'':52s} " + " ".join(f"{'compile s / run us':>21s}" for _ in shown))
     for r in rows:
         cells = []
-        for m in METHODS:
+        for m in shown:
             v = r["methods"].get(m)
             cells.append(f"{'-':>21s}" if not v else f"{'error':>21s}" if "error" in v else
                          f"{v['compile_s']:8.2f} /{v.get('runtime_us', math.nan):10.1f}")
@@ -344,8 +371,11 @@ def main() -> int:
                         help="training data the shapes must not be in (none: skip the check)")
     parser.add_argument("--only", choices=["gemms", "models"], help="measure only the GEMMs or only the models")
     parser.add_argument("--no-exhaustive", action="store_true", help="skip the EXHAUSTIVE measurements")
-    parser.add_argument("--time-limits", type=float, nargs=3, default=(120, 420, 240), metavar="S",
-                        help="seconds for the diode_top1, stock and diode_top3 workers (default 120 420 240)")
+    parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(DEFAULT_METHODS),
+                        help=f"methods to measure (default: all but {GUIDE_MODE})")
+    parser.add_argument("--time-limits", type=float, nargs="+", default=(120, 420, 240, 330), metavar="S",
+                        help=f"seconds for the diode_top1, stock, diode_top3 and {GUIDE_MODE} workers "
+                             "(default 120 420 240 330; a fourth value may be left out)")
     parser.add_argument("--out", required=True, help="JSON report")
     parser.add_argument("--plot", help="PNG of runtime vs compile time")
     parser.add_argument("--combine", nargs="+", metavar="REPORT",
@@ -374,12 +404,21 @@ def main() -> int:
                      "exhaustive": inductor_settings("EXHAUSTIVE", "ATEN,TRITON"),
                      "diode": {"max_autotune_gemm": True, "candidate_pool": diode_config.candidate_pool,
                                "performance_threshold": 1.0, "unsure_top_k": diode_config.unsure_top_k,
-                               "unsure_pool": "ATen and Inductor's DEFAULT Triton configs"}},
+                               "unsure_pool": "ATen and Inductor's DEFAULT Triton configs"},
+                     GUIDE_MODE: {"mode": "max-autotune", "max_autotune_gemm_backends": "DIODE", "fast_autotune": True,
+                                  "top_k_configs": 1}},
+        "methods": list(args.methods),
         "workers": [],
         "rows": [],
     }
     rows: list[dict] = []
-    for methods, limit in zip(WORKERS, args.time_limits):
+    if len(args.time_limits) not in (3, 4):
+        raise SystemExit(f"--time-limits: give 3 or 4 values, got {len(args.time_limits)}")
+    limits = list(args.time_limits) + [330.0] * (len(WORKERS) - len(args.time_limits))
+    for worker_methods, limit in zip(WORKERS, limits):
+        methods = tuple(m for m in worker_methods if m in args.methods)
+        if not methods:
+            continue
         worker_args = ["--worker", ",".join(methods), "--shapes", args.shapes, "--model", args.model] \
             + (["--only", args.only] if args.only else []) + (["--no-exhaustive"] if args.no_exhaustive else [])
         stage(f"worker {','.join(methods)} (limit {limit:.0f} s)")

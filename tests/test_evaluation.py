@@ -62,10 +62,7 @@ def test_validate_model_known_answers(files):
 
 def test_validate_max_autotune_known_answers(files, tmp_path):
     model, _, ds = files
-    solution = tmp_path / "s.json"
-    solution.write_text(json.dumps({"name": "t", "configs": [
-        {"M": 512, "N": 512, "K": 512, "block_m": 64, "block_n": 64, "block_k": 32},
-        {"M": 256, "N": 1024, "K": 64, "op": "mm", "block_m": 32, "block_n": 64, "block_k": 32}]}))
+    solution = _solution(tmp_path)
     r = validate_max_autotune(model, ds, solution=solution)
     assert r["num_problems"] == 2
     top1, top5 = r["top_n"]["1"], r["top_n"]["5"]
@@ -125,3 +122,33 @@ def test_validate_max_autotune_follows_the_handlers_extern_preference():
         expected.append(ma_time / externs[int(np.argmin(predicted))].time_us)
     assert aten["top_n"]["1"]["ratio_min"] == pytest.approx(min(expected))
     assert aten["top_n"]["1"]["ratio_max"] == pytest.approx(max(expected))
+
+
+def test_by_op_reports_each_ops_problems_alone(files, tmp_path):
+    model, _, ds = files
+    # a bmm problem whose best is the model's pick: every op's figures are its own problems'
+    p3 = Problem("bmm", 4, 128, 128, 64, "float16", "float16", "float16")
+    ds.add(HW, p3, [TimedConfig(cfg(16), 4.0), TimedConfig(cfg(32), 8.0)])
+    r = validate_model(model, ds, top_n_worst=2)
+    assert set(r["by_op"]) == {"bmm", "mm"} and r["num_problems"] == 3
+    mm, bmm = r["by_op"]["mm"], r["by_op"]["bmm"]
+    assert mm["num_problems"] == 2 and mm["top1_perf_geomean"] == pytest.approx(math.sqrt(10 / 30))
+    assert mm["worst_top1_slowdown"] == pytest.approx(3.0) and "per_problem" not in mm
+    assert bmm["num_problems"] == 1 and bmm["top1_perf_geomean"] == pytest.approx(1.0)
+    assert bmm["mse"] == pytest.approx(np.mean(np.square([math.log2(17) - math.log(4), math.log2(33) - math.log(8)])), rel=1e-5)
+    data = save_dataset(ds, tmp_path / "d3.json")
+    out = tmp_path / "model_performance_analysis_by_op.json"
+    proc = subprocess.run([sys.executable, "-m", "torch_diode.cli", "validate-max-autotune", "--model", model, "--dataset", data,
+                           "--max-autotune-solution", _solution(tmp_path), "--by-op-json", out],
+                          check=True, capture_output=True, text=True)
+    assert f"Comprehensive per-op statistics saved to: {out}" in proc.stdout
+    by_op = json.loads(out.read_text())
+    assert by_op["mm"]["num_problems"] == 2 and by_op["mm"]["top_n"]["1"]["ratio_geomean"] == pytest.approx(math.sqrt(20 / 30 * 6 / 5))
+
+
+def _solution(tmp_path):
+    solution = tmp_path / "s.json"
+    solution.write_text(json.dumps({"name": "t", "configs": [
+        {"M": 512, "N": 512, "K": 512, "block_m": 64, "block_n": 64, "block_k": 32},
+        {"M": 256, "N": 1024, "K": 64, "op": "mm", "block_m": 32, "block_n": 64, "block_k": 32}]}))
+    return solution

@@ -1,11 +1,14 @@
 """torch-diode: learned GEMM kernel selection for torch.compile.
 
-Import behaviour: where a pre-trained model shipped with the package matches the GPU,
-``import torch_diode`` installs diode's choice handler for it and turns on Inductor's GEMM
-autotune path (``max_autotune_gemm``), logging what it did; ``torch_diode.disable()`` undoes it.
-``TORCH_DIODE_NO_AUTOREGISTER=1`` gives the library-only behaviour. On a machine without a
-matching model (a CPU-only one included), the import changes nothing, does not initialise CUDA
-and does not even import torch.
+Import behaviour: ``import torch_diode`` adds the torch.compile integration guide's settings to
+Inductor's config (``fast_autotune``, ``diode_*``, the ``"DIODE"`` GEMM backend:
+:mod:`torch_diode.integration.inductor_config`; if Inductor is not imported yet, when it is).
+Where a pre-trained model shipped with the package matches the GPU (or its family:
+:mod:`torch_diode.registry`), it installs diode's choice handler for it and turns on Inductor's
+GEMM autotune path (``max_autotune_gemm``), logging what it did. ``torch_diode.disable()``
+undoes all of it. ``TORCH_DIODE_NO_AUTOREGISTER=1``, and the library-only distribution
+``torch-diode-lib``, give an import without side effects. On a machine without a matching model
+(a CPU-only one included), the import does not initialise CUDA and does not even import torch.
 """
 
 from __future__ import annotations
@@ -80,14 +83,28 @@ def set_log_level(level: int | str) -> None:
 
 
 def disable() -> int:
-    """Undoes every installation (the import's included); returns how many were undone."""
+    """Undoes every installation (the import's included) and takes diode's settings out of
+    Inductor's config; returns how many installations were undone."""
     import sys
 
+    from .integration.inductor_config import remove_settings
+
+    global _autoregistered
     install = sys.modules.get("torch_diode.integration.install")
     count = 0
     while install is not None and install.uninstall_diode_choices():
         count += 1
+    remove_settings()
+    _autoregistered = None
     return count
+
+
+def enable_inductor_settings() -> None:
+    """Adds the guide's settings (``fast_autotune``, ``diode_*``) to Inductor's config and the
+    ``"DIODE"`` backend, as the import does unless it is library-only."""
+    from .integration.inductor_config import add_settings
+
+    add_settings()
 
 
 def _maybe_nvidia_gpu() -> bool:
@@ -103,14 +120,22 @@ def _maybe_nvidia_gpu() -> bool:
     return True  # elsewhere torch decides
 
 
+_autoregistered: str | None = None
+
+
 def autoregister(force: bool = False) -> str | None:
-    """The import-time registration: install the shipped model matching this GPU, if any.
-    Returns the model's name, or None (no GPU, no matching model, or disabled)."""
+    """The import-time registration: diode's Inductor settings, and the shipped model matching
+    this GPU or its family, if any (once). Returns the model's name, or None (no GPU, no matching
+    model, or disabled)."""
+    global _autoregistered
     from . import config as _config
     from .registry import shipped_models
 
     if not (force or _config.autoregister):
         return None
+    enable_inductor_settings()
+    if _autoregistered is not None:
+        return _autoregistered
     models = shipped_models()
     if not models:
         return None  # nothing to register: do not even import torch
@@ -121,18 +146,19 @@ def autoregister(force: bool = False) -> str | None:
     if not torch.cuda.is_available():
         return None
     from .hardware import detect_hardware
-    from .model_file import model_metadata
+    from .registry import model_for_hardware
 
     hardware = detect_hardware("cuda")
-    for name, path in models.items():
-        trained = (model_metadata(path).get("hardware") or {}).get("hardware_id")
-        if trained == hardware.hardware_id:
-            register_model(str(path))
-            logger.info("torch-diode: %s detected; model %s registered, GEMM autotuning via diode enabled "
-                        "(torch_diode.disable() undoes this)", hardware.device_name, name)
-            return name
-    logger.info("torch-diode: no shipped model for %s; nothing changed", hardware.device_name)
-    return None
+    found = model_for_hardware(hardware)  # a model of the GPU's family is logged at WARNING
+    if found is None:
+        logger.info("torch-diode: no shipped model for %s; no handler installed", hardware.device_name)
+        return None
+    name, path, _ = found
+    register_model(str(path))
+    logger.info("torch-diode: %s detected; model %s registered, GEMM autotuning via diode enabled "
+                "(torch_diode.disable() undoes this)", hardware.device_name, name)
+    _autoregistered = name
+    return name
 
 
 autoregister()
@@ -145,6 +171,7 @@ __all__ = [
     "create_diode_choices",
     "diode_choices",
     "disable",
+    "enable_inductor_settings",
     "get_detected_hardware",
     "get_prediction_stats",
     "install_diode_choices",

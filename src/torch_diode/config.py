@@ -15,7 +15,12 @@ environment variables read at import. ``patch(**values)`` changes some for a ``w
 | cache_predictions | TORCH_DIODE_CACHE_PREDICTIONS | 1 | remember the decision for a repeated problem |
 | enumerate_candidates | TORCH_DIODE_ENUMERATE_CANDIDATES | 1 | diode enumerates the Triton mm/bmm candidates itself instead of Inductor's generator building them all (static sizes, stock config settings) |
 | allow_hardware_mismatch | TORCH_DIODE_ALLOW_HARDWARE_MISMATCH | 0 | use a model on hardware it was not trained for |
-| autoregister | TORCH_DIODE_NO_AUTOREGISTER (inverted) | on | ``import torch_diode`` registers a shipped model matching the GPU |
+| autoregister | TORCH_DIODE_NO_AUTOREGISTER (inverted) | on | ``import torch_diode`` registers a shipped model matching the GPU (or its family, see torch_diode.registry) and adds diode's settings to Inductor's config |
+| fast_autotune | TORCH_DIODE_FAST_AUTOTUNE | 1 | an installed handler chooses (0: it hands Inductor the stock candidates); Inductor's ``fast_autotune`` sets it |
+| fallback_to_autotune | TORCH_DIODE_FALLBACK_TO_AUTOTUNE | 1 | a GEMM diode does not decide gets Inductor's stock candidates and an unsure one ``unsure_top_k`` (0: the ATen choice alone, and the first pick alone); Inductor's ``diode_fallback_to_autotune`` sets it |
+
+Inductor's settings from the torch.compile integration guide (``diode_confidence_threshold``,
+``diode_cache_predictions``, ...) map onto these: torch_diode.integration.inductor_config.
 """
 
 from __future__ import annotations
@@ -42,10 +47,20 @@ candidate_pool: str = os.environ.get("TORCH_DIODE_CANDIDATE_POOL", "EXHAUSTIVE")
 cache_predictions: bool = _env_bool("TORCH_DIODE_CACHE_PREDICTIONS", True)
 enumerate_candidates: bool = _env_bool("TORCH_DIODE_ENUMERATE_CANDIDATES", True)
 allow_hardware_mismatch: bool = _env_bool("TORCH_DIODE_ALLOW_HARDWARE_MISMATCH", False)
-autoregister: bool = not _env_bool("TORCH_DIODE_NO_AUTOREGISTER", False)
+def _library_only() -> bool:
+    """The library-only distribution (torch-diode-lib) ships ``torch_diode/_library_only.py``."""
+    import importlib.util
+
+    return importlib.util.find_spec("torch_diode._library_only") is not None
+
+
+autoregister: bool = not _env_bool("TORCH_DIODE_NO_AUTOREGISTER", False) and not _library_only()
+fast_autotune: bool = _env_bool("TORCH_DIODE_FAST_AUTOTUNE", True)
+fallback_to_autotune: bool = _env_bool("TORCH_DIODE_FALLBACK_TO_AUTOTUNE", True)
 
 _NAMES = ("enable_fallback", "top_k_configs", "performance_threshold", "max_selected_configs", "unsure_top_k",
-          "unsure_heldout_slowdown", "min_dtype_problems", "extern_preference", "candidate_pool", "cache_predictions", "enumerate_candidates", "allow_hardware_mismatch", "autoregister")
+          "unsure_heldout_slowdown", "min_dtype_problems", "extern_preference", "candidate_pool", "cache_predictions", "enumerate_candidates", "allow_hardware_mismatch", "autoregister",
+          "fast_autotune", "fallback_to_autotune")
 
 
 def snapshot() -> dict[str, Any]:

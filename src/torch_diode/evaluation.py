@@ -38,6 +38,18 @@ class Predictions:
     def rows(self, p: int) -> slice:
         return slice(int(self.offsets[p]), int(self.offsets[p + 1]))
 
+    def of_op(self, op: str) -> Predictions:
+        """The problems of one op (mm, addmm, ...) alone."""
+        keep = [p for p, (_, problem) in enumerate(self.problems) if problem.op == op]
+        rows = [np.arange(self.offsets[p], self.offsets[p + 1]) for p in keep]
+        index = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+        return Predictions([self.problems[p] for p in keep], [self.configs[i] for i in index], self.measured_us[index],
+                           self.predicted_log_us[index], np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64))
+
+    @property
+    def ops(self) -> list[str]:
+        return sorted({problem.op for _, problem in self.problems})
+
 
 def collect_predictions(model: str | os.PathLike, dataset: Dataset, hardware_name: str | None = None,
                         op_name: str | None = None) -> Predictions:
@@ -64,8 +76,19 @@ def _geomean(x: np.ndarray) -> float:
 
 def validate_model(model: str | os.PathLike, dataset: Dataset, *, hardware_name: str | None = None,
                    op_name: str | None = None, top_n_worst: int = 10) -> dict[str, Any]:
-    """The validate-model report (keys listed in docs/architecture.md, "Training and the model tools")."""
+    """The validate-model report (keys listed in docs/architecture.md), with ``by_op``: the same
+    figures (all but the per-problem and worst lists) for each op's problems alone."""
     pr = collect_predictions(model, dataset, hardware_name, op_name)
+    report = _report(pr, top_n_worst)
+    report["by_op"] = {op: {k: v for k, v in _report(pr.of_op(op), 0).items() if k not in _PER_PROBLEM_KEYS} for op in pr.ops}
+    report["_predictions"] = pr  # for plots; dropped before writing JSON
+    return report
+
+
+_PER_PROBLEM_KEYS = ("worst_predictions", "per_problem")
+
+
+def _report(pr: Predictions, top_n_worst: int) -> dict[str, Any]:
     ok = np.isfinite(pr.measured_us)
     err = pr.predicted_log_us[ok] - np.log(pr.measured_us[ok])
     mse = float(np.mean(err**2))
@@ -85,7 +108,7 @@ def validate_model(model: str | os.PathLike, dataset: Dataset, *, hardware_name:
         }
         for i in worst_idx
     ]
-    report = {
+    return {
         "num_problems": int(valid.sum()),
         "num_timed_configs": int(ok.sum()),
         "mse": mse,
@@ -103,8 +126,6 @@ def validate_model(model: str | os.PathLike, dataset: Dataset, *, hardware_name:
             for (_, p), s, k, b in zip(pr.problems, slowdown, rank["kendall_tau"], rank["best_us"])
         ],
     }
-    report["_predictions"] = pr  # for plots; dropped before writing JSON
-    return report
 
 
 def plot_validation(report: dict[str, Any], out_dir: str | os.PathLike) -> list[Path]:
@@ -191,7 +212,8 @@ def validate_max_autotune(model: str | os.PathLike, dataset: Dataset, *, solutio
     pr = collect_predictions(model, dataset, hardware_name, op_name)
     entries = load_solution(solution) if solution else None
     ratios: dict[int, list[float]] = {n: [] for n in top_ns}
-    saved: dict[int, float] = {n: 0.0 for n in top_ns}
+    saved: dict[int, list[float]] = {n: [] for n in top_ns}
+    ops: list[str] = []  # the op of each problem used
     used = 0
     for p, (hardware, problem) in enumerate(pr.problems):
         rows = pr.rows(p)
@@ -214,24 +236,33 @@ def validate_max_autotune(model: str | os.PathLike, dataset: Dataset, *, solutio
         except NoUsableCandidate:
             continue
         used += 1
+        ops.append(problem.op)
         for n in top_ns:
             top = order[:n]
             diode_time = float(measured[top].min())
             ratios[n].append(ma_time / diode_time)
-            saved[n] += ma_time - diode_time
+            saved[n].append(ma_time - diode_time)
     if not used:
         raise ValueError("no problem of the dataset matches the max-autotune solution")
     out: dict[str, Any] = {"num_problems": used, "max_autotune_source": str(solution) if solution else "ATen + DEFAULT (derived)",
                            "extern_preference": preference, "top_n": {}}
-    for n in top_ns:
-        r = np.array(ratios[n])
-        out["top_n"][str(n)] = {
-            "ratio_geomean": _geomean(r), "ratio_mean": float(r.mean()), "ratio_median": float(np.median(r)),
-            "ratio_p10": float(np.quantile(r, 0.1)), "ratio_p90": float(np.quantile(r, 0.9)),
-            "ratio_min": float(r.min()), "ratio_max": float(r.max()),
-            "better_pct": float(100 * np.mean(r > 1 + EQUAL_TOLERANCE)),
-            "equal_pct": float(100 * np.mean(np.abs(r - 1) <= EQUAL_TOLERANCE)),
-            "worse_pct": float(100 * np.mean(r < 1 - EQUAL_TOLERANCE)),
-            "time_saved_us_total": saved[n],
-        }
+    op_of = np.array(ops)
+    out["top_n"] = {str(n): _ratio_summary(np.array(ratios[n]), np.array(saved[n])) for n in top_ns}
+    # the same per op (the seeds' model_performance_analysis_by_op.json)
+    out["by_op"] = {op: {"num_problems": int((op_of == op).sum()),
+                         "top_n": {str(n): _ratio_summary(np.array(ratios[n])[op_of == op], np.array(saved[n])[op_of == op])
+                                   for n in top_ns}}
+                    for op in sorted(set(ops))}
     return out
+
+
+def _ratio_summary(r: np.ndarray, saved_us: np.ndarray) -> dict[str, float]:
+    return {
+        "ratio_geomean": _geomean(r), "ratio_mean": float(r.mean()), "ratio_median": float(np.median(r)),
+        "ratio_p10": float(np.quantile(r, 0.1)), "ratio_p90": float(np.quantile(r, 0.9)),
+        "ratio_min": float(r.min()), "ratio_max": float(r.max()),
+        "better_pct": float(100 * np.mean(r > 1 + EQUAL_TOLERANCE)),
+        "equal_pct": float(100 * np.mean(np.abs(r - 1) <= EQUAL_TOLERANCE)),
+        "worse_pct": float(100 * np.mean(r < 1 - EQUAL_TOLERANCE)),
+        "time_saved_us_total": float(saved_us.sum()),
+    }

@@ -84,3 +84,38 @@ def current_device(device: str):
     if str(device).startswith("cuda") and torch.cuda.is_available():
         return torch.cuda.device(torch.device(device))
     return nullcontext()
+
+
+_VENDOR_WORDS = {"NVIDIA", "AMD", "INTEL", "TESLA", "GEFORCE", "QUADRO", "RADEON", "INSTINCT", "RTX", "GTX", "DATA", "CENTER"}
+
+
+def gpu_family(device_name: str) -> str | None:
+    """The product family in a GPU's name: its first word holding a digit, after the vendor's words
+    (``NVIDIA H100 80GB HBM3``, ``NVIDIA H100 PCIe`` and ``NVIDIA H100 NVL`` are ``H100``,
+    ``NVIDIA A100-SXM4-80GB`` is ``A100``, ``AMD Instinct MI300X`` is ``MI300X``); None for a CPU
+    or a name without one."""
+    import re
+
+    if device_name.upper().startswith("CPU"):
+        return None
+    for word in re.split(r"[\s\-_/]+", device_name.upper()):
+        if word and word not in _VENDOR_WORDS and any(c.isdigit() for c in word):
+            return word
+    return None
+
+
+def hardware_match(model_hardware: dict, hardware: Hardware) -> str | None:
+    """How a model trained on ``model_hardware`` (a model file's metadata record) fits ``hardware``:
+    ``"exact"`` (the same device name), ``"family"`` (another SKU of the same GPU: the same compute
+    capability and family name, e.g. an H100 PCIe for a model of the H100 SXM) or None."""
+    name = model_hardware.get("device_name")
+    if not name:
+        return None
+    if Hardware(name, None, 1, 0, 1, "").hardware_id == hardware.hardware_id:
+        return "exact"
+    capability = model_hardware.get("compute_capability")
+    family = gpu_family(name)
+    if (capability and hardware.compute_capability and tuple(capability) == tuple(hardware.compute_capability)
+            and family is not None and family == gpu_family(hardware.device_name)):
+        return "family"
+    return None

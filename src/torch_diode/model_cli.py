@@ -90,11 +90,22 @@ def _cmd_validate_model(args: argparse.Namespace) -> int:
         for i, w in enumerate(r["worst_predictions"], 1):
             print(f"Error {i}: Predicted: {w['predicted_us']:.1f} us, Actual: {w['measured_us']:.1f} us "
                   f"({w['ratio']:.2f}x ratio)  {w['problem']}  {w['config']}")
+    for op, o in r["by_op"].items():
+        print(f"  {op}: {o['num_problems']} problems, exp(RMSE) {o['exp_rmse']:.3f}, top-1 {o['top1_perf_geomean']:.4f}, "
+              f"top-5 {o['top5_perf_geomean']:.4f}, worst top-1 slowdown {o['worst_top1_slowdown']:.3f}")
     if args.plot:
         for path in plot_validation(r, args.plot):
             print(f"plot written to {path}")
     write_report(args.report_json, r)
+    _write_by_op(args.by_op_json, r)
     return 0
+
+
+def _write_by_op(path: str | None, report: dict) -> None:
+    """--by-op-json: the report's per-op part alone (the seeds' model_performance_analysis_by_op.json)."""
+    if path:
+        write_report(path, report["by_op"])
+        print(f"Comprehensive per-op statistics saved to: {path}")
 
 
 def _cmd_validate_max_autotune(args: argparse.Namespace) -> int:
@@ -111,7 +122,10 @@ def _cmd_validate_max_autotune(args: argparse.Namespace) -> int:
     for n, s in r["top_n"].items():
         print(f"{n:>6s} {s['ratio_geomean']:8.3f} {s['ratio_median']:8.3f} {s['ratio_p10']:7.3f} {s['ratio_p90']:7.3f} "
               f"{s['better_pct']:6.1f}% {s['equal_pct']:6.1f}% {s['worse_pct']:6.1f}% {s['time_saved_us_total']:10.1f}")
+    for op, o in r["by_op"].items():
+        print(f"  {op}: {o['num_problems']} problems, top-1 ratio geomean {o['top_n'][min(o['top_n'], key=int)]['ratio_geomean']:.3f}")
     write_report(args.report_json, r)
+    _write_by_op(args.by_op_json, r)
     return 0
 
 
@@ -181,6 +195,7 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top-n-worst", type=int, default=10, help="how many worst predictions to list")
     p.add_argument("--report-json", metavar="R", help="write the report as JSON")
     p.add_argument("--plot", metavar="DIR", help="save predicted-vs-measured and slowdown-CDF plots here")
+    p.add_argument("--by-op-json", metavar="F", help="write the per-op figures (the report's by_op) as JSON")
     p.set_defaults(func=_cmd_validate_model)
 
     p = sub.add_parser("validate-max-autotune", help="the model's top-N picks vs max-autotune's choice",
@@ -191,6 +206,8 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
                    help="ATen/cuBLAS leads unless a Triton config is predicted this factor faster, as in the "
                         "handler (default: torch_diode.config.extern_preference; 1.0: the model's plain order)")
     p.add_argument("--report-json", metavar="R", help="write the report as JSON")
+    p.add_argument("--by-op-json", metavar="F", help="write the per-op figures (the report's by_op) as JSON, e.g. "
+                                                     "model_performance_analysis_by_op.json")
     p.set_defaults(func=_cmd_validate_max_autotune)
 
     p = sub.add_parser("list-models", help="models installed with torch-diode or registered",

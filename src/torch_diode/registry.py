@@ -1,13 +1,27 @@
 """Models by name: those shipped with the package (``torch_diode/models/<name>.diode``) and any
-registered by path at run time. Every ``--model`` option accepts a name or a path."""
+registered by path at run time. Every ``--model`` option accepts a name or a path.
+
+A GPU gets the model trained on it (the same device name) or, where none is, the nearest model of
+its family: the same compute capability and family name (an H100 PCIe or NVL gets the H100 SXM's
+model), nearest by SM count, then memory. Every decision such a model makes is unsure (the
+handler lets Inductor benchmark ``unsure_top_k`` candidates) until a model for that GPU ships;
+the choice is logged at WARNING, once per GPU and model.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
+from .hardware import hardware_match
+from .types import Hardware
+
+logger = logging.getLogger(__name__)
+
 SHIPPED_DIR = Path(__file__).resolve().parent / "models"
 _registered: dict[str, Path] = {}
+_warned_family: set[tuple[str, str]] = set()
 
 
 def shipped_models() -> dict[str, Path]:
@@ -36,3 +50,55 @@ def resolve_model(name_or_path: str | os.PathLike) -> Path:
     raise FileNotFoundError(
         f"{name_or_path}: neither a model file nor a known model name (known: {', '.join(models) or 'none'})"
     )
+
+
+def warn_family_match(model: str, trained_on: str, hardware: Hardware) -> None:
+    """The WARNING that a model of another SKU of the family decides on ``hardware`` (once per GPU and model)."""
+    key = (hardware.device_name, model)
+    if key not in _warned_family:
+        _warned_family.add(key)
+        logger.warning("torch-diode: no model for %s; using %s (trained on %s, the same compute capability %s and "
+                       "family): every decision is unsure and Inductor benchmarks its top candidates until a model "
+                       "for this GPU ships", hardware.device_name, model, trained_on,
+                       ".".join(map(str, hardware.compute_capability or ())))
+
+
+def model_for_hardware(hardware: Hardware) -> tuple[str, Path, str] | None:
+    """(name, file, "exact" or "family") of the model for ``hardware`` among the shipped and
+    registered ones, or None. An exact model first, else the family's nearest (module docstring)."""
+    from .model_file import model_metadata
+
+    exact, family = [], []
+    for name, path in available_models().items():
+        try:
+            trained = model_metadata(path).get("hardware") or {}
+        except (OSError, ValueError) as e:  # an unreadable registered file: not a candidate
+            logger.warning("torch-diode: model %s (%s) cannot be read: %s", name, path, e)
+            continue
+        kind = hardware_match(trained, hardware)
+        if kind == "exact":
+            exact.append((name, path))
+        elif kind == "family":
+            distance = (abs(int(trained.get("sm_count") or 0) - hardware.sm_count),
+                        abs(int(trained.get("memory_bytes") or 0) - hardware.memory_bytes))
+            family.append((distance, name, path, trained.get("device_name", "?")))
+    if exact:
+        return exact[0][0], exact[0][1], "exact"
+    if family:
+        _, name, path, trained_on = min(family, key=lambda f: (f[0], f[1]))
+        warn_family_match(name, trained_on, hardware)
+        return name, path, "family"
+    return None
+
+
+def detect_model() -> Path | None:
+    """The model file for the current CUDA device (see :func:`model_for_hardware`), or None (no
+    CUDA device, or no model for it)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    from .hardware import detect_hardware
+
+    found = model_for_hardware(detect_hardware("cuda"))
+    return found[1] if found else None

@@ -33,7 +33,7 @@ from torch._inductor.choices import InductorChoices
 
 from .. import config
 from ..features import Candidates, config_rows, featurize_rows
-from ..hardware import detect_hardware
+from ..hardware import detect_hardware, hardware_match
 from ..inductor.candidates import (
     device_of,
     enumerable_uid,
@@ -45,6 +45,7 @@ from ..inductor.candidates import (
 from ..inductor.config_space import beyond_default_list, tf32_enabled, triton_candidates
 from ..inductor.convert import ktc_config, ktc_with_config, problem_from_nodes
 from ..selection import Confidence, Decision, NoUsableCandidate, Policy, Pool, decide
+from . import inductor_config as inductor_settings
 from ..types import Hardware, KernelConfig, Problem
 from .stats import PROCESS_STATS, Stats, get_prediction_stats, profile_predictions
 
@@ -72,16 +73,25 @@ class DiodeInductorChoices(InductorChoices):
         import json
 
         from ..predict import load_model
-        from ..registry import resolve_model
+        from ..registry import detect_model, resolve_model
 
-        self.model_path = str(resolve_model(model_path)) if model_path is not None else None
         self.device = device  # where the model runs: the C++ engine runs on the CPU
         self.top_k_configs = top_k_configs
         self.performance_threshold = performance_threshold
         self.enable_fallback = enable_fallback
-        self.engine = load_model(self.model_path) if self.model_path else None
+        # None: the model for the current GPU (exact or of its family), if any. A model that cannot
+        # be loaded leaves Inductor's stock choices (logged; counted per GEMM as model_load_error).
+        self.model_path, self.engine, self.load_error = None, None, None
+        try:
+            self.model_path = str(resolve_model(model_path) if model_path is not None else detect_model() or "") or None
+            self.engine = load_model(self.model_path) if self.model_path else None
+        except (OSError, ValueError) as e:  # missing file or name, ModelFormatError (a ValueError)
+            if not self._setting("enable_fallback"):
+                raise
+            self.model_path, self.load_error = None, f"{type(e).__name__}: {e}"
+            logger.warning("torch-diode: model %s cannot be loaded (%s); Inductor keeps its stock choices", model_path, e)
         self.metadata = json.loads(self.engine.metadata_json) if self.engine is not None else {}
-        self._hardware_ok: dict[str, bool] = {}
+        self._hardware_ok: dict[str, str | None] = {}  # device name -> "exact", "family" or None
         self._hardware: dict[str, Hardware] = {}
         # decision cache: key -> (the chosen configs, how many candidates there were)
         self._cache: OrderedDict[tuple, tuple[list[KernelConfig], int]] = OrderedDict()
@@ -112,7 +122,7 @@ class DiodeInductorChoices(InductorChoices):
         return self.stats.decisions
 
     def get_stats(self) -> dict[str, Any]:
-        return self.stats.handler_report()
+        return {**self.stats.handler_report(), "model_load_error": self.load_error}
 
     def reset_stats(self) -> None:
         self.stats.reset()
@@ -122,12 +132,17 @@ class DiodeInductorChoices(InductorChoices):
         if op_name not in SUPPORTED_OPS:
             self.stats.count("not_gemm")
             return super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
-        self.stats.count("total_calls")
-        start = time.perf_counter()
-        try:
-            return self._finalize(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
-        finally:
-            self.stats.timed(time.perf_counter() - start)
+        # Inductor's diode_* / fast_autotune settings, where set, for this decision
+        with config.patch(**inductor_settings.decision_settings()):
+            if not config.fast_autotune:  # Inductor autotunes its stock candidates
+                self.stats.count("fast_autotune_off")
+                return super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+            self.stats.count("total_calls")
+            start = time.perf_counter()
+            try:
+                return self._finalize(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+            finally:
+                self.stats.timed(time.perf_counter() - start)
 
     def _finalize(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides):
         # the problem, built once for every path (None where it cannot be: the full path reports why)
@@ -155,10 +170,21 @@ class DiodeInductorChoices(InductorChoices):
             if not self._setting("enable_fallback") and not isinstance(e, Fallback):
                 raise
             logger.debug("torch-diode: stock choices for %s (%s)", op_name, e)
-            return stock
+            return stock if config.fallback_to_autotune else self._without_autotune(stock)
         self.stats.count("model_selections")
         self.stats.count("configs_filtered", len(stock) - len(chosen))
         return chosen
+
+    def _without_autotune(self, stock: list) -> list:
+        """``fallback_to_autotune`` off: the first ATen choice alone, default mode's kernel, nothing
+        benchmarked (the stock list where it holds none)."""
+        for ktc in stock:
+            try:
+                if not ktc_config(ktc).is_tiled:
+                    return [ktc]
+            except Exception:
+                continue
+        return stock
 
     def _cache_key(self, problem: Problem, kernel_inputs: Any, templates: list, op_name: str) -> tuple:
         """What a decision depends on, known before any candidate is generated."""
@@ -267,7 +293,7 @@ class DiodeInductorChoices(InductorChoices):
     def _check_covered(self, problem: Problem, kernel_inputs: Any, op_name: str) -> None:
         """Raises Fallback where the model does not decide this problem."""
         if self.engine is None:
-            raise Fallback("no_model")
+            raise Fallback("model_load_error" if self.load_error else "no_model")
         hardware = self._hardware_for(kernel_inputs)
         if not self._hardware_matches(hardware):
             raise Fallback("no_model_for_hardware", hardware.device_name)
@@ -280,7 +306,7 @@ class DiodeInductorChoices(InductorChoices):
     def _choose(self, stock: list, problem: Problem | None, problem_error: Exception | None, kernel_inputs: Any, op_name: str,
                 templates: list) -> list:
         if self.engine is None:
-            raise Fallback("no_model")
+            raise Fallback("model_load_error" if self.load_error else "no_model")
         if problem is None:
             if isinstance(problem_error, LookupError):
                 raise Fallback("symbolic_sizes_without_hints", str(problem_error)) from None
@@ -306,7 +332,9 @@ class DiodeInductorChoices(InductorChoices):
             raise Fallback("inference_error", str(e)) from None
         if not np.all(np.isfinite(predicted)):
             raise Fallback("inference_error", "non-finite prediction")
-        decision = self._select(predicted, features, problem, candidates)
+        hardware = self._hardware_for(kernel_inputs)
+        family = not config.allow_hardware_mismatch and self._hardware_ok.get(hardware.device_name) == "family"
+        decision = self._select(predicted, features, problem, candidates, family)
         logger.debug("torch-diode: %s -> %d of %d candidates (confidence %.3f)", problem.short(), len(decision.chosen),
                      len(predicted), decision.confidence)
         indices = list(decision.chosen)
@@ -319,15 +347,19 @@ class DiodeInductorChoices(InductorChoices):
 
         return indices, commit
 
-    def _select(self, predicted: np.ndarray, features: np.ndarray, problem: Problem, candidates: Candidates) -> Decision:
-        """The decision on the model's ``predicted`` ln times (:func:`torch_diode.selection.decide`)."""
+    def _select(self, predicted: np.ndarray, features: np.ndarray, problem: Problem, candidates: Candidates,
+                family_hardware: bool = False) -> Decision:
+        """The decision on the model's ``predicted`` ln times (:func:`torch_diode.selection.decide`);
+        ``family_hardware``: the GPU is another SKU of the model's, so every decision is unsure
+        until a model for it ships."""
         pool = Pool(features, candidates.extern, lambda: beyond_default_list(problem, candidates.rows))
         try:
             contract = self.contract()
         except ValueError as e:
             raise Fallback("contract_error", str(e)) from None
         try:
-            return decide(problem, pool, predicted, self.policy(), contract, tf32_enabled())
+            return decide(problem, pool, predicted, self.policy(), contract, tf32_enabled(),
+                          unsure="hardware_family" if family_hardware else None)
         except NoUsableCandidate:
             raise Fallback("no_usable_candidate") from None
 
@@ -342,10 +374,13 @@ class DiodeInductorChoices(InductorChoices):
         if config.allow_hardware_mismatch:
             return True
         if hardware.device_name not in self._hardware_ok:
-            trained = (self.metadata.get("hardware") or {}).get("device_name")
-            self._hardware_ok[hardware.device_name] = trained is not None and Hardware(
-                trained, None, 1, 0, 1, "").hardware_id == hardware.hardware_id
-        return self._hardware_ok[hardware.device_name]
+            trained = self.metadata.get("hardware") or {}
+            kind = self._hardware_ok[hardware.device_name] = hardware_match(trained, hardware)
+            if kind == "family":  # another SKU of the model's GPU: every decision unsure
+                from ..registry import warn_family_match
+
+                warn_family_match(os.path.basename(self.model_path or "?"), trained.get("device_name", "?"), hardware)
+        return self._hardware_ok[hardware.device_name] is not None
 
 
 __all__ = ["DiodeInductorChoices", "Fallback", "get_prediction_stats", "profile_predictions"]

@@ -11,7 +11,8 @@ from typing import Any, Iterator
 # the keys of DiodeInductorChoices.get_stats() counted by name
 _HANDLER_COUNTS = ("total_calls", "model_selections", "configs_filtered", "cache_hits", "cache_stale", "enumerated",
                    "enumeration_mismatch", "unsure_widened", "unsure_benchmarked", "unsure_out_of_range", "unsure_misaligned",
-                   "unsure_few_examples", "unsure_tf32", "unsure_heldout", "extern_preferred", "extern_added", "not_gemm")
+                   "unsure_few_examples", "unsure_tf32", "unsure_heldout", "unsure_hardware_family", "extern_preferred",
+                   "extern_added", "not_gemm", "fast_autotune_off")
 
 
 class Stats:
@@ -64,6 +65,7 @@ class Stats:
         fallbacks = self.fallbacks()
         report: dict[str, Any] = {name: self.counts[name] for name in _HANDLER_COUNTS[:2]}
         report.update(fallbacks=fallbacks, fallbacks_total=sum(fallbacks.values()))
+        report.update({f"fallback_{reason}": n for reason, n in fallbacks.items()})  # the integration README's keys
         report.update({name: self.counts[name] for name in _HANDLER_COUNTS[2:]})
         report["decision_seconds"] = self.decision_seconds
         return report

@@ -181,10 +181,11 @@ def unsure_reason(problem: Problem, features: np.ndarray, contract: Confidence, 
 
 
 def decide(problem: Problem, candidates: Pool, predictions: np.ndarray, policy: Policy,
-           contract: Confidence | None = None, tf32: bool = False) -> Decision:
+           contract: Confidence | None = None, tf32: bool = False, unsure: str | None = None) -> Decision:
     """The handler's decision for ``problem`` from the model's ``predictions`` (ln time of each
     candidate), by the rules of this module. Without a ``contract`` the model is trusted
-    (nothing is unsure). ``tf32``: whether fp32 matmuls may run TF32 kernels. Raises
+    (nothing is unsure). ``tf32``: whether fp32 matmuls may run TF32 kernels. ``unsure``: a reason
+    the caller already has not to trust the model alone (e.g. ``hardware_family``). Raises
     NoUsableCandidate where every candidate is left out."""
     predicted = np.asarray(predictions, dtype=np.float64)
     extern = np.asarray(candidates.extern, dtype=bool)
@@ -196,7 +197,8 @@ def decide(problem: Problem, candidates: Pool, predictions: np.ndarray, policy: 
     order = selection_order(predicted, extern, policy.extern_preference, usable)
     extern_preferred = bool(order[0] != usable[np.argmin(predicted[usable])])
     widened: list[int] = []
-    unsure = unsure_reason(problem, candidates.features, contract, policy, tf32) if contract is not None else None
+    if unsure is None and contract is not None:
+        unsure = unsure_reason(problem, candidates.features, contract, policy, tf32)
     if unsure:
         beyond = candidates.beyond_default() if callable(candidates.beyond_default) else candidates.beyond_default
         widened = widen(order, policy.unsure_top_k, None if beyond is None else ~np.asarray(beyond, dtype=bool))
