@@ -54,6 +54,27 @@ class Reader {
   size_t pos_ = 0;
 };
 
+// Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF): the
+// metadata becomes a Python str.
+bool valid_utf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<uint8_t>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    uint32_t cp = len == 1 ? c : c & (0x7F >> len);
+    for (size_t k = 1; k < len; ++k) {
+      const auto d = static_cast<uint8_t>(s[i + k]);
+      if ((d >> 6) != 0x2) return false;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
 }  // namespace
 
 uint64_t fnv1a64(const uint8_t* data, size_t size, uint64_t hash) {
@@ -104,6 +125,7 @@ Model Model::from_bytes(const std::vector<uint8_t>& b, const std::string& source
   const auto meta_len = r.scalar<uint64_t>("metadata_bytes");
   if (meta_len > b.size()) r.fail("metadata_bytes", "larger than the file");
   m.metadata_ = r.bytes(static_cast<size_t>(meta_len), "metadata");
+  if (!valid_utf8(m.metadata_)) r.fail("metadata", "not valid UTF-8");
   const size_t nf = m.dims_.front();
   m.mean_ = r.floats(nf, "feature_mean");
   m.std_ = r.floats(nf, "feature_std");

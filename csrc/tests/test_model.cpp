@@ -94,6 +94,10 @@ TEST(Model, CorruptFilesNameTheField) {
   bad.push_back(0);
   EXPECT_NE(error_of(bad).find("unexpected bytes"), std::string::npos);
   EXPECT_NE(error_of({}).find("m.diode"), std::string::npos);
+  bad = std::vector<uint8_t>(bytes.begin(), bytes.end() - 8);
+  bad[44] = 0xFF;  // the metadata's first byte (after magic, 3 + 3 u32, activation, length): not UTF-8
+  put_u64(bad, diode::fnv1a64(bad.data(), bad.size()));
+  EXPECT_NE(error_of(bad).find("field 'metadata': not valid UTF-8"), std::string::npos);
   EXPECT_THROW(Model::load("/nonexistent/model.diode"), ModelFormatError);
 }
 

@@ -21,32 +21,90 @@ environment variables read at import. ``patch(**values)`` changes some for a ``w
 
 Inductor's settings from the torch.compile integration guide (``diode_confidence_threshold``,
 ``diode_cache_predictions``, ...) map onto these: torch_diode.integration.inductor_config.
+
+Booleans read 1/true/yes/on or 0/false/no/off (or empty). A value that does not parse or is out
+of range (``TORCH_DIODE_TOP_K=abc``, ``TORCH_DIODE_TOP_K=0``, a NaN factor) is logged as a WARNING
+naming the variable and ignored: the default stays.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import os
+import warnings
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
+
+logger = logging.getLogger(__name__)
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+
+def _parse_bool(text: str) -> bool:
+    word = text.lower()
+    if word not in _TRUE + _FALSE:
+        raise ValueError(text)
+    return word in _TRUE
+
+
+def _from_env(name: str, default: Any, parse: Callable[[str], Any], valid: Callable[[Any], bool], expected: str) -> Any:
+    """The setting in environment variable ``name``; a value that does not parse or is out of range
+    is logged (a WARNING naming the variable) and the default kept: a typo in the environment must
+    never make ``import torch_diode`` fail."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = parse(raw.strip())
+        ok = valid(value)
+    except (ValueError, OverflowError):
+        ok = False
+    if not ok:
+        _warn(f"torch-diode: ignoring {name}={raw!r}: expected {expected}; using the default {default!r}")
+        return default
+    return value
+
+
+def _warn(message: str) -> None:
+    """A WARNING on this module's logger; where the program has configured no logging (the
+    package's NullHandler would swallow it) it goes out as a Python warning, so it is seen."""
+    if logging.getLogger().handlers:
+        logger.warning(message)
+    else:
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
 
 
 def _env_bool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    return default if value is None else value.strip().lower() not in ("0", "false", "no", "off", "")
+    return _from_env(name, default, _parse_bool, lambda v: True, f"one of {', '.join(_TRUE + _FALSE[:-1])} or empty")
+
+
+def _env_int(name: str, default: int, minimum: int) -> int:
+    return _from_env(name, default, int, lambda v: v >= minimum, f"an integer >= {minimum}")
+
+
+def _env_float(name: str, default: float, minimum: float, inclusive: bool = True) -> float:
+    above = (lambda v: v >= minimum) if inclusive else (lambda v: v > minimum)
+    return _from_env(name, default, float, lambda v: math.isfinite(v) and above(v),
+                     f"a finite number {'>=' if inclusive else '>'} {minimum:g}")
 
 
 enable_fallback: bool = _env_bool("TORCH_DIODE_ENABLE_FALLBACK", True)
-top_k_configs: int = int(os.environ.get("TORCH_DIODE_TOP_K", "1"))
-performance_threshold: float = float(os.environ.get("TORCH_DIODE_PERFORMANCE_THRESHOLD", "1.0"))
-max_selected_configs: int = int(os.environ.get("TORCH_DIODE_MAX_SELECTED", "8"))
-unsure_top_k: int = int(os.environ.get("TORCH_DIODE_UNSURE_TOP_K", "5"))
-unsure_heldout_slowdown: float = float(os.environ.get("TORCH_DIODE_UNSURE_HELDOUT_SLOWDOWN", "1.05"))
-min_dtype_problems: int = int(os.environ.get("TORCH_DIODE_MIN_DTYPE_PROBLEMS", "100"))
-extern_preference: float = float(os.environ.get("TORCH_DIODE_EXTERN_PREFERENCE", "1.1"))
-candidate_pool: str = os.environ.get("TORCH_DIODE_CANDIDATE_POOL", "EXHAUSTIVE")
+top_k_configs: int = _env_int("TORCH_DIODE_TOP_K", 1, minimum=1)
+performance_threshold: float = _env_float("TORCH_DIODE_PERFORMANCE_THRESHOLD", 1.0, minimum=1.0)
+max_selected_configs: int = _env_int("TORCH_DIODE_MAX_SELECTED", 8, minimum=1)
+unsure_top_k: int = _env_int("TORCH_DIODE_UNSURE_TOP_K", 5, minimum=1)
+unsure_heldout_slowdown: float = _env_float("TORCH_DIODE_UNSURE_HELDOUT_SLOWDOWN", 1.05, minimum=0.0, inclusive=False)
+min_dtype_problems: int = _env_int("TORCH_DIODE_MIN_DTYPE_PROBLEMS", 100, minimum=0)
+extern_preference: float = _env_float("TORCH_DIODE_EXTERN_PREFERENCE", 1.1, minimum=1.0)
+candidate_pool: str = _from_env("TORCH_DIODE_CANDIDATE_POOL", "EXHAUSTIVE", str.upper,
+                                lambda v: v in ("DEFAULT", "EXHAUSTIVE"), "DEFAULT or EXHAUSTIVE")
 cache_predictions: bool = _env_bool("TORCH_DIODE_CACHE_PREDICTIONS", True)
 enumerate_candidates: bool = _env_bool("TORCH_DIODE_ENUMERATE_CANDIDATES", True)
 allow_hardware_mismatch: bool = _env_bool("TORCH_DIODE_ALLOW_HARDWARE_MISMATCH", False)
+
+
 def _library_only() -> bool:
     """The library-only distribution (torch-diode-lib) ships ``torch_diode/_library_only.py``."""
     import importlib.util

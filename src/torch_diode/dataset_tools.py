@@ -6,6 +6,7 @@ import random
 from collections import Counter, defaultdict
 from typing import Any
 
+from .errors import UserError
 from .types import Dataset, Hardware, Problem
 
 
@@ -62,6 +63,8 @@ def split_dataset(dataset: Dataset, validation_fraction: float, seed: int) -> tu
     if not 0.0 < validation_fraction < 1.0:
         raise ValueError(f"validation fraction must be in (0, 1), got {validation_fraction}")
     keys = sorted({(hw.hardware_id, repr(p)) for hw, p, _ in dataset.problems()})
+    if not keys:
+        raise UserError("the dataset holds no problem to split")
     random.Random(seed).shuffle(keys)
     n_val = max(1, round(len(keys) * validation_fraction)) if len(keys) > 1 else 0
     validation = set(keys[:n_val])

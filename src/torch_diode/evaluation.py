@@ -7,7 +7,6 @@ metrics come from the C++ core (``_C.ranking_metrics``); this module aggregates 
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import _C
+from .errors import UserError
 from .predict import load_model, predict_log_time_us
 from .training.data import matches_hardware
 from .types import Dataset, Hardware, KernelConfig, Problem
@@ -65,7 +65,7 @@ def collect_predictions(model: str | os.PathLike, dataset: Dataset, hardware_nam
         predicted.append(predict_log_time_us(engine, problem, cfgs, hardware).astype(np.float64))
         offsets.append(offsets[-1] + len(cfgs))
     if not problems:
-        raise ValueError(f"no problems to evaluate (hardware={hardware_name!r}, op={op_name!r})")
+        raise UserError(f"no problems to evaluate (hardware={hardware_name!r}, op={op_name!r})")
     return Predictions(problems, configs, np.concatenate(measured), np.concatenate(predicted), np.array(offsets, np.int64))
 
 
@@ -79,6 +79,9 @@ def validate_model(model: str | os.PathLike, dataset: Dataset, *, hardware_name:
     """The validate-model report (keys listed in docs/architecture.md), with ``by_op``: the same
     figures (all but the per-problem and worst lists) for each op's problems alone."""
     pr = collect_predictions(model, dataset, hardware_name, op_name)
+    if not np.isfinite(pr.measured_us).any():
+        raise UserError(f"no successful timing among the {len(pr.problems)} problems to evaluate "
+                        f"(hardware={hardware_name!r}, op={op_name!r}): every choice failed")
     report = _report(pr, top_n_worst)
     report["by_op"] = {op: {k: v for k, v in _report(pr.of_op(op), 0).items() if k not in _PER_PROBLEM_KEYS} for op in pr.ops}
     report["_predictions"] = pr  # for plots; dropped before writing JSON
@@ -166,16 +169,17 @@ def plot_validation(report: dict[str, Any], out_dir: str | os.PathLike) -> list[
 def load_solution(path: str | os.PathLike) -> list[dict[str, Any]]:
     """A max-autotune solution file: {"name": ..., "configs": [{"M", "N", "K", ["op", "B",
     "dtype"], "template_id" or "block_m", "block_n", "block_k", ["num_stages", "num_warps"]}]}."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: not a readable JSON solution file: {e}") from None
+    from .types import DatasetFormatError, decode_bytes, read_input_bytes
+
+    data = decode_bytes(read_input_bytes(path), "json", False, path)
     if not isinstance(data, dict) or not isinstance(data.get("configs"), list):
-        raise ValueError(f"{path}: field 'configs': expected a list")
+        raise DatasetFormatError(path, "configs", "expected a list")
     for i, c in enumerate(data["configs"]):
+        if not isinstance(c, dict):
+            raise DatasetFormatError(path, f"configs[{i}]", f"expected an object, got {type(c).__name__}")
         for key in ("M", "N", "K"):
-            if not isinstance(c.get(key), int):
-                raise ValueError(f"{path}: field 'configs[{i}].{key}': expected an int")
+            if not isinstance(c.get(key), int) or isinstance(c.get(key), bool):
+                raise DatasetFormatError(path, f"configs[{i}].{key}", "expected an int")
     return data["configs"]
 
 
@@ -243,7 +247,8 @@ def validate_max_autotune(model: str | os.PathLike, dataset: Dataset, *, solutio
             ratios[n].append(ma_time / diode_time)
             saved[n].append(ma_time - diode_time)
     if not used:
-        raise ValueError("no problem of the dataset matches the max-autotune solution")
+        raise UserError("no problem of the dataset has a successful timing of max-autotune's choice"
+                        + (f" (none matches {solution})" if solution else ""))
     out: dict[str, Any] = {"num_problems": used, "max_autotune_source": str(solution) if solution else "ATen + DEFAULT (derived)",
                            "extern_preference": preference, "top_n": {}}
     op_of = np.array(ops)

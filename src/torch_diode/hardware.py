@@ -6,6 +6,7 @@ import logging
 import os
 import platform
 
+from .errors import UserError
 from .types import Hardware
 
 logger = logging.getLogger(__name__)
@@ -84,6 +85,46 @@ def current_device(device: str):
     if str(device).startswith("cuda") and torch.cuda.is_available():
         return torch.cuda.device(torch.device(device))
     return nullcontext()
+
+
+class DeviceError(UserError):
+    """A device cannot be measured on: not a device name, absent here, or it stopped working."""
+
+
+def check_device(device: str) -> None:
+    """Raises DeviceError unless ``device`` (``cuda``, ``cuda:1``, ``cpu``...) can run kernels
+    here: a collection on a machine without it must fail at once, not skip every shape."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError, TypeError):
+        raise DeviceError(f"{device!r} is not a device name such as cpu, cuda or cuda:1") from None
+    if dev.type == "cpu":
+        return
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            why = "this torch is built without CUDA" if torch.version.cuda is None else "no CUDA GPU is visible"
+            raise DeviceError(f"{device!r}: CUDA is not available here ({why}); measure with --device cpu or on a GPU machine")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise DeviceError(f"{device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+        return
+    backend = getattr(torch, dev.type, None)
+    if dev.type == "meta" or not getattr(backend, "is_available", lambda: False)():
+        raise DeviceError(f"{device!r}: no {dev.type} device to measure on here")
+
+
+def device_works(device: str) -> bool:
+    """Whether a tiny kernel still runs on ``device`` (after a failure: the shape's fault, or the device's)."""
+    import torch
+
+    try:
+        x = torch.ones(8, device=device) + 1
+        if str(device).startswith("cuda"):
+            torch.cuda.synchronize(torch.device(device))
+        return float(x.sum()) == 16.0
+    except Exception:
+        return False
 
 
 _VENDOR_WORDS = {"NVIDIA", "AMD", "INTEL", "TESLA", "GEFORCE", "QUADRO", "RADEON", "INSTINCT", "RTX", "GTX", "DATA", "CENTER"}

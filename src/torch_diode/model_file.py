@@ -93,14 +93,38 @@ def read_model(path: str | os.PathLike) -> ModelFile:
     """Everything in a model file, through the C++ reader."""
     engine = load_engine(path)
     layers = [(np.asarray(engine.weight(i)), np.asarray(engine.bias(i))) for i in range(len(engine.dims) - 1)]
-    try:
-        metadata = json.loads(engine.metadata_json)
-    except ValueError as e:
-        raise ModelFormatError(f"{path}: field 'metadata': not valid JSON: {e}") from None
     return ModelFile(layers, np.asarray(engine.feature_mean()), np.asarray(engine.feature_std()),
-                     float(engine.target_mean), float(engine.target_std), metadata)
+                     float(engine.target_mean), float(engine.target_std), _metadata(engine, path))
 
 
 def model_metadata(path: str | os.PathLike) -> dict[str, Any]:
-    return json.loads(load_engine(path).metadata_json)
+    return _metadata(load_engine(path), path)
+
+
+def _metadata(engine: "_C.Model", path: str | os.PathLike) -> dict[str, Any]:
+    """The engine's metadata as a dict; ModelFormatError naming the file if it is not a JSON object."""
+    from .types import DatasetFormatError, decode_bytes
+
+    try:
+        metadata = decode_bytes(engine.metadata_json.encode(), "json", False, path)
+    except DatasetFormatError as e:
+        where = "metadata" if e.field_path in ("<file>", "<root>") else f"metadata.{e.field_path}"
+        raise ModelFormatError(f"{path}: field '{where}': {e.detail}") from None
+    if not isinstance(metadata, dict):
+        raise ModelFormatError(f"{path}: field 'metadata': expected a JSON object, got {type(metadata).__name__}")
+    return metadata
+
+
+def read_validation_summary(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The ``<model>.validation.json`` written beside a shipped model (None where there is none)."""
+    from .types import DatasetFormatError, decode_bytes, read_input_bytes
+
+    validation = Path(path).with_suffix(".validation.json")
+    if not validation.is_file():
+        return None
+    summary = decode_bytes(read_input_bytes(validation), "json", False, validation)
+    for key in ("top1_perf_geomean", "top5_perf_geomean", "exp_rmse", "worst_top1_slowdown"):
+        if not isinstance(summary, dict) or not isinstance(summary.get(key), (int, float)):
+            raise DatasetFormatError(validation, key, "missing or not a number")
+    return summary
 

@@ -22,24 +22,35 @@ software versions) stay apart. Two measurements of the same (problem, config) on
 hardware keep all their samples; ``time_us`` is the median of the successful samples, and the
 pair counts as failed only if every sample failed.
 
-Loading a file that is truncated, corrupt, of a wrong type, missing a field, or written by a newer
-schema raises :class:`DatasetFormatError` naming the file and the field.
+Loading a file that is truncated, corrupt, of a wrong type, missing a field, out of range, nested
+absurdly deep, or written by a newer schema raises :class:`DatasetFormatError` naming the file and
+the field; whatever loads can be written back in either format. A problem listed twice under one
+hardware record (rows of one file, or two files) is one problem: its rows' samples are merged.
+
+Writers of a dataset file (:func:`save_dataset`, the collectors) hold :class:`DatasetWriter`'s lock
+on it, so a second writer is refused (:class:`DatasetLockedError`) instead of overwriting the
+first one's data.
 """
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import json
 import math
 import os
+import socket
 import statistics
 import tempfile
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import msgpack
+
+from .errors import UserError
 
 SCHEMA_VERSION = 1
 FORMAT_NAME = "torch-diode-dataset"
@@ -58,17 +69,22 @@ DTYPES = (
     "float64",
 )
 DATASET_SUFFIXES = (".json", ".json.gz", ".msgpack", ".msgpack.gz")
+# Largest B/M/N/K, stride or bias size: the C++ core's kMaxDim (its features refuse larger).
+MAX_SIZE = 1 << 40
+# Largest block size, group, stage or warp count of a kernel config (the core's bound).
+MAX_CONFIG_VALUE = 1 << 16
 
 Scalar = int | float | bool | str
 
 
-class DatasetFormatError(ValueError):
+class DatasetFormatError(UserError):
     """A dataset file (or dict) does not follow the schema. Names the file and the field."""
 
     def __init__(self, source: str | os.PathLike | None, field_path: str, message: str):
         self.source = str(source) if source is not None else "<dict>"
-        self.field_path = field_path
-        super().__init__(f"{self.source}: field '{field_path}': {message}")
+        self.field_path = field_path or "<root>"
+        self.detail = message
+        super().__init__(f"{self.source}: field '{self.field_path}': {message}")
 
 
 class _Reader:
@@ -121,6 +137,13 @@ def _int_tuple(r: _Reader, key: str, optional: bool = False) -> tuple[int, ...] 
     return tuple(check_type(v, int, r.source, f"{r.path(key)}[{i}]") for i, v in enumerate(value))
 
 
+def _bounded(r: _Reader, key: str, lo: int, hi: int, optional: bool = False) -> int | None:
+    value = r.get(key, int, optional=optional)
+    if value is not None and not lo <= value <= hi:
+        raise r.error(key, f"{value} is outside [{lo}, {hi}]")
+    return value
+
+
 def _choice(r: _Reader, key: str, allowed: Iterable[str]) -> str:
     value = r.get(key, str)
     if value not in allowed:
@@ -157,8 +180,12 @@ class Problem:
             raise ValueError(f"Problem.op: {self.op!r} is not one of {OPS}")
         for name in ("B", "M", "N", "K"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"Problem.{name}: expected a positive int, got {value!r}")
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_SIZE:
+                raise ValueError(f"Problem.{name}: expected an int in [1, {MAX_SIZE}], got {value!r}")
+        for name, lo in (("strides_a", 0), ("strides_b", 0), ("bias_shape", 1)):
+            value = getattr(self, name)
+            if value is not None and not all(lo <= v <= MAX_SIZE for v in value):
+                raise ValueError(f"Problem.{name}: expected ints in [{lo}, {MAX_SIZE}], got {list(value)!r:.80}")
         if self.B != 1 and self.op in ("mm", "addmm"):
             raise ValueError(f"Problem.B: {self.op} has no batch, got B={self.B}")
         for name in ("dtype_a", "dtype_b", "dtype_out"):
@@ -284,6 +311,10 @@ class KernelConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.template_id, str) or not self.template_id:
             raise ValueError(f"KernelConfig.template_id: expected a non-empty str, got {self.template_id!r}")
+        for name in _CONFIG_INT_FIELDS:
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= MAX_CONFIG_VALUE:
+                raise ValueError(f"KernelConfig.{name}: expected an int in [0, {MAX_CONFIG_VALUE}], got {value!r}")
         if isinstance(self.extras, dict):
             object.__setattr__(self, "extras", tuple(sorted(self.extras.items())))
         else:
@@ -323,18 +354,21 @@ class KernelConfig:
         r = _Reader(data, where, source)
         kwargs: dict[str, Any] = {"template_id": r.get("template_id", str)}
         for name in _CONFIG_INT_FIELDS:
-            kwargs[name] = r.get(name, int, optional=True)
+            kwargs[name] = _bounded(r, name, 0, MAX_CONFIG_VALUE, optional=True)
         for name in _CONFIG_BOOL_FIELDS:
             kwargs[name] = r.get(name, bool)
         kwargs["acc_type"] = r.get("acc_type", str, optional=True)
         extras = r.get("extras", dict, optional=True) or {}
         for key, value in extras.items():
             check_type(value, (int, float, bool, str), source, f"{r.path('extras')}.{key}")
+        check_document(extras, source, r.path("extras"))
         kwargs["extras"] = tuple(sorted(extras.items()))
-        if kwargs["block_m"] is not None:
-            for name in ("block_n", "block_k", "num_stages", "num_warps"):
+        if kwargs["block_m"] is not None:  # a tiled kernel: the features need every tile parameter
+            for name in ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps"):
                 if kwargs[name] is None:
                     raise r.error(name, "missing (required when block_m is set)")
+                if kwargs[name] < 1:
+                    raise r.error(name, f"expected >= 1 when block_m is set, got {kwargs[name]}")
         return cls(**kwargs)
 
 
@@ -404,14 +438,14 @@ class Hardware:
     def from_dict(cls, data: Any, where: str = "hardware", source: str | None = None) -> "Hardware":
         r = _Reader(data, where, source)
         cc = _int_tuple(r, "compute_capability", optional=True)
-        if cc is not None and len(cc) != 2:
-            raise r.error("compute_capability", f"expected [major, minor], got {list(cc)}")
+        if cc is not None and (len(cc) != 2 or not all(0 <= v < 1000 for v in cc)):
+            raise r.error("compute_capability", f"expected [major, minor], got {list(cc)!r:.60}")
         return cls(
             device_name=r.get("device_name", str),
             compute_capability=cc,  # type: ignore[arg-type]
-            sm_count=r.get("sm_count", int),
-            memory_bytes=r.get("memory_bytes", int),
-            smem_per_block_bytes=r.get("smem_per_block_bytes", int),
+            sm_count=_bounded(r, "sm_count", 1, 1 << 31),
+            memory_bytes=_bounded(r, "memory_bytes", 0, 1 << 62),
+            smem_per_block_bytes=_bounded(r, "smem_per_block_bytes", 1, 1 << 40),
             torch_version=r.get("torch_version", str),
             triton_version=r.get("triton_version", str, optional=True),
             cuda_version=r.get("cuda_version", str, optional=True),
@@ -546,6 +580,8 @@ class Dataset:
         if version < 1:
             raise r.error("schema_version", f"invalid schema version {version}")
         metadata = r.get("metadata", dict)
+        check_document(metadata, source, "metadata")  # free-form: it must save again in both formats
+        _check_metadata(r.sub("metadata"))
         config_rows = r.get("configs", list)
         configs = [KernelConfig.from_dict(c, f"configs[{i}]", source) for i, c in enumerate(config_rows)]
         ds = cls(metadata=metadata)
@@ -558,14 +594,29 @@ class Dataset:
                 if op not in OPS:
                     raise ops.error(op, f"unknown op {op!r}, expected one of {OPS}")
                 check_type(rows, list, source, ops.path(op))
-                table = entry.ops.setdefault(op, {})
+                entry.ops.setdefault(op, {})
                 for p, row_data in enumerate(rows):
                     pr = _Reader(row_data, f"{ops.path(op)}[{p}]", source)
                     problem = Problem.from_dict(pr.get("problem", dict), pr.path("problem"), source)
                     if problem.op != op:
                         raise pr.error("problem.op", f"{problem.op!r} listed under op {op!r}")
-                    table[problem] = _read_timings(pr, configs)
+                    ds.add(hardware, problem, _read_timings(pr, configs))  # a repeated row merges
         return ds
+
+
+def _check_metadata(r: _Reader) -> None:
+    """The metadata keys that torch-diode itself reads back (a resumed collection's progress)."""
+    r.get("sources", list, optional=True)
+    completed = r.get("completed", list, optional=True) or []
+    for i, key in enumerate(completed):
+        check_type(key, str, r.source, f"{r.path('completed')}[{i}]")
+    for i, item in enumerate(r.get("skipped", list, optional=True) or []):
+        _Reader(item, f"{r.path('skipped')}[{i}]", r.source).get("problem_key", str)
+    in_flight = r.get("in_flight", dict, optional=True)
+    if in_flight is not None:
+        fr = r.sub("in_flight")
+        fr.get("problem_key", str)
+        _bounded(fr, "attempts", 0, 1 << 31, optional=True)
 
 
 def _read_timings(pr: _Reader, configs: list[KernelConfig]) -> list[TimedConfig]:
@@ -592,13 +643,15 @@ def _read_timings(pr: _Reader, configs: list[KernelConfig]) -> list[TimedConfig]
         if samples is not None:
             column = check_type(samples[i], list, pr.source, f"{pr.path('samples_us')}[{i}]")
             s = tuple(check_type(v, float, pr.source, f"{pr.path('samples_us')}[{i}]") for v in column)
+            if not all(v > 0 and math.isfinite(v) for v in s):
+                raise pr.error(f"samples_us[{i}]", f"expected positive finite times, got {list(s)!r:.80}")
         out.append(TimedConfig(configs[ci], t, False, s))
     return out
 
 
 # ----- files ------------------------------------------------------------------------------------
 def dataset_format(path: str | os.PathLike) -> tuple[str, bool]:
-    """(``"json"`` or ``"msgpack"``, gzip?) from a file name; ValueError for other suffixes."""
+    """(``"json"`` or ``"msgpack"``, gzip?) from a file name; DatasetFormatError for other suffixes."""
     name = str(path)
     compressed = name.endswith(".gz")
     base = name[:-3] if compressed else name
@@ -606,7 +659,7 @@ def dataset_format(path: str | os.PathLike) -> tuple[str, bool]:
         return "json", compressed
     if base.endswith(".msgpack"):
         return "msgpack", compressed
-    raise ValueError(f"{name}: unknown dataset suffix, expected one of {DATASET_SUFFIXES}")
+    raise DatasetFormatError(name, "<suffix>", f"unknown dataset suffix, expected one of {', '.join(DATASET_SUFFIXES)}")
 
 
 def atomic_write_bytes(path: str | os.PathLike, payload: bytes) -> None:
@@ -638,28 +691,174 @@ def encode(data: Any, path: str | os.PathLike) -> bytes:
     return gzip.compress(raw, compresslevel=6, mtime=0) if compressed else raw
 
 
-def decode(path: str | os.PathLike) -> Any:
-    """Reads a JSON/msgpack(.gz) file; DatasetFormatError on truncation or corruption."""
-    fmt, compressed = dataset_format(path)
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as e:
-        raise DatasetFormatError(path, "<file>", f"cannot read: {e.strerror}") from None
+# Deepest nesting of objects and arrays a file may have (torch-diode's own files reach about 8).
+MAX_NESTING = 64
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def decode_bytes(raw: bytes, fmt: str, compressed: bool, source: str | os.PathLike) -> Any:
+    """Decodes JSON/msgpack(.gz) bytes into plain values (see :func:`check_document`);
+    DatasetFormatError naming ``source`` for any byte string that is not such a document."""
     try:
         if compressed:
             raw = gzip.decompress(raw)
         if fmt == "json":
-            return json.loads(raw)
-        return msgpack.unpackb(raw, raw=False, strict_map_key=False)
-    except (OSError, EOFError, ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as e:
-        kind = "gzip" if compressed and isinstance(e, (OSError, EOFError)) else fmt
-        raise DatasetFormatError(path, "<file>", f"not valid {kind} (truncated or corrupt?): {e}") from None
+            data = json.loads(raw)
+        else:
+            data = msgpack.unpackb(raw, raw=False, strict_map_key=True)
+    except (OSError, EOFError, zlib.error, ValueError, TypeError, RecursionError, msgpack.UnpackException) as e:
+        kind = "gzip" if compressed and isinstance(e, (OSError, EOFError, zlib.error)) else fmt
+        detail = "nested too deep" if isinstance(e, RecursionError) else str(e)
+        raise DatasetFormatError(source, "<file>", f"not valid {kind} (truncated or corrupt?): {detail:.200}") from None
+    check_document(data, source)
+    return data
+
+
+def check_document(data: Any, source: str | os.PathLike | None, where: str = "") -> None:
+    """Raises DatasetFormatError unless ``data`` holds only what both formats write: objects with
+    string keys, arrays, strings, booleans, null, finite floats and 64-bit integers, nested at most
+    :data:`MAX_NESTING` deep. So whatever loads can be saved again, as JSON or as msgpack.
+    ``where``: the field path of ``data`` inside its file."""
+    if not isinstance(data, (dict, list)):
+        raise DatasetFormatError(source, where or "<root>", f"expected an object, got {type(data).__name__}")
+    stack: list[tuple[Any, str, int]] = [(data, where, 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise DatasetFormatError(source, where or "<root>", f"nested deeper than {MAX_NESTING} levels")
+        if isinstance(value, dict):
+            items: Iterable[tuple[Any, Any]] = value.items()
+        else:
+            items = enumerate(value)
+        for key, item in items:
+            if isinstance(value, dict) and not isinstance(key, str):
+                raise DatasetFormatError(source, where or "<root>", f"key {key!r:.40} is not a string")
+            if isinstance(item, (dict, list)):
+                stack.append((item, f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]", depth + 1))
+            elif item is None or isinstance(item, (str, bool)):
+                continue
+            elif isinstance(item, int):
+                if not _INT64[0] <= item <= _INT64[1]:
+                    path = f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]"
+                    raise DatasetFormatError(source, path.lstrip("."), f"integer {item:.3g} does not fit 64 bits")
+            elif isinstance(item, float):
+                if not math.isfinite(item):
+                    path = f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]"
+                    raise DatasetFormatError(source, path.lstrip("."), f"{item} is not a finite number")
+            else:
+                path = f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]"
+                raise DatasetFormatError(source, path.lstrip("."), f"unsupported value of type {type(item).__name__}")
+
+
+def decode(path: str | os.PathLike) -> Any:
+    """Reads a JSON/msgpack(.gz) file; DatasetFormatError on truncation or corruption."""
+    fmt, compressed = dataset_format(path)
+    return decode_bytes(read_input_bytes(path), fmt, compressed, path)
+
+
+def read_input_bytes(path: str | os.PathLike) -> bytes:
+    """A file's bytes; DatasetFormatError naming it where it cannot be read (missing, a folder...)."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise DatasetFormatError(path, "<file>", f"cannot read: {e.strerror or e}") from None
+
+
+class DatasetLockedError(UserError):
+    """Another writer holds the dataset file's lock."""
+
+    def __init__(self, path: str | os.PathLike, holder: str):
+        self.path = str(path)
+        super().__init__(f"{path}: being written by another writer ({holder or 'holder unknown'}); "
+                         "wait for it to finish or write to another file")
+
+
+class DatasetWriter:
+    """Exclusive write access to a dataset file: an ``fcntl.flock`` on the sidecar file
+    ``.<name>.lock`` beside it (removed again by :meth:`close`), held from :meth:`acquire` (on
+    creation) to :meth:`close`. A second
+    writer of the same file, in this process or another, gets :class:`DatasetLockedError` naming
+    the holder instead of overwriting what the first one writes. Readers take no lock: writes are
+    atomic renames."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        dataset_format(self.path)  # an unknown suffix fails before anything is written
+        self._lock: Any = None
+        self.acquire()
+
+    @property
+    def lock_path(self) -> Path:
+        return self.path.with_name(f".{self.path.name}.lock")
+
+    @property
+    def locked(self) -> bool:
+        return self._lock is not None
+
+    def acquire(self) -> None:
+        if self._lock is not None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            lock = open(self.lock_path, "a+")
+        except OSError as e:  # named by the dataset file, not its lock file
+            raise OSError(e.errno, f"cannot write there ({e.strerror})", str(self.path)) from None
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock.seek(0)
+                holder = lock.read().strip()
+                lock.close()
+                raise DatasetLockedError(self.path, holder) from None
+            # the holder before us may have removed the lock file as it let go: lock the file
+            # that is there now, not the removed one
+            try:
+                current = os.stat(self.lock_path)
+            except FileNotFoundError:
+                current = None
+            if current is not None and (current.st_ino, current.st_dev) == (os.fstat(lock.fileno()).st_ino,
+                                                                          os.fstat(lock.fileno()).st_dev):
+                break
+            lock.close()
+            lock = open(self.lock_path, "a+")
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        lock.flush()
+        self._lock = lock
+
+    def load(self) -> "Dataset | None":
+        """The dataset now in the file (None where there is no file yet)."""
+        return load_dataset(self.path) if self.path.exists() else None
+
+    def save(self, dataset: "Dataset") -> Path:
+        """Writes atomically; the format follows the suffix (.json, .msgpack, each optionally .gz)."""
+        if self._lock is None:
+            raise RuntimeError(f"{self.path}: DatasetWriter.save after close")
+        atomic_write_bytes(self.path, encode(dataset.to_dict(), self.path))
+        return self.path
+
+    def close(self) -> None:
+        """Gives up the lock and removes the lock file (while still holding it)."""
+        if self._lock is not None:
+            Path(self.lock_path).unlink(missing_ok=True)
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
+            self._lock.close()
+            self._lock = None
+
+    def __enter__(self) -> "DatasetWriter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 def save_dataset(dataset: Dataset, path: str | os.PathLike) -> Path:
-    """Saves atomically; the format follows the suffix (.json, .msgpack, each optionally .gz)."""
-    atomic_write_bytes(path, encode(dataset.to_dict(), path))
-    return Path(path)
+    """Saves atomically under the file's writer lock; the format follows the suffix (.json,
+    .msgpack, each optionally .gz)."""
+    with DatasetWriter(path) as writer:
+        return writer.save(dataset)
 
 
 def load_dataset(path: str | os.PathLike) -> Dataset:
@@ -693,9 +892,12 @@ __all__ = [
     "DTYPES",
     "Dataset",
     "DatasetFormatError",
+    "DatasetLockedError",
+    "DatasetWriter",
     "Hardware",
     "HardwareEntry",
     "KernelConfig",
+    "MAX_SIZE",
     "OPS",
     "Problem",
     "SCHEMA_VERSION",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from torch_diode.cli import build_parser
-from torch_diode.collection.cli import _draw, _held_keys
+from torch_diode.cli.collect import _draw, _held_keys
 from torch_diode.collection.sweep_state import problem_key
 from torch_diode.collection.shapes import (HELDOUT_SHAPESETS, ShapeSpec, drop_heldout, heldout_matches,
                                            list_shapesets, load_shapeset, problem_identity, random_problems,

@@ -18,6 +18,7 @@ a rerun skips problems already done, so a killed run loses at most the problem i
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
@@ -27,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..hardware import current_device
+from ..hardware import DeviceError, current_device
 from ..types import KernelConfig, Problem, TimedConfig
 from ..inductor.config_space import aten_configs, scaled_configs, triton_configs
 from .operands import layout_tensors
@@ -282,12 +283,12 @@ class FastSweep:
         import torch
 
         if not self.device.startswith("cuda") or not torch.cuda.is_available():
-            raise ValueError(f"--search-mode fast runs Triton kernels on a CUDA GPU; device {self.device!r} is not one "
-                             "(use --search-mode max-autotune on this machine)")
+            raise DeviceError(f"--search-mode fast runs Triton kernels on a CUDA GPU; device {self.device!r} is not one "
+                              "(use --search-mode max-autotune on this machine)")
         try:
             import triton  # noqa: F401
         except ImportError:
-            raise ValueError("--search-mode fast needs triton (installed with CUDA builds of torch)") from None
+            raise DeviceError("--search-mode fast needs triton (installed with CUDA builds of torch)") from None
         with current_device(self.device):
             return self._run(problems, output, chunk_size, settings_record)
 
@@ -302,15 +303,22 @@ class FastSweep:
         summary = SweepSummary()
         hardware = detect_hardware(self.device)
         record = {**self.settings(), **(settings_record or {})}
-        # Collectors serve as resumable dataset files here: no feedback saver is installed.
-        files = [(Collector(path, settings=record, disable_caches=False), chunk) for chunk, path in chunked(problems, output, chunk_size)]
-        for col, _ in files:
+        # Collectors serve as resumable dataset files here: no feedback saver is installed. Each
+        # holds its file's writer lock only while its problems are measured (one lock per chunk
+        # file at once would be as many open files).
+        files = []
+        for chunk, path in chunked(problems, output, chunk_size):
+            col = Collector(path, settings=record, disable_caches=False)
             summary.problems_skipped += skip_crashed(col) is not None
-        todo = [(col, p) for col, chunk in files for p in chunk if problem_key(p) not in done_keys(col)]
+            files.append((col, [p for p in chunk if problem_key(p) not in done_keys(col)]))
+            col.close()
+        todo = [(col, p) for col, left in files for p in left]
         summary.problems_resumed = len(problems) - len(todo)
         plan = {problem_key(p): choices_for(p, self.exhaustive_sample, self.seed) for _, p in todo}
         flush = flush_buffer(self.device)
-        with KernelCompiler(self.workers) as compiler:
+        current: Collector | None = None
+        with KernelCompiler(self.workers) as compiler, contextlib.ExitStack() as release:
+            release.callback(lambda: current is not None and current.close())
             # every variant is queued up front, in problem order: the workers compile ahead while
             # this process times the problems whose kernels are ready
             variants = {problem_key(p): [compiler.submit(p, c) if c.is_tiled else None for c in plan[problem_key(p)]]
@@ -322,6 +330,11 @@ class FastSweep:
                 t_wait = time.perf_counter()
                 errors = [compiler.result(k) if k is not None else None for k in keys]
                 summary.compile_seconds += time.perf_counter() - t_wait
+                if col is not current:
+                    if current is not None:
+                        current.close()
+                    col.reopen()
+                    current = col
                 begin(col, problem)
                 try:
                     a, b, out, bias = layout_tensors(problem, self.device)
@@ -351,8 +364,6 @@ class FastSweep:
                 summary.failed_configs += sum(t.failed for t in timed)
                 mark(col, problem, None)
             summary.compile_pool_broken = compiler.pool_broken
-        for col, _ in files:
-            col.flush()
         summary.seconds = time.perf_counter() - start
         return summary
 

@@ -13,7 +13,7 @@ import os
 import time
 from typing import Any, Callable, Iterable
 
-from ..hardware import current_device
+from ..hardware import DeviceError, check_device, current_device, device_works
 from ..types import Problem
 from .operands import operands
 from .recorder import Collector
@@ -71,9 +71,13 @@ def sweep_inductor(
     progress: bool = True,
     settings_record: dict[str, Any] | None = None,
 ) -> SweepSummary:
-    """Measures each problem through stock torch.compile max-autotune into ``output``."""
+    """Measures each problem through stock torch.compile max-autotune into ``output``.
+
+    DeviceError where ``device`` is unusable, at the start or after a failure that a tiny kernel
+    on the device then confirms: the problem is not marked done (a resumed run measures it)."""
     from tqdm import tqdm
 
+    check_device(device)
     problems = list(problems)
     settings = inductor_settings(search_space, backends)
     summary = SweepSummary()
@@ -94,6 +98,9 @@ def sweep_inductor(
                 compile_and_run(problem, device, settings)
             except Exception as e:  # OOM, unsupported dtype on this device, compile failure
                 reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
+                if not device_works(device):
+                    raise DeviceError(f"{device!r} stopped working while measuring {problem.short()} ({reason}); "
+                                      "the problem is not marked done") from e
                 logger.warning("skipping %s: %s", problem.short(), reason)
                 mark(collector, problem, reason)
                 summary.problems_skipped += 1

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..inductor.convert import config_from_choice, problem_from_nodes
 from ..inductor.hooks import feedback_savers, resume_handlers, set_inductor_config, suspend_handlers
-from ..types import Dataset, Hardware, Problem, TimedConfig, load_dataset, save_dataset
+from ..types import Dataset, DatasetWriter, Hardware, Problem, TimedConfig
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +36,10 @@ class Collector:
     Use as a context manager or with :meth:`start` / :meth:`stop`. An existing file at ``path``
     is loaded and extended (a resumed run adds to it). ``flush_every`` GEMMs the file is
     rewritten atomically. ``stats`` counts recorded GEMMs, skipped ops and errors.
+
+    From creation to :meth:`stop` (or :meth:`close`) the collector holds the file's writer lock
+    (:class:`~torch_diode.types.DatasetWriter`): a second writer of the same file is refused with
+    DatasetLockedError rather than overwriting this one's data.
     """
 
     def __init__(
@@ -54,7 +58,12 @@ class Collector:
         self.disable_caches = disable_caches
         self.suspend_diode = suspend_diode
         self._suspended: list[Any] = []
-        self.dataset = load_dataset(self.path) if self.path.exists() else Dataset()
+        self._writer = DatasetWriter(self.path)
+        try:
+            self.dataset = self._writer.load() or Dataset()
+        except BaseException:
+            self._writer.close()
+            raise
         self.dataset.metadata.setdefault("sources", []).append(
             {"tool": "torch_diode.collect", "settings": dict(settings or {})}
         )
@@ -70,19 +79,22 @@ class Collector:
     def start(self) -> "Collector":
         if self._active:
             return self
+        savers = feedback_savers()  # an unsupported torch fails here, before anything changes
+        self.reopen()
         if self.suspend_diode:
             # record Inductor's own autotuning: with diode's handler in place (e.g. registered on
             # import on a GPU with a shipped model) Inductor would benchmark diode's pick only
             self._suspended = suspend_handlers()
         if self.disable_caches:
             self._saved_config = set_inductor_config(_CACHE_OFF)
-        feedback_savers().append(self._saver)
+        savers.append(self._saver)
         self._active = True
         logger.info("torch-diode: recording autotuned GEMMs into %s", self.path)
         return self
 
     def stop(self) -> Dataset:
         if not self._active:
+            self._writer.close()  # never started: nothing recorded to write
             return self.dataset
         savers = feedback_savers()
         for i in range(len(savers) - 1, -1, -1):
@@ -94,9 +106,17 @@ class Collector:
             resume_handlers(self._suspended)
             self._suspended = []
         self._active = False
-        self.flush()
+        self.close()
         logger.info("torch-diode: recording stopped: %s", dict(self.stats))
         return self.dataset
+
+    def close(self) -> None:
+        """Writes the file and gives up its lock (done by :meth:`stop`)."""
+        if self._writer.locked:
+            try:
+                self.flush()
+            finally:
+                self._writer.close()
 
     def __enter__(self) -> "Collector":
         return self.start()
@@ -105,8 +125,17 @@ class Collector:
         self.stop()
 
     def flush(self) -> None:
-        save_dataset(self.dataset, self.path)
+        if not self._writer.locked:
+            raise RuntimeError(f"{self.path}: the collector is closed; reopen() takes the file back")
+        self._writer.save(self.dataset)
         self._pending = 0
+
+    def reopen(self) -> None:
+        """The file's lock again after :meth:`close`, and the file as it is now (it holds all that
+        this collector had when it let go, and whatever another writer added since)."""
+        if not self._writer.locked:
+            self._writer.acquire()
+            self.dataset = self._writer.load() or self.dataset
 
     # ----- the saver -----------------------------------------------------------------------------
     def _on_feedback(self, timings: dict, name: str, input_nodes: Any, choices: Any = None, *rest: Any) -> None:

@@ -18,7 +18,6 @@ produce one (:func:`drop_heldout`).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
@@ -26,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from ..types import DTYPES, OPS, DatasetFormatError, Problem, _Reader, check_type
+from ..types import DTYPES, MAX_SIZE, OPS, DatasetFormatError, Problem, _Reader, check_type, decode_bytes, read_input_bytes
 
 SHAPESET_DIR = Path(__file__).resolve().parent.parent / "shapesets"
 
@@ -57,18 +56,28 @@ class ShapeSpec:
     max_gflop: float = 0.0  # redraw shapes needing more than this many GFLOP (2*B*M*N*K); 0: no limit
 
     def __post_init__(self) -> None:
-        if self.min_size < 1 or self.max_size < self.min_size:
-            raise ValueError(f"sizes: need 1 <= min_size <= max_size, got {self.min_size}, {self.max_size}")
+        # messages start with the field's name: `diode collect` names the option of the same name
+        if not 1 <= self.min_size <= self.max_size <= MAX_SIZE:
+            raise ValueError(f"max_size: sizes need 1 <= min_size <= max_size <= {MAX_SIZE}, got {self.min_size}, {self.max_size}")
         for name in ("sizes", "m_sizes", "n_sizes", "k_sizes"):
-            if any(v < 1 for v in getattr(self, name)):
-                raise ValueError(f"{name}: sizes must be positive, got {getattr(self, name)}")
+            if any(not 1 <= v <= MAX_SIZE for v in getattr(self, name)):
+                raise ValueError(f"{name}: sizes must be in [1, {MAX_SIZE}], got {getattr(self, name)}")
+        for name, lo, hi in (("num_shapes", 0, 1 << 31), ("max_batch", 1, MAX_SIZE), ("alignment", 1, MAX_SIZE)):
+            if not lo <= getattr(self, name) <= hi:
+                raise ValueError(f"{name}: must be in [{lo}, {hi}], got {getattr(self, name)}")
+        for name in ("transpose_probability", "aligned_fraction"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name}: must be in [0, 1], got {getattr(self, name)}")
+        if not (math.isfinite(self.log_normal_mean) and math.isfinite(self.log_normal_sigma) and self.log_normal_sigma >= 0):
+            raise ValueError(f"log_normal_sigma: need a finite mean and sigma >= 0, got {self.log_normal_mean}, "
+                             f"{self.log_normal_sigma}")
         for layout in self.layouts:
             if layout not in LAYOUTS:
                 raise ValueError(f"layouts: {layout!r} is not one of {LAYOUTS}")
         if not 1 <= self.min_batch <= self.max_batch:
             raise ValueError(f"min_batch: need 1 <= min_batch <= max_batch, got {self.min_batch}, {self.max_batch}")
-        if self.max_gflop < 0:
-            raise ValueError(f"max_gflop: must be >= 0, got {self.max_gflop}")
+        if not 0 <= self.max_gflop < math.inf:
+            raise ValueError(f"max_gflop: must be finite and >= 0, got {self.max_gflop}")
         for op in self.ops:
             if op not in OPS:
                 raise ValueError(f"ops: {op!r} is not one of {OPS}")
@@ -84,7 +93,9 @@ def _size(spec: ShapeSpec, rng: random.Random, pool: tuple[int, ...] = ()) -> in
     if pool:
         return rng.choice(pool)
     if spec.log_normal:
-        value = int(round(rng.lognormvariate(spec.log_normal_mean, spec.log_normal_sigma)))
+        # rng.lognormvariate's draw, with the exponent capped where exp() would overflow
+        value = int(round(min(math.exp(min(rng.normalvariate(spec.log_normal_mean, spec.log_normal_sigma), 700.0)),
+                              float(MAX_SIZE))))
     elif spec.power_of_two:
         lo, hi = math.ceil(math.log2(spec.min_size)), math.floor(math.log2(spec.max_size))
         value = 2 ** rng.randint(lo, max(lo, hi))
@@ -134,17 +145,21 @@ def load_shapeset(path: str | os.PathLike) -> list[ShapesetEntry]:
     """Reads a shapeset file (a path, or the name of a shipped one); errors name the field."""
     path = resolve_shapeset(path)
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as e:
-        raise DatasetFormatError(path, "<file>", f"not a readable JSON shapeset: {e}") from None
+        data = decode_bytes(read_input_bytes(path), "json", False, path)
+    except DatasetFormatError as e:
+        raise DatasetFormatError(path, e.field_path, f"not a readable JSON shapeset: {e.detail}") from None
     r = _Reader(data, "", str(path))
     entries = []
-    for i, item in enumerate(r.get("entries", list)):
+    items = r.get("entries", list)
+    if not items:
+        raise r.error("entries", "empty: a shapeset lists at least one GEMM")
+    for i, item in enumerate(items):
         er = _Reader(item, f"entries[{i}]", str(path))
         dtype = er.get("dtype", str, optional=True)
+        batch = er.get("B", int, optional=True)
         problem_dict: dict[str, Any] = {
             "op": er.get("op", str),
-            "B": er.get("B", int, optional=True) or 1,
+            "B": 1 if batch is None else batch,
             "M": er.get("M", int), "N": er.get("N", int), "K": er.get("K", int),
             "transpose_a": er.get("transpose_a", bool, optional=True) or False,
             "transpose_b": er.get("transpose_b", bool, optional=True) or False,
@@ -157,8 +172,10 @@ def load_shapeset(path: str | os.PathLike) -> list[ShapesetEntry]:
         if bias is not None:
             problem_dict["bias_shape"] = [check_type(v, int, str(path), er.path("bias_shape")) for v in bias]
         problem = Problem.from_dict(problem_dict, er.where, str(path))
-        entries.append(ShapesetEntry(er.get("model", str), er.get("layer", str), problem,
-                                     er.get("count", int, optional=True) or 1))
+        count = er.get("count", int, optional=True)
+        if count is not None and not 1 <= count <= 1 << 31:
+            raise er.error("count", f"expected a count in [1, {1 << 31}], got {count}")
+        entries.append(ShapesetEntry(er.get("model", str), er.get("layer", str), problem, count or 1))
     return entries
 
 
@@ -192,8 +209,8 @@ def is_shapeset_file(path: str | os.PathLike) -> bool:
     if not (path.is_file() and path.name.endswith(".json")):
         return False
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        data = decode_bytes(read_input_bytes(path), "json", False, path)
+    except DatasetFormatError:
         return False
     return isinstance(data, dict) and "entries" in data and "format" not in data
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import UserError
 from ..features import NUM_FEATURES, featurize
 from ..types import Dataset, Hardware, KernelConfig, Problem
 
@@ -50,7 +51,7 @@ def build_arrays(dataset: Dataset, hardware_name: str | None = None, op_name: st
         problems.append((hardware, problem))
         configs.extend(t.config for t in ok)
     if not problems:
-        raise ValueError(f"no usable problems in the dataset (hardware={hardware_name!r}, op={op_name!r})")
+        raise UserError(f"no usable problems in the dataset (hardware={hardware_name!r}, op={op_name!r})")
     return TrainingArrays(
         np.concatenate(blocks).astype(np.float32).reshape(-1, NUM_FEATURES),
         np.concatenate(targets).astype(np.float32),

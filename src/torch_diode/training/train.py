@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..errors import UserError
 from ..features import FEATURE_NAMES, FEATURE_VERSION, config_rows, is_extern
 from ..model_file import ModelFile
 from ..selection import Confidence, HeldoutSlowdown, NoUsableCandidate, Policy, Pool, decide
@@ -156,7 +157,7 @@ def train_model(
     arrays = build_arrays(dataset, hardware_name, op_name)
     device_names = {hw.device_name for hw, _ in arrays.problems}
     if len(device_names) > 1:
-        raise ValueError(f"the data holds several devices {sorted(device_names)}: choose one with --hardware-name")
+        raise UserError(f"the data holds several devices {sorted(device_names)}: choose one with --hardware-name")
     val_problem = split_groups(arrays.num_problems, config.validation_fraction, config.seed)
     val_rows = val_problem[arrays.group]
     x_train, y_train = arrays.features[~val_rows], arrays.log_time_us[~val_rows]
@@ -179,7 +180,7 @@ def train_model(
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError as e:
-            raise RuntimeError("--log-dir needs the tensorboard package: pip install tensorboard") from e
+            raise UserError("--log-dir needs the tensorboard package: pip install tensorboard") from e
         writer = SummaryWriter(log_dir)
 
     best = (math.inf, 0, {k: v.clone() for k, v in model.state_dict().items()})

@@ -1,31 +1,19 @@
-"""The ``diode`` command line. Thin: parses arguments and calls the library."""
+"""`diode dataset stats|merge|convert|split`."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import logging
-import sys
-from typing import Sequence
+from pathlib import Path
 
-logger = logging.getLogger(__name__)
+from ..errors import OptionError
+from .common import add_inputs, check_outputs, dataset_output, open_fraction, write_report
 
 
-def write_report(path: str | None, report: dict) -> None:
-    """Writes a command's --report-json atomically (keys starting with '_' stay in memory)."""
-    if path:
-        from .types import atomic_write_bytes
+def _cmd_stats(args: argparse.Namespace) -> int:
+    from ..dataset_tools import best_configs, dataset_stats
+    from ..types import load_datasets
 
-        clean = {k: v for k, v in report.items() if not k.startswith("_")}
-        atomic_write_bytes(path, (json.dumps(clean, indent=2, sort_keys=True, default=str) + "\n").encode())
-        print(f"report written to {path}")
-
-
-# ----- diode dataset ... ---------------------------------------------------------------------------
-def _cmd_dataset_stats(args: argparse.Namespace) -> int:
-    from .dataset_tools import best_configs, dataset_stats
-    from .types import load_datasets
-
+    check_outputs({"inputs": args.inputs}, {"--report-json": args.report_json})
     dataset = load_datasets(args.inputs, args.file_extensions)
     stats = dataset_stats(dataset)
     print(f"{stats['num_problems']} problems, {stats['num_timed_configs']} timed configs, {stats['num_failures']} failures")
@@ -48,12 +36,13 @@ def _cmd_dataset_stats(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_dataset_coverage(args: argparse.Namespace) -> int:
+def _cmd_coverage(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from .coverage import DEFAULT_TARGETS, Coverage, format_report
-    from .types import dataset_files, load_dataset
+    from ..coverage import DEFAULT_TARGETS, Coverage, format_report
+    from ..types import dataset_files, load_dataset
 
+    check_outputs({"inputs": args.inputs}, {"--report-json": args.report_json})
     files = [f for path in args.inputs for f in dataset_files(path, args.file_extensions)]
     if not files:
         raise FileNotFoundError(f"no dataset files in {args.inputs}")
@@ -66,9 +55,11 @@ def _cmd_dataset_coverage(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_dataset_merge(args: argparse.Namespace) -> int:
-    from .types import load_datasets, save_dataset
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from ..types import load_datasets, save_dataset
 
+    check_outputs({"inputs": args.inputs}, {"--output": args.output}, dataset_outputs=["--output"],
+                  extensions=args.file_extensions)
     merged = load_datasets(args.inputs, args.file_extensions)
     save_dataset(merged, args.output)
     print(f"merged {len(args.inputs)} input(s): {merged.num_problems} problems, "
@@ -76,18 +67,23 @@ def _cmd_dataset_merge(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_dataset_convert(args: argparse.Namespace) -> int:
-    from .types import load_dataset, save_dataset
+def _cmd_convert(args: argparse.Namespace) -> int:
+    from ..types import load_dataset, save_dataset
 
+    if Path(args.input).is_dir():
+        raise OptionError("input", f"{args.input} is a folder: convert rewrites one file (`diode dataset merge` reads folders)")
+    check_outputs({"input": [args.input]}, {"output": args.output})
     save_dataset(load_dataset(args.input), args.output)
     print(f"{args.input} -> {args.output}")
     return 0
 
 
-def _cmd_dataset_split(args: argparse.Namespace) -> int:
-    from .dataset_tools import split_dataset
-    from .types import load_datasets, save_dataset
+def _cmd_split(args: argparse.Namespace) -> int:
+    from ..dataset_tools import split_dataset
+    from ..types import load_datasets, save_dataset
 
+    check_outputs({"inputs": args.inputs}, {"--train": args.train, "--validation": args.validation},
+                  dataset_outputs=["--train", "--validation"], extensions=args.file_extensions)
     train, val = split_dataset(load_datasets(args.inputs, args.file_extensions), args.validation_fraction, args.seed)
     save_dataset(train, args.train)
     save_dataset(val, args.validation)
@@ -96,87 +92,48 @@ def _cmd_dataset_split(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_inputs(p: argparse.ArgumentParser) -> None:
-    p.add_argument("inputs", nargs="+", help="dataset files or folders of them")
-    p.add_argument("--file-extensions", nargs="+", default=None, metavar="EXT",
-                   help="in folders, read only files with these suffixes (e.g. msgpack json.gz)")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="diode",
-        description="torch-diode: learned GEMM kernel selection for torch.compile.",
-    )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
+def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
     ds = sub.add_parser("dataset", help="inspect, merge, convert and split dataset files",
                         description="Work on dataset files (.json, .msgpack, optionally .gz) and folders of them.")
     ds_sub = ds.add_subparsers(dest="dataset_command", required=True, metavar="ACTION")
 
     p = ds_sub.add_parser("stats", help="counts per hardware, op, dtype and template",
                           description="Print what a dataset holds; --report-json writes the figures as JSON.")
-    _add_inputs(p)
+    add_inputs(p)
     p.add_argument("--report-json", metavar="R", help="write the statistics to this JSON file")
     p.add_argument("--problems", action="store_true", help="list every problem with its fastest measured config")
-    p.set_defaults(func=_cmd_dataset_stats)
+    p.set_defaults(func=_cmd_stats)
 
     p = ds_sub.add_parser("coverage", help="problem counts per op x dtype x layout, size regime and candidate kind",
                           description="Count the problems of each cell (data/README.md, 'Coverage'); empty cells are "
                                       "listed; --report-json writes {cells, empty_cells, ...}.")
-    _add_inputs(p)
+    add_inputs(p)
     p.add_argument("--report-json", metavar="R", help="write the counts to this JSON file")
     p.add_argument("--targets", action="store_true",
                    help="also print (and write as 'missing') how many problems each cell lacks to reach its target "
                         "(fp16/bf16 and candidate kinds 30, fp32 and fp32-TF32 15)")
-    p.set_defaults(func=_cmd_dataset_coverage)
+    p.set_defaults(func=_cmd_coverage)
 
     p = ds_sub.add_parser("merge", help="merge files/folders into one dataset",
                           description="Merge datasets. Different hardware stays apart; repeated (problem, config) "
                                       "measurements keep all samples, time_us = their median.")
-    _add_inputs(p)
-    p.add_argument("-o", "--output", required=True, help="output file (.json/.msgpack, optionally .gz)")
-    p.set_defaults(func=_cmd_dataset_merge)
+    add_inputs(p)
+    p.add_argument("-o", "--output", required=True, type=dataset_output,
+                   help="output file (.json/.msgpack, optionally .gz); not an input, nor inside an input folder")
+    p.set_defaults(func=_cmd_merge)
 
     p = ds_sub.add_parser("convert", help="convert between JSON and msgpack (by suffix)",
                           description="Rewrite a dataset in the format its output suffix names.")
     p.add_argument("input")
-    p.add_argument("output")
-    p.set_defaults(func=_cmd_dataset_convert)
+    p.add_argument("output", type=dataset_output)
+    p.set_defaults(func=_cmd_convert)
 
     p = ds_sub.add_parser("split", help="split into train/validation by problem",
                           description="Split by problem, never by row, deterministically for a seed.")
-    _add_inputs(p)
-    p.add_argument("--train", required=True, help="output file of the training part")
-    p.add_argument("--validation", required=True, help="output file of the validation part")
-    p.add_argument("--validation-fraction", type=float, default=0.2, help="share of problems held out (default 0.2)")
+    add_inputs(p)
+    p.add_argument("--train", required=True, type=dataset_output, help="output file of the training part")
+    p.add_argument("--validation", required=True, type=dataset_output, help="output file of the validation part")
+    p.add_argument("--validation-fraction", type=open_fraction(), default=0.2,
+                   help="share of problems held out, in (0, 1) (default 0.2)")
     p.add_argument("--seed", type=int, default=0, help="shuffle seed (default 0)")
-    p.set_defaults(func=_cmd_dataset_split)
-
-    from .collection.cli import add_collection_commands
-
-    add_collection_commands(sub)
-    from .model_cli import add_model_commands
-
-    add_model_commands(sub)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    argv = list(argv) if argv is not None else sys.argv[1:]
-    args = parser.parse_args(argv)
-    args.argv = argv  # the words as given, for commands that start workers with them
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="[%(levelname)s] %(name)s: %(message)s")
-    from .types import DatasetFormatError
-
-    try:
-        return int(args.func(args) or 0)
-    except (DatasetFormatError, FileNotFoundError, ValueError) as e:
-        print(f"diode: error: {e}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    p.set_defaults(func=_cmd_split)

@@ -3,31 +3,57 @@
 from __future__ import annotations
 
 import argparse
-import json
+from pathlib import Path
 
-from .cli import write_report
+from ..errors import OptionError, UserError
+from .common import (
+    check_outputs,
+    dataset_output,
+    factor,
+    nonnegative_float,
+    nonnegative_int,
+    open_fraction,
+    positive_float,
+    positive_int,
+    write_report,
+)
 
 
-def _inputs(args: argparse.Namespace) -> list[str]:
-    inputs = [args.dataset] if getattr(args, "dataset", None) else []
-    if getattr(args, "data_dir", None):
+def _inputs(args: argparse.Namespace) -> dict:
+    """The files a model command reads, by option (for :func:`check_outputs`)."""
+    from ..registry import resolve_model
+
+    inputs = {"--dataset": args.dataset, "--data-dir": args.data_dir}
+    if getattr(args, "max_autotune_solution", None):
+        inputs["--max-autotune-solution"] = args.max_autotune_solution
+    if args.command != "train":
+        try:
+            inputs["--model"] = str(resolve_model(args.model))
+        except FileNotFoundError:
+            pass  # loading it names what is missing
+    return inputs
+
+
+def _input_paths(args: argparse.Namespace) -> list[str]:
+    inputs = [args.dataset] if args.dataset else []
+    if args.data_dir:
         inputs.append(args.data_dir)
     if not inputs:
-        raise ValueError("give --dataset FILE or --data-dir DIR")
+        raise OptionError("--dataset/--data-dir", "give --dataset FILE or --data-dir DIR")
     return inputs
 
 
 def _load(args: argparse.Namespace):
-    from .types import load_datasets
+    from ..types import load_datasets
 
-    return load_datasets(_inputs(args), getattr(args, "file_extensions", None))
+    return load_datasets(_input_paths(args), args.file_extensions)
 
 
 def _without_heldout(dataset, args: argparse.Namespace):
-    """The training data without the problems of the held-out shapesets: refused (ValueError naming
+    """The training data without the problems of the held-out shapesets: refused (UserError naming
     a file and a problem) unless --drop-heldout drops them."""
-    from .collection.shapes import heldout_matches, problem_identity
-    from .types import dataset_files, load_dataset
+    from ..collection.shapes import heldout_matches, problem_identity
+    from ..types import dataset_files, load_dataset
 
     matches = heldout_matches(p for _, p, _ in dataset.problems())
     if not matches:
@@ -37,18 +63,19 @@ def _without_heldout(dataset, args: argparse.Namespace):
         print(f"train: {len(held)} problems of held-out shapesets left out (--drop-heldout)")
         return dataset.subset(lambda hw, p: problem_identity(p) not in held)
     problem, name, entry = matches[0]
-    files = [f for path in _inputs(args) for f in dataset_files(path, getattr(args, "file_extensions", None))]
+    files = [f for path in _input_paths(args) for f in dataset_files(path, args.file_extensions)]
     source = next(f for f in files if any(problem_identity(p) == problem_identity(problem)
                                           for _, p, _ in load_dataset(f).problems()))
-    raise ValueError(f"{source}: holds {problem.short()}, a problem of the held-out shapeset {name} "
-                     f"({entry.model}, {entry.layer}), {len(held)} such problems in all: models are judged on "
-                     "them and never trained on them (--drop-heldout leaves them out)")
+    raise UserError(f"{source}: holds {problem.short()}, a problem of the held-out shapeset {name} "
+                    f"({entry.model}, {entry.layer}), {len(held)} such problems in all: models are judged on "
+                    "them and never trained on them (--drop-heldout leaves them out)")
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from .model_file import write_model
-    from .training.train import TrainConfig, train_model
+    from ..model_file import write_model
+    from ..training.train import TrainConfig, train_model
 
+    check_outputs(_inputs(args), {"--model": args.model})
     dataset = _without_heldout(_load(args), args)
     config = TrainConfig(model_type=args.model_type, hidden_dim=args.hidden_dim, num_layers=args.num_layers,
                          batch_size=args.batch_size, num_epochs=args.num_epochs, learning_rate=args.learning_rate,
@@ -64,9 +91,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
-    from .predict import predict_dataset
-    from .types import save_dataset
+    from ..predict import predict_dataset
+    from ..types import save_dataset
 
+    check_outputs(_inputs(args), {"--output": args.output}, dataset_outputs=["--output"],
+                  extensions=args.file_extensions)
     out = predict_dataset(args.model, _load(args))
     save_dataset(out, args.output)
     print(f"predicted {out.num_timed_configs} (problem, config) times for {out.num_problems} problems -> {args.output}")
@@ -74,8 +103,11 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate_model(args: argparse.Namespace) -> int:
-    from .evaluation import plot_validation, validate_model
+    from ..evaluation import plot_validation, validate_model
 
+    check_outputs(_inputs(args), {"--report-json": args.report_json, "--by-op-json": args.by_op_json})
+    if args.plot and Path(args.plot).exists() and not Path(args.plot).is_dir():
+        raise OptionError("--plot", f"{args.plot} is a file; give a folder for the plots")
     r = validate_model(args.model, _load(args), hardware_name=args.hardware_name, op_name=args.op_name,
                        top_n_worst=args.top_n_worst)
     print(f"problems: {r['num_problems']}, timed configs: {r['num_timed_configs']}")
@@ -109,8 +141,9 @@ def _write_by_op(path: str | None, report: dict) -> None:
 
 
 def _cmd_validate_max_autotune(args: argparse.Namespace) -> int:
-    from .evaluation import validate_max_autotune
+    from ..evaluation import validate_max_autotune
 
+    check_outputs(_inputs(args), {"--report-json": args.report_json, "--by-op-json": args.by_op_json})
     r = validate_max_autotune(args.model, _load(args), solution=args.max_autotune_solution,
                               hardware_name=args.hardware_name, op_name=args.op_name,
                               extern_preference=args.extern_preference)
@@ -130,8 +163,8 @@ def _cmd_validate_max_autotune(args: argparse.Namespace) -> int:
 
 
 def _cmd_list_models(args: argparse.Namespace) -> int:
-    from .model_file import model_metadata
-    from .registry import available_models
+    from ..model_file import model_metadata, read_validation_summary
+    from ..registry import available_models
 
     models = available_models()
     if not models:
@@ -141,9 +174,8 @@ def _cmd_list_models(args: argparse.Namespace) -> int:
         data = meta.get("training_data", {})
         print(f"{name}: {meta.get('hardware', {}).get('device_name')} {meta.get('model_family')} "
               f"{data.get('problems')} problems ({', '.join(data.get('ops', []))}) -> {path}")
-        validation = path.with_suffix(".validation.json")  # written beside a shipped model
-        if validation.is_file():
-            v = json.loads(validation.read_text())
+        v = read_validation_summary(path)
+        if v is not None:
             print(f"  validated on {v.get('dataset', v.get('num_problems'))}: top-1 {v['top1_perf_geomean']:.3f}, "
                   f"top-5 {v['top5_perf_geomean']:.3f}, exp(RMSE) {v['exp_rmse']:.3f}, "
                   f"worst top-1 slowdown {v['worst_top1_slowdown']:.3f}")
@@ -157,9 +189,15 @@ def _data_options(p: argparse.ArgumentParser, required_model: bool = True) -> No
     p.add_argument("--file-extensions", nargs="+", metavar="EXT", help="in --data-dir, read only these suffixes")
     p.add_argument("--hardware-name", help="only problems measured on hardware whose name contains this")
     p.add_argument("--op-name", choices=["mm", "addmm", "bmm", "baddbmm"], help="only this op")
-    p.add_argument("--batch-size", type=int, default=512,
+    p.add_argument("--batch-size", type=positive_int, default=512,
                    help="rows per training step (train; the other commands accept it, as the seeds' did, and "
                         "score whole problems at once)")
+
+
+def _seed_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=int, default=0,
+                   help="accepted as the seeds' toolkit did (`diode --seed 42 validate-model ...`); "
+                        "this command is deterministic and draws nothing at random")
 
 
 def add_model_commands(sub: argparse._SubParsersAction) -> None:
@@ -167,15 +205,16 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
                        description="Train an MLP predicting ln(time_us) of (problem, config) pairs; split by problem.")
     _data_options(p)
     p.add_argument("--model-type", choices=["base", "deep"], default="base", help="model family (default base)")
-    p.add_argument("--hidden-dim", type=int, help="hidden width (default: the family's)")
-    p.add_argument("--num-layers", type=int, help="hidden layers (default: the family's)")
-    p.add_argument("--num-epochs", type=int, default=50)
-    p.add_argument("--learning-rate", type=float, default=1e-3)
-    p.add_argument("--weight-decay", type=float, default=1e-5)
+    p.add_argument("--hidden-dim", type=positive_int, help="hidden width (default: the family's)")
+    p.add_argument("--num-layers", type=positive_int, help="hidden layers (default: the family's)")
+    p.add_argument("--num-epochs", type=positive_int, default=50, help="training epochs, >= 1 (default 50)")
+    p.add_argument("--learning-rate", type=positive_float, default=1e-3, help="AdamW learning rate, > 0 (default 0.001)")
+    p.add_argument("--weight-decay", type=nonnegative_float, default=1e-5, help="AdamW weight decay, >= 0 (default 1e-5)")
     p.add_argument("--lr-schedule", choices=["cosine", "constant"], default="cosine",
                    help="cosine: the learning rate decays to 0 over --num-epochs (default); constant: it stays")
-    p.add_argument("--patience", type=int, default=10, help="epochs without improvement before stopping")
-    p.add_argument("--validation-fraction", type=float, default=0.15, help="share of problems held out (default 0.15)")
+    p.add_argument("--patience", type=positive_int, default=10, help="epochs without improvement before stopping")
+    p.add_argument("--validation-fraction", type=open_fraction(lo_open=False), default=0.15,
+                   help="share of problems held out, in [0, 1) (default 0.15; 0: none)")
     p.add_argument("--log-dir", help="write TensorBoard logs here")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--drop-heldout", action="store_true",
@@ -186,13 +225,15 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("predict", help="write predicted times for every (problem, config) of a dataset",
                        description="Predict time_us for every (problem, config) of a dataset, in the dataset format.")
     _data_options(p)
-    p.add_argument("--output", "-o", required=True, help="dataset file of predictions")
+    _seed_option(p)
+    p.add_argument("--output", "-o", required=True, type=dataset_output, help="dataset file of predictions")
     p.set_defaults(func=_cmd_predict)
 
     p = sub.add_parser("validate-model", help="error and ranking metrics of a model on a dataset",
                        description="MSE/RMSE of ln time, the worst predictions, and per-problem ranking metrics.")
     _data_options(p)
-    p.add_argument("--top-n-worst", type=int, default=10, help="how many worst predictions to list")
+    _seed_option(p)
+    p.add_argument("--top-n-worst", type=nonnegative_int, default=10, help="how many worst predictions to list")
     p.add_argument("--report-json", metavar="R", help="write the report as JSON")
     p.add_argument("--plot", metavar="DIR", help="save predicted-vs-measured and slowdown-CDF plots here")
     p.add_argument("--by-op-json", metavar="F", help="write the per-op figures (the report's by_op) as JSON")
@@ -201,9 +242,10 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate-max-autotune", help="the model's top-N picks vs max-autotune's choice",
                        description="For N in 1, 5, 10, 20, 50: max-autotune's chosen time / best of the model's top-N.")
     _data_options(p)
+    _seed_option(p)
     p.add_argument("--max-autotune-solution", metavar="F", help="JSON of max-autotune's chosen configs (default: derived)")
-    p.add_argument("--extern-preference", type=float, default=None,
-                   help="ATen/cuBLAS leads unless a Triton config is predicted this factor faster, as in the "
+    p.add_argument("--extern-preference", type=factor, default=None,
+                   help="ATen/cuBLAS leads unless a Triton config is predicted this factor (>= 1) faster, as in the "
                         "handler (default: torch_diode.config.extern_preference; 1.0: the model's plain order)")
     p.add_argument("--report-json", metavar="R", help="write the report as JSON")
     p.add_argument("--by-op-json", metavar="F", help="write the per-op figures (the report's by_op) as JSON, e.g. "
@@ -213,3 +255,4 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("list-models", help="models installed with torch-diode or registered",
                        description="List the models found by name.")
     p.set_defaults(func=_cmd_list_models)
+

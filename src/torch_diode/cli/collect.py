@@ -4,19 +4,34 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Sequence
 
-from ..types import OPS, Problem
+from ..errors import OptionError
+from ..types import DATASET_SUFFIXES, DTYPES, OPS, Problem
+from .common import (
+    check_outputs,
+    finite_float,
+    int_at_least,
+    nonnegative_float,
+    positive_float,
+    positive_int,
+    probability,
+)
 
 
 def _output_path(output: str, fmt: str | None) -> str:
-    if fmt is None:
-        return output
-    suffix = {"json": ".json", "msgpack": ".msgpack"}[fmt]
-    name = output[:-3] if output.endswith(".gz") else output
-    if not (name.endswith(".json") or name.endswith(".msgpack")):
-        return output + suffix
+    """--output, with the --format's suffix added where it names none; OptionError if it ends in
+    no dataset suffix."""
+    if fmt is not None:
+        suffix = {"json": ".json", "msgpack": ".msgpack"}[fmt]
+        name = output[:-3] if output.endswith(".gz") else output
+        if not (name.endswith(".json") or name.endswith(".msgpack")):
+            output = output + suffix
+    if not output.endswith(DATASET_SUFFIXES):
+        raise OptionError("--output", f"{output!r}: expected a dataset file name ending in {', '.join(DATASET_SUFFIXES)} "
+                                      "(or give --format)")
     return output
 
 
@@ -34,16 +49,26 @@ def _shard(args: argparse.Namespace) -> tuple[int, int] | None:
         try:
             index, count = (int(x) for x in args.shard.split("/"))
         except ValueError:
-            raise ValueError(f"--shard: expected I/N, got {args.shard!r}") from None
+            raise OptionError("--shard", f"expected I/N, got {args.shard!r}") from None
         if not 0 <= index < count:
-            raise ValueError(f"--shard: need 0 <= I < N, got {args.shard!r}")
+            raise OptionError("--shard", f"need 0 <= I < N, got {args.shard!r}")
         return index, count
-    if "WORLD_SIZE" in os.environ and int(os.environ["WORLD_SIZE"]) > 1:
-        rank = int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")))
-        if args.device == "cuda":
-            args.device = f"cuda:{os.environ.get('LOCAL_RANK', rank)}"
-        return rank, int(os.environ["WORLD_SIZE"])
-    return None
+    if "WORLD_SIZE" not in os.environ:
+        return None
+    env = {name: os.environ.get(name) for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
+    try:
+        count = int(env["WORLD_SIZE"])
+        rank = int(env["RANK"] or env["LOCAL_RANK"] or "0")
+        local_rank = int(env["LOCAL_RANK"] or rank)
+    except ValueError:
+        raise OptionError("WORLD_SIZE/RANK/LOCAL_RANK", f"expected integers (a torchrun launch), got {env}") from None
+    if count <= 1:
+        return None
+    if not 0 <= rank < count:
+        raise OptionError("RANK", f"need 0 <= RANK < WORLD_SIZE, got {env}")
+    if args.device == "cuda":
+        args.device = f"cuda:{local_rank}"
+    return rank, count
 
 
 def _spawn_devices(args: argparse.Namespace) -> int:
@@ -66,13 +91,33 @@ def _spawn_devices(args: argparse.Namespace) -> int:
     shards = " ".join(shard_path(output, i) for i in range(len(args.devices)))
     print(f"{len(args.devices)} workers finished (exit codes {codes}); join the shards with:\n"
           f"  diode dataset merge {shards} -o {output}")
-    return 0 if all(c == 0 for c in codes) else 1
+    return next((c for c in codes if c != 0), 0)
+
+
+def _check_devices(args: argparse.Namespace) -> None:
+    """A device that cannot run here fails at once, before any shape is drawn or marked."""
+    from ..hardware import DeviceError, check_device
+
+    for option, device in [("--devices", d) for d in args.devices or []] or [("--device", args.device)]:
+        try:
+            check_device(device)
+        except DeviceError as e:
+            raise OptionError(option, str(e)) from None
+
+
+def _check_files(args: argparse.Namespace, inputs: dict) -> str:
+    """The output file (see _output_path), checked against the command's inputs."""
+    output = _output_path(args.output, args.format)
+    check_outputs(inputs, {"--output": output}, dataset_outputs=["--output"])
+    _shard(args)  # a bad --shard or torchrun environment fails here, before anything is drawn
+    _check_devices(args)
+    return output
 
 
 def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict) -> int:
+    from ..collection.inductor_sweep import sweep_inductor
+    from ..collection.sweep_state import SweepSummary, chunked
     from ..inductor.config_space import tf32_enabled
-    from .inductor_sweep import sweep_inductor
-    from .sweep_state import SweepSummary, chunked
 
     if args.devices:
         return _spawn_devices(args)
@@ -89,7 +134,7 @@ def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict) ->
         output = shard_path(output, index)
         record = {**record, "shard": f"{index}/{count}", "device": args.device}
     if args.search_mode == "fast":
-        from .fast_sweep import FastSweep
+        from ..collection.fast_sweep import FastSweep
 
         sweep = FastSweep(exhaustive_sample=args.exhaustive_sample, seed=getattr(args, "seed", 0), reps=args.reps,
                           workers=args.workers, device=args.device)
@@ -107,19 +152,41 @@ def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict) ->
     return 0
 
 
-def _spec(args: argparse.Namespace):
-    from .shapes import ShapeSpec
+@contextmanager
+def _named_options() -> Iterator[None]:
+    """ShapeSpec's errors name its field, which is named as its option: OptionError names it."""
+    from ..collection.shapes import ShapeSpec
 
-    return ShapeSpec(
-        num_shapes=args.num_shapes, min_size=args.min_size, max_size=args.max_size,
-        power_of_two=args.power_of_two, log_normal=args.log_normal, log_normal_mean=args.log_normal_mean,
-        log_normal_sigma=args.log_normal_sigma, ops=tuple(args.ops), dtypes=tuple(args.dtypes),
-        max_batch=args.max_batch, min_batch=args.min_batch, transpose_probability=args.transpose_probability,
-        alignment=args.alignment, aligned_fraction=args.aligned_fraction,
-        sizes=tuple(args.sizes or ()), m_sizes=tuple(args.m_sizes or ()),
-        n_sizes=tuple(args.n_sizes or ()), k_sizes=tuple(args.k_sizes or ()), layouts=tuple(args.layouts or ()),
-        max_gflop=args.max_gflop,
-    )
+    try:
+        yield
+    except ValueError as e:
+        field, _, message = str(e).partition(": ")
+        if field not in ShapeSpec.__dataclass_fields__:
+            raise
+        raise OptionError("--" + field.replace("_", "-"), message) from None
+
+
+def _spec(args: argparse.Namespace):
+    from ..collection.shapes import ShapeSpec
+
+    with _named_options():
+        return ShapeSpec(
+            num_shapes=args.num_shapes, min_size=args.min_size, max_size=args.max_size,
+            power_of_two=args.power_of_two, log_normal=args.log_normal, log_normal_mean=args.log_normal_mean,
+            log_normal_sigma=args.log_normal_sigma, ops=tuple(args.ops), dtypes=tuple(args.dtypes),
+            max_batch=args.max_batch, min_batch=args.min_batch, transpose_probability=args.transpose_probability,
+            alignment=args.alignment, aligned_fraction=args.aligned_fraction,
+            sizes=tuple(args.sizes or ()), m_sizes=tuple(args.m_sizes or ()),
+            n_sizes=tuple(args.n_sizes or ()), k_sizes=tuple(args.k_sizes or ()), layouts=tuple(args.layouts or ()),
+            max_gflop=args.max_gflop,
+        )
+
+
+def _random_problems(spec, seed: int) -> list[Problem]:
+    from ..collection.shapes import random_problems
+
+    with _named_options():
+        return random_problems(spec, seed)
 
 
 def _spec_record(spec) -> dict:
@@ -131,9 +198,9 @@ def _spec_record(spec) -> dict:
 def _held_keys(paths: Sequence[str] | None) -> set[str]:
     """The problems that the datasets at ``paths`` hold or marked done, and that the shapesets
     among ``paths`` (shipped names or shapeset JSON files) list; none without paths."""
+    from ..collection.shapes import is_shapeset_file, load_shapeset, problem_identity
+    from ..collection.sweep_state import problem_key
     from ..types import load_datasets
-    from .shapes import is_shapeset_file, load_shapeset, problem_identity
-    from .sweep_state import problem_key
 
     keys: set[str] = set()
     datasets = []
@@ -150,7 +217,7 @@ def _held_keys(paths: Sequence[str] | None) -> set[str]:
 
 def _heldout_keys() -> set[str]:
     """The problems of the held-out shapesets, which random draws never produce."""
-    from .shapes import HELDOUT_SHAPESETS
+    from ..collection.shapes import HELDOUT_SHAPESETS
 
     return _held_keys(HELDOUT_SHAPESETS)
 
@@ -158,15 +225,14 @@ def _heldout_keys() -> set[str]:
 def _draw(args: argparse.Namespace, excluded: set[str]) -> list[Problem]:
     """``--num-shapes`` distinct random problems, none of them in ``excluded`` nor held out (redrawn
     with the following seeds until there are enough)."""
-    from .sweep_state import problem_key
-    from .shapes import random_problems
+    from ..collection.sweep_state import problem_key
 
     spec = _spec(args)
     excluded = set(excluded) | _heldout_keys()
     problems: list[Problem] = []
     seed = args.seed
     while len(problems) < args.num_shapes and seed < args.seed + 1000:
-        for p in random_problems(spec, seed):
+        for p in _random_problems(spec, seed):
             if problem_key(p) not in excluded and len(problems) < args.num_shapes:
                 excluded.add(problem_key(p))
                 problems.append(p)
@@ -175,13 +241,14 @@ def _draw(args: argparse.Namespace, excluded: set[str]) -> list[Problem]:
 
 
 def _cmd_collect(args: argparse.Namespace) -> int:
-    from .shapes import HELDOUT_SHAPESETS, drop_heldout, random_problems
+    from ..collection.shapes import HELDOUT_SHAPESETS, drop_heldout
 
+    _check_files(args, {"--exclude": args.exclude})
     spec = _spec(args)
     record = {"command": "collect", "seed": args.seed, "shape_spec": _spec_record(spec),
               "heldout_excluded": list(HELDOUT_SHAPESETS)}
     if not args.exclude:  # the plain draw, as runs before --exclude drew (their resumes depend on it)
-        drawn = random_problems(spec, args.seed)
+        drawn = _random_problems(spec, args.seed)
         problems = drop_heldout(drawn)
         if len(problems) < len(drawn):
             print(f"collect: {len(drawn) - len(problems)} drawn problems left out, held out by "
@@ -194,9 +261,10 @@ def _cmd_collect(args: argparse.Namespace) -> int:
 
 
 def _cmd_collect_shapeset(args: argparse.Namespace) -> int:
-    from .sweep_state import problem_key
-    from .shapes import load_shapeset, unique_problems
+    from ..collection.shapes import load_shapeset, resolve_shapeset, unique_problems
+    from ..collection.sweep_state import problem_key
 
+    _check_files(args, {"--exclude": args.exclude, "--shapeset": [resolve_shapeset(args.shapeset)]})
     entries = load_shapeset(args.shapeset)
     problems = unique_problems([e.problem for e in entries])
     excluded = _held_keys(args.exclude)
@@ -210,8 +278,9 @@ def _cmd_collect_shapeset(args: argparse.Namespace) -> int:
 
 
 def _cmd_create_validation(args: argparse.Namespace) -> int:
-    from .shapes import HELDOUT_SHAPESETS
+    from ..collection.shapes import HELDOUT_SHAPESETS
 
+    _check_files(args, {"--train-dataset": args.train_dataset})
     spec = _spec(args)
     problems = _draw(args, _held_keys(args.train_dataset))
     print(f"validation: {len(problems)} problems sharing none with the training set nor {' '.join(HELDOUT_SHAPESETS)}")
@@ -229,10 +298,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="max-autotune: each shape compiled by Inductor, which benchmarks its choices; fast: "
                         "Inductor's kernels compiled once per config and timed on every shape (GPU only), "
                         "ATen + DEFAULT + a sample of EXHAUSTIVE")
-    p.add_argument("--exhaustive-sample", type=int, default=350,
+    p.add_argument("--exhaustive-sample", type=int_at_least(-1), default=350,
                    help="fast mode: EXHAUSTIVE configs per shape besides ATen and DEFAULT (-1: all; default 350)")
-    p.add_argument("--reps", type=int, default=10, help="fast mode: timed repetitions per choice (default 10)")
-    p.add_argument("--workers", type=int, default=max(1, min(16, (os.cpu_count() or 2) - 1)),
+    p.add_argument("--reps", type=positive_int, default=10, help="fast mode: timed repetitions per choice (default 10)")
+    p.add_argument("--workers", type=positive_int, default=max(1, min(16, (os.cpu_count() or 2) - 1)),
                    help="fast mode: parallel compile processes")
     p.add_argument("--backends", default="ATEN,TRITON", help="max_autotune_gemm_backends (default ATEN,TRITON)")
     p.add_argument("--device", default="cuda", help="device to measure on (default cuda)")
@@ -244,35 +313,36 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--float32-matmul-precision", choices=["highest", "high"],
                    help="torch.set_float32_matmul_precision for the run: 'high' times fp32 GEMMs with TF32 "
                         "(ATen and the Triton configs' ALLOW_TF32), 'highest' without (default: as the process is)")
-    p.add_argument("--chunk-size", type=int, default=None,
+    p.add_argument("--chunk-size", type=positive_int, default=None,
                    help="write every N shapes to their own file <stem>_chunkNNNN<suffix> (fast mode: 25)")
 
 
 def _random_shape_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--num-shapes", type=int, default=100, help="number of problems (default 100)")
-    p.add_argument("--min-size", type=int, default=16, help="smallest M/N/K (default 16)")
-    p.add_argument("--max-size", type=int, default=8192, help="largest M/N/K (default 8192)")
+    p.add_argument("--num-shapes", type=positive_int, default=100, help="number of problems (default 100)")
+    p.add_argument("--min-size", type=positive_int, default=16, help="smallest M/N/K (default 16)")
+    p.add_argument("--max-size", type=positive_int, default=8192, help="largest M/N/K (default 8192)")
     p.add_argument("--power-of-two", action="store_true", help="draw sizes among powers of two")
     p.add_argument("--log-normal", action="store_true", help="draw sizes from a log-normal distribution")
-    p.add_argument("--log-normal-mean", type=float, default=6.5, help="mean of ln(size) (default 6.5)")
-    p.add_argument("--log-normal-sigma", type=float, default=1.5, help="sigma of ln(size) (default 1.5)")
+    p.add_argument("--log-normal-mean", type=finite_float, default=6.5, help="mean of ln(size) (default 6.5)")
+    p.add_argument("--log-normal-sigma", type=positive_float, default=1.5, help="sigma of ln(size) (default 1.5)")
     p.add_argument("--ops", nargs="+", choices=OPS, default=["mm", "addmm", "bmm"], help="ops to draw from")
-    p.add_argument("--dtypes", nargs="+", default=["float16", "bfloat16", "float32"], help="dtypes to draw from")
-    p.add_argument("--max-batch", type=int, default=64, help="largest batch of bmm/baddbmm (default 64)")
-    p.add_argument("--min-batch", type=int, default=1, help="smallest batch of bmm/baddbmm (default 1)")
-    p.add_argument("--transpose-probability", type=float, default=0.0,
+    p.add_argument("--dtypes", nargs="+", choices=DTYPES, default=["float16", "bfloat16", "float32"],
+                   metavar="DTYPE", help=f"dtypes to draw from ({', '.join(DTYPES)})")
+    p.add_argument("--max-batch", type=positive_int, default=64, help="largest batch of bmm/baddbmm (default 64)")
+    p.add_argument("--min-batch", type=positive_int, default=1, help="smallest batch of bmm/baddbmm (default 1)")
+    p.add_argument("--transpose-probability", type=probability, default=0.0,
                    help="probability that an operand is stored transposed (default 0)")
-    p.add_argument("--alignment", type=int, default=1, help="round sizes to multiples of this (default 1)...")
-    p.add_argument("--aligned-fraction", type=float, default=0.0, help="...for this share of sizes (default 0)")
-    p.add_argument("--sizes", type=int, nargs="+", metavar="S",
+    p.add_argument("--alignment", type=positive_int, default=1, help="round sizes to multiples of this (default 1)...")
+    p.add_argument("--aligned-fraction", type=probability, default=0.0, help="...for this share of sizes (default 0)")
+    p.add_argument("--sizes", type=positive_int, nargs="+", metavar="S",
                    help="draw N and K (and M, unless --m-sizes) from these values instead of a distribution")
-    p.add_argument("--m-sizes", type=int, nargs="+", metavar="S", help="draw M from these values")
-    p.add_argument("--n-sizes", type=int, nargs="+", metavar="S", help="draw N from these values (instead of --sizes)")
-    p.add_argument("--k-sizes", type=int, nargs="+", metavar="S", help="draw K from these values (instead of --sizes)")
+    p.add_argument("--m-sizes", type=positive_int, nargs="+", metavar="S", help="draw M from these values")
+    p.add_argument("--n-sizes", type=positive_int, nargs="+", metavar="S", help="draw N from these values (instead of --sizes)")
+    p.add_argument("--k-sizes", type=positive_int, nargs="+", metavar="S", help="draw K from these values (instead of --sizes)")
     p.add_argument("--layouts", nargs="+", choices=["NN", "NT", "TN", "TT"],
                    help="operand layouts to draw from (T: stored transposed, e.g. NT is nn.Linear's x @ W.T); "
                         "overrides --transpose-probability")
-    p.add_argument("--max-gflop", type=float, default=0.0,
+    p.add_argument("--max-gflop", type=nonnegative_float, default=0.0,
                    help="redraw shapes needing more than this many GFLOP, 2*B*M*N*K/1e9 (default 0: no limit)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 

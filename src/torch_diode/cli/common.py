@@ -1,0 +1,138 @@
+"""What every ``diode`` subcommand shares: the parser with one-line errors, option types that
+check ranges, the rule that no output overwrites an input, and ``--report-json``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+from ..errors import OptionError
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line naming the option (exit code 2)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# ----- option types: argparse names the option in front of their message -------------------------
+def _number(kind: type, lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
+            hi_open: bool = False) -> Callable[[str], float]:
+    """An argparse type: ``kind`` (int or float, finite) within the bounds."""
+    if lo is not None and hi is not None:
+        span = f"in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+    elif lo is not None:
+        span = f"{'>' if lo_open else '>='} {lo:g}"
+    else:
+        span = "finite"
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") from None
+        ok = math.isfinite(value) and (lo is None or (value > lo if lo_open else value >= lo)) \
+            and (hi is None or (value < hi if hi_open else value <= hi))
+        if not ok:
+            raise argparse.ArgumentTypeError(f"must be {span}, got {text!r}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+positive_int = _number(int, 1)
+nonnegative_int = _number(int, 0)
+finite_float = _number(float)
+nonnegative_float = _number(float, 0.0)
+positive_float = _number(float, 0.0, lo_open=True)
+probability = _number(float, 0.0, 1.0)
+factor = _number(float, 1.0)  # a "this many times faster" factor: 1.0 means off
+
+
+def int_at_least(lo: int) -> Callable[[str], int]:
+    return _number(int, lo)
+
+
+def open_fraction(lo_open: bool = True) -> Callable[[str], float]:
+    """A share of problems: in (0, 1), or [0, 1) where ``lo_open`` is false."""
+    return _number(float, 0.0, 1.0, lo_open=lo_open, hi_open=True)
+
+
+# ----- no output over an input -------------------------------------------------------------------
+def _real(path: str | os.PathLike) -> Path:
+    return Path(os.path.realpath(os.path.expanduser(str(path))))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a == b:
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_outputs(inputs: Mapping[str, Iterable[str | os.PathLike] | str | os.PathLike | None],
+                  outputs: Mapping[str, str | os.PathLike | None], *, dataset_outputs: Sequence[str] = (),
+                  extensions: Iterable[str] | None = None) -> None:
+    """OptionError unless every output (option -> path) is a new place: not an input (option ->
+    paths), not another output, not an existing folder. A dataset output (an option in
+    ``dataset_outputs``) may not lie inside an input folder either, where reading the folder again
+    would read it too and count its rows twice."""
+    from ..types import DATASET_SUFFIXES
+
+    ins: list[tuple[str, Path]] = []
+    for option, value in inputs.items():
+        if value is None:
+            continue
+        values = [value] if isinstance(value, (str, os.PathLike)) else list(value)
+        ins.extend((option, _real(v)) for v in values)
+    outs = [(option, _real(value), str(value)) for option, value in outputs.items() if value is not None]
+    suffixes = tuple("." + e.lstrip(".") for e in extensions) if extensions else DATASET_SUFFIXES
+    for i, (option, out, given) in enumerate(outs):
+        if out.is_dir():
+            raise OptionError(option, f"{given} is a folder; give a file name")
+        not_folder = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+        if not_folder is not None:
+            raise OptionError(option, f"{given}: {not_folder} is a file, not a folder")
+        for other_option, other, _ in outs[:i]:
+            if _same_file(out, other):
+                raise OptionError(option, f"{given} is also the {other_option} output: each output needs its own file")
+        for in_option, source in ins:
+            if _same_file(out, source):
+                raise OptionError(option, f"{given} is also an input ({in_option}): writing it would replace that "
+                                          "input; give another output file")
+            if option in dataset_outputs and source.is_dir() and source in out.parents and out.name.endswith(suffixes):
+                raise OptionError(option, f"{given} lies inside the input folder {source} ({in_option}): reading "
+                                          "that folder again would read this output too and count its rows twice")
+
+
+def dataset_output(text: str) -> str:
+    """A dataset file to write: its suffix must name a format."""
+    from ..types import DATASET_SUFFIXES
+
+    if not text.endswith(DATASET_SUFFIXES):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a dataset file name ending in {', '.join(DATASET_SUFFIXES)}")
+    return text
+
+
+def add_inputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("inputs", nargs="+", help="dataset files or folders of them")
+    p.add_argument("--file-extensions", nargs="+", default=None, metavar="EXT",
+                   help="in folders, read only files with these suffixes (e.g. msgpack json.gz)")
+
+
+def write_report(path: str | None, report: dict) -> None:
+    """Writes a command's --report-json atomically (keys starting with '_' stay in memory)."""
+    if path:
+        from ..types import atomic_write_bytes
+
+        clean = {k: v for k, v in report.items() if not k.startswith("_")}
+        atomic_write_bytes(path, (json.dumps(clean, indent=2, sort_keys=True, default=str) + "\n").encode())
+        print(f"report written to {path}")
