@@ -9,9 +9,9 @@
    recorded by torch_diode.collect. Rate = timings / wall minute (precompile + benchmark).
    It runs twice: with Inductor's stock benchmark (an L2-sized cache flush before each timed
    launch) and with the same benchmark given the fast path's larger flush (the benchmarker's
-   L2_cache_size set to fast_sweep.FLUSH_BYTES). An L2-sized flush takes ~20 us on an H100, less
-   than Inductor's Python launch of a Triton kernel, so for kernels of a few tens of us the host's
-   launch cost lands between the timing events; the larger flush hides it.
+   L2_cache_size set to fast_sweep.FLUSH_BYTES). An L2-sized flush takes less time than Inductor's
+   Python launch of a Triton kernel, so for short kernels the host's launch cost lands between
+   the timing events; the larger flush hides it.
 3. Fast path on exactly the configs Inductor measured for those shapes: per-shape Spearman rank
    correlation and relative differences of the times, against both references. The report's
    ``spearman_median`` and ``median_abs_rel_diff`` compare with Inductor's benchmark at the same

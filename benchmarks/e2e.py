@@ -33,10 +33,9 @@ time is the wall time of the first call. Runtime (``runtime_us``, the summary's 
 graph, the way mode="max-autotune" runs compiled functions, so it is the kernels' time. The plain
 ``triton.testing.do_bench`` median (same warm-up and repetitions for every method) is kept as
 ``runtime_do_bench_us`` (summary keys ``*_do_bench``), with ``wall_us_per_call``: do_bench times
-one host call after an ~80 us cache flush, and where the host's cost of calling a compiled
-function exceeds the flush its figure is the host's, not the kernel's (measured on the H100: the
-same aten::mm kernel, 9.1 us replayed, read 56.8 us in one worker and 349.9 us in another). A worker that outlives its time
-limit is stopped; its finished items are kept.
+one host call after a cache flush, and where the host's cost of calling a compiled function
+exceeds the flush its figure is the host's, not the kernel's (the report's rows show both). A
+worker that outlives its time limit is stopped; its finished items are kept.
 
     python -m benchmarks.e2e --out $OUT/e2e_h100.json --plot $OUT/e2e_h100.png
 
@@ -148,7 +147,7 @@ def bench_us(fn: Callable) -> float:
 def bench_cudagraph_us(fn: Callable) -> float:
     """The same function replayed from a CUDA graph: kernel time without the host's launch cost
     (mode="max-autotune" runs compiled functions this way). do_bench times one launch after a
-    cache flush, so a host cost above the flush's ~80 us lands in its figure."""
+    cache flush, so a host cost longer than the flush lands in its figure."""
     import triton
 
     return 1000 * triton.testing.do_bench_cudagraph(fn, rep=REP_MS, return_mode="median")

@@ -2,8 +2,8 @@
 
 Counts distinct kernel variants (what makes Triton compile a new binary: config, dtypes,
 constexprs, the classes of the ints it specialises on) for problems drawn like `diode collect`
-draws them, with sizes specialised or not. On the H100 compiling ran at ~17 kernels/s in a thread
-pool (benchmarks/results/compile_reuse_h100.json): divide to get the compile minutes.
+draws them, with sizes specialised or not. Divided by the compile rate that compile_reuse.py
+measures (benchmarks/results/compile_reuse_h100.json), this gives the compile minutes.
 
     python -m benchmarks.variant_budget --out benchmarks/results/variant_budget_cpu.json
 """

@@ -1,6 +1,7 @@
 """The end-to-end benchmark's report handling, on the shipped H100 report (no GPU needed)."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +13,12 @@ REPORT = ROOT / "benchmarks" / "results" / "e2e_h100.json"
 
 
 def combine(*reports, out):
-    return subprocess.run([sys.executable, "-m", "benchmarks.e2e", "--combine", *map(str, reports), "--out", str(out)],
-                          capture_output=True, text=True, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "benchmarks.e2e", "--combine", *map(str, reports), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
 
 
 def test_combine_merges_rows_by_label(tmp_path):
@@ -24,7 +29,8 @@ def test_combine_merges_rows_by_label(tmp_path):
     assert len(twice["rows"]) == len(shipped["rows"])  # the same rows once, not twice
     assert twice["summary"] == pytest.approx(shipped["summary"], nan_ok=True)
     assert twice["summary"]["rows_compared"] == sum(
-        1 for r in shipped["rows"] if {"diode_top1", "max_autotune"} <= set(r["methods"]))
+        1 for r in shipped["rows"] if {"diode_top1", "max_autotune"} <= set(r["methods"])
+    )
 
 
 def test_combine_refuses_reports_of_other_devices(tmp_path):
@@ -38,13 +44,29 @@ def test_heldout_selection_judges_the_handlers_order_on_measured_data(tmp_path):
     """benchmarks/selection_replay.py heldout on the shipped sample: the widened set holds the first
     pick, so its best is never slower; both are ratios to the best measured time."""
     out = tmp_path / "sel.json"
-    run = subprocess.run([sys.executable, "-m", "benchmarks.selection_replay", "heldout", "--model", "NVIDIA-H100-matmul",
-                          "--data", str(ROOT / "data" / "sample" / "h100_sample.json.gz"), "--out", str(out)],
-                         capture_output=True, text=True, cwd=ROOT)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.selection_replay",
+            "heldout",
+            "--model",
+            "NVIDIA-H100-matmul",
+            "--data",
+            str(ROOT / "data" / "sample" / "h100_sample.json.gz"),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert run.returncode == 0, run.stderr
     (row,) = json.loads(out.read_text())["rows"]
     assert row["problems"] == 12
-    assert 1.0 <= row["widened"]["geomean"] <= row["first"]["geomean"] and row["widened"]["worst"] <= row["first"]["worst"]
+    assert (
+        1.0 <= row["widened"]["geomean"] <= row["first"]["geomean"] and row["widened"]["worst"] <= row["first"]["worst"]
+    )
     assert 1.0 <= row["kept_mean"] <= 5.0
 
 
@@ -52,9 +74,25 @@ def test_extern_preference_replay_picks_aten_more_often_the_stronger_the_prefere
     """benchmarks/selection_replay.py extern-preference on the shipped sample: an overwhelming
     preference picks ATen on every problem, none at all picks it no more often than 1.0 does."""
     out = tmp_path / "pref.json"
-    run = subprocess.run([sys.executable, "-m", "benchmarks.selection_replay", "extern-preference",
-                          "--data", str(ROOT / "data" / "sample" / "h100_sample.json.gz"), "--preferences", "1.0", "1.1", "1e9",
-                          "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.selection_replay",
+            "extern-preference",
+            "--data",
+            str(ROOT / "data" / "sample" / "h100_sample.json.gz"),
+            "--preferences",
+            "1.0",
+            "1.1",
+            "1e9",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert run.returncode == 0, run.stderr
     report = json.loads(out.read_text())
     picks = [r["extern_picks"] for r in report["rows"]]
@@ -76,11 +114,76 @@ def test_realmodels_replay_names_each_problem_by_its_layers_and_judges_the_handl
     shapeset = tmp_path / "named.json"
     shapeset.write_text(json.dumps({"name": "named", "entries": entries}))
     out = tmp_path / "realmodels.json"
-    run = subprocess.run([sys.executable, "-m", "benchmarks.selection_replay", "realmodels", "--data", str(sample),
-                          "--shapeset", str(shapeset), "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.selection_replay",
+            "realmodels",
+            "--data",
+            str(sample),
+            "--shapeset",
+            str(shapeset),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert run.returncode == 0, run.stderr
     report = json.loads(out.read_text())
     assert report["num_problems"] == 12 and report["unmatched_problems"] == 0
     assert all(r["layers"] == [f"model{i}: fc"] for i, r in enumerate(report["rows"]))
     assert 1.0 <= report["outcome_geomean"] <= report["first_pick_geomean"]
     assert report["outcome_worst"] <= report["first_pick_worst"] and 0.0 <= report["unsure_fraction"] <= 1.0
+
+
+def test_readme_results_table_is_what_the_results_files_give():
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.results_table", "--check"], capture_output=True, text=True, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_results_table_check_fails_on_a_stale_table_and_the_generator_repairs_it(tmp_path, monkeypatch):
+    from benchmarks import results_table
+
+    copies = []
+    for target in results_table.TARGETS:
+        copy = tmp_path / target.name
+        copy.write_text(target.read_text().replace(" | `e2e_h100.json` |", " | `e2e_h100.json` (edited) |", 1))
+        copies.append(copy)
+    monkeypatch.setattr(results_table, "TARGETS", tuple(copies))
+    assert results_table.main(["--check"]) == 1
+    assert results_table.main([]) == 0
+    assert results_table.main(["--check"]) == 0
+    assert all(
+        copy.read_text() == target.read_text()
+        for copy, target in zip(copies, (ROOT / "README.md", ROOT / "docs" / "results.md"))
+    )
+
+
+def test_results_table_rows_name_their_source_device_and_date():
+    from benchmarks import results_table
+
+    rows = results_table.rows()
+    assert {r.source for r in rows} >= {
+        "e2e_h100.json",
+        "heldout_selection_cpu.json",
+        "validate_model_h100.json",
+        "engine_latency_cpu.json",
+        "compile_breakdown_h100.json",
+    }
+    for r in rows:
+        assert (RESULTS := ROOT / "benchmarks" / "results" / r.source).exists(), RESULTS
+        assert r.device and re.fullmatch(r"\d{4}-\d{2}-\d{2}", r.date), r
+
+
+def test_readme_is_short_and_states_no_figure_outside_the_generated_table():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 200
+    begin, end = text.index("<!-- results:begin"), text.index("<!-- results:end -->")
+    outside = text[:begin] + text[end:]
+    figures = [m.group(0) for m in re.finditer(r"\b\d[\d,.]*\s?(x|us|ms|s|%)(?!\w)", outside) if m.group(0) != "1x"]
+    assert figures == [], figures

@@ -3,8 +3,8 @@
 // (baseline, DIODE_VW = 4), which define DIODE_DENSE_NAME; model.cpp picks one at run time.
 //
 // Register blocking: 4 rows x 2 vectors of accumulators stay in registers while the input
-// dimension streams past, so each weight vector loaded serves 4 rows. Measured on this project's
-// CPU machine: ~109 GFLOP/s with AVX2+FMA (benchmarks/engine_latency.py).
+// dimension streams past, so each weight vector loaded serves 4 rows (its speed:
+// python -m benchmarks.engine_latency).
 #include <cstddef>
 #include <cstring>
 

@@ -9,7 +9,7 @@ set -euo pipefail
 DATA=${DATA:-data/h100}
 DIODE=${DIODE:-"python3 -m torch_diode.cli"}
 # Half precision: every layout/op/size class. fp32 (no TF32): mm/addmm of nn.Linear's layout, sizes
-# >= 256, at most 20 GFLOP, because its kernels compile ~20x slower (~2 per second on 14 workers).
+# >= 256, at most 20 GFLOP, because its kernels compile far slower (benchmarks/results/collection_h100.log).
 COMMON="--search-mode fast --exhaustive-sample 320 --reps 6 --chunk-size 50 --workers 14"
 HALF="--dtypes float16 bfloat16 --layouts NN NT --max-gflop 200"
 MM="$HALF --ops mm addmm --sizes 64 128 256 512 768 1024 1536 2048 2304 3072 4096 5120 8192 11008 14336 --m-sizes 16 32 64 128 256 512 1024 2048 4096 8192"
@@ -21,8 +21,8 @@ F32M="--dtypes float32 --layouts NT --max-gflop 20 --ops mm addmm $F32_SIZES --m
 # Sizes that are not multiples of 8 (K=479, 197 tokens, 1000 classes...): cuBLAS and the Triton
 # templates slow down on leading dimensions that are not 16-byte aligned; log-normal sizes are
 # mostly such. Half precision, mm/addmm/bmm (batch up to 512: 32 images x 12 heads), three layouts,
-# sizes from 1. They share few kernel specialisations (~5 compiles/s against ~17 for aligned
-# sizes), so each problem gets 48 sampled EXHAUSTIVE configs instead of 320.
+# sizes from 1. They share few kernel specialisations (each problem compiles its own kernels),
+# so each problem gets 48 sampled EXHAUSTIVE configs instead of 320.
 ODD="--dtypes float16 bfloat16 --layouts NN NT TN --max-gflop 100 --ops mm addmm bmm --max-batch 512 --log-normal --log-normal-mean 6.5 --log-normal-sigma 1.2 --min-size 1 --max-size 8192"
 ODD_SAMPLE="--search-mode fast --exhaustive-sample 48 --reps 6 --chunk-size 50 --workers 14"
 # Decode: M of 1-8 rows (tokens of a decode step, per sequence for attention's bmm) against the
@@ -34,7 +34,7 @@ DECODE_SAMPLE="--search-mode fast --exhaustive-sample 64 --reps 6 --chunk-size 5
 # data/h100/make_attention_shapeset.py without any (M, N, K) of benchmarks/e2e.py.
 # train-odd2: 300 more of train-odd's design (another seed), none of train-odd's problems.
 # fp32 with 48 sampled configs: train-f32 (320 sampled) stopped at 47 problems, as each of its
-# problems compiles ~5 minutes of new kernels; a fixed sample of 48 compiles once.
+# problems compiles minutes of new kernels; a fixed sample of 48 compiles once.
 HELD_OUT="data/h100/validation data/h100/odd"
 # data/h100/odd (an earlier unaligned design, 320 sampled configs): its first 10 problems.
 ODD_V1="--dtypes float16 bfloat16 --layouts NN NT TN --max-gflop 100 --ops mm addmm bmm --max-batch 32 --log-normal --log-normal-mean 6.9 --log-normal-sigma 1.0 --min-size 16 --max-size 8192"

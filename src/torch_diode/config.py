@@ -9,7 +9,7 @@ environment variables read at import. ``patch(**values)`` changes some for a ``w
 | max_selected_configs | TORCH_DIODE_MAX_SELECTED | 8 | cap on the choices kept |
 | unsure_top_k | TORCH_DIODE_UNSURE_TOP_K | 5 | choices Inductor benchmarks where the model is unsure: the best predicted among ATen and Inductor's DEFAULT Triton configs (torch_diode.selection.widen) |
 | unsure_heldout_slowdown | TORCH_DIODE_UNSURE_HELDOUT_SLOWDOWN | 1.05 | a problem is unsure where the model's first picks on held-out problems of its kind (misaligned rows or not) were on geometric mean slower than this factor (recorded by diode train) |
-| min_dtype_problems | TORCH_DIODE_MIN_DTYPE_PROBLEMS | 100 | a problem whose element type had fewer training problems is unsure too (the shipped H100 model: 166 fp32 problems; a model with 39 had top-1 0.88, worst 2.45x on held-out fp32) |
+| min_dtype_problems | TORCH_DIODE_MIN_DTYPE_PROBLEMS | 100 | a problem whose element type had fewer training problems is unsure too (the model records its problems per element type) |
 | extern_preference | TORCH_DIODE_EXTERN_PREFERENCE | 1.1 | keep the best ATen/cuBLAS choice first unless a Triton config is predicted this factor faster (1.0: off; see torch_diode.selection) |
 | candidate_pool | TORCH_DIODE_CANDIDATE_POOL | EXHAUSTIVE | Inductor search space the model ranks (DEFAULT or EXHAUSTIVE) |
 | cache_predictions | TORCH_DIODE_CACHE_PREDICTIONS | 1 | remember the decision for a repeated problem |

@@ -76,7 +76,7 @@ def _geomean(x: np.ndarray) -> float:
 
 def validate_model(model: str | os.PathLike, dataset: Dataset, *, hardware_name: str | None = None,
                    op_name: str | None = None, top_n_worst: int = 10) -> dict[str, Any]:
-    """The validate-model report (keys documented in the README), with ``by_op``: the same
+    """The validate-model report (keys listed in docs/architecture.md), with ``by_op``: the same
     figures (all but the per-problem and worst lists) for each op's problems alone."""
     pr = collect_predictions(model, dataset, hardware_name, op_name)
     if not np.isfinite(pr.measured_us).any():

@@ -373,9 +373,9 @@ FLUSH_BYTES = 256 * 2**20
 
 def flush_buffer(device: str) -> Any:
     """The buffer zeroed before each timed launch: larger than L2 (a cold cache, as Inductor
-    measures) and long enough to zero (~80 us on an H100) that the host's launch overhead is hidden
-    behind it instead of landing between the events (measured: an L2-sized flush inflated small
-    kernels' times ~2x)."""
+    measures) and long enough to zero that the host's launch overhead is hidden behind it instead
+    of landing between the events, as it does behind an L2-sized flush (python -m
+    benchmarks.timing_methods; docs/results.md)."""
     import torch
 
     return torch.empty(max(FLUSH_BYTES, hardware_l2_bytes()) // 4, dtype=torch.int32, device=device)

@@ -12,9 +12,9 @@ from ..types import KernelConfig
 
 _MAX_GRID_Y = 65535
 
-# Kernels specialised on M, N, K as Triton specialises any int (== 1, multiple of 16). Measured on
-# the H100 (benchmarks/results/timing_methods_*_h100.json): unspecialised sizes made the kernels up
-# to 25% slower than Inductor's static-size ones; specialised ones match within ~4%.
+# Kernels specialised on M, N, K as Triton specialises any int (== 1, multiple of 16), so that they
+# run as Inductor's static-size kernels do (python -m benchmarks.timing_methods compares the two;
+# its figures: docs/results.md).
 SPECIALIZE_SIZES = True
 
 

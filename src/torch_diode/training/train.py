@@ -169,8 +169,8 @@ def train_model(
     generator = torch.Generator().manual_seed(config.seed)
     model = Regressor(MLP(arrays.features.shape[1], hidden_dim, num_layers), mean, std, t_mean, t_std)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
-    # cosine decay: on the H100 data it picks better first kernels on held-out unaligned problems
-    # than a constant rate
+    # cosine decay by default: the schedule is chosen by the held-out first picks it gives
+    # (benchmarks/results/training_variants_cpu.txt)
     schedule = (torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(1, config.num_epochs))
                 if config.lr_schedule == "cosine" else None)
     xt, yt = torch.from_numpy(x_train), torch.from_numpy(y_train)
