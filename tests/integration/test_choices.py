@@ -12,27 +12,15 @@ import torch
 from torch._inductor import config as inductor_config
 
 from torch_diode import config
-from torch_diode.collection.inductor_sweep import sweep_inductor
 from torch_diode.integration.choices import DiodeInductorChoices
 from torch_diode.integration.stats import profile_predictions
 from torch_diode.integration.install import diode_choices, install_diode_choices, installed_choices, uninstall_diode_choices
 from torch_diode.model_file import read_model, write_model
 from torch_diode.predict import load_model, predict_log_time_us
-from torch_diode.training.train import TrainConfig, train_model
-from torch_diode.types import KernelConfig, Problem, load_dataset
+from torch_diode.types import KernelConfig, Problem
 
 pytestmark = pytest.mark.slow
 CPU_BMM = {"max_autotune": True, "max_autotune_gemm_backends": "CPP,ATEN", "force_disable_caches": True}
-
-
-@pytest.fixture(scope="module")
-def cpu_model(tmp_path_factory):
-    """A model trained on bmm timings recorded from real torch.compile on this CPU."""
-    d = tmp_path_factory.mktemp("model")
-    problems = [Problem("bmm", b, m, n, k, "float32", "float32", "float32") for b, m, n, k in [(2, 32, 48, 16), (3, 64, 32, 24), (2, 96, 80, 48)]]
-    sweep_inductor(problems, d / "cpu.json", device="cpu", backends="CPP,ATEN", progress=False)
-    model, _ = train_model(load_dataset(d / "cpu.json"), TrainConfig(num_epochs=20, validation_fraction=0.0), progress=False)
-    return write_model(d / "cpu.diode", model)
 
 
 @pytest.fixture(autouse=True)

@@ -62,11 +62,14 @@ MAX_ABS_LN_TIME_US = 700.0
 
 
 class Fallback(Exception):
-    """Diode does not decide this GEMM; ``reason`` is counted in the stats."""
+    """Diode does not decide this GEMM; ``reason`` is counted in the stats. ``error``: a failure
+    of diode (its features, model or decision), which raises where ``enable_fallback`` is off; else
+    a GEMM the model does not cover."""
 
-    def __init__(self, reason: str, detail: str = ""):
+    def __init__(self, reason: str, detail: str = "", error: bool = False):
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
+        self.error = error
 
 
 class _InductorError(Exception):
@@ -157,7 +160,7 @@ class DiodeInductorChoices(InductorChoices):
     def _fall_back(self, error: Exception, op_name: str) -> bool:
         """Counts a fallback by reason; False where the error must raise (``enable_fallback`` off)."""
         self.stats.fallback(error.reason if isinstance(error, Fallback) else f"error_{type(error).__name__}")
-        if not isinstance(error, Fallback) and not self._setting("enable_fallback"):
+        if (not isinstance(error, Fallback) or error.error) and not self._setting("enable_fallback"):
             return False
         logger.debug("torch-diode: stock choices for %s (%s: %s)", op_name, type(error).__name__, error)
         return True
@@ -335,22 +338,22 @@ class DiodeInductorChoices(InductorChoices):
         try:
             features = featurize_rows(problem, candidates.rows, self._hardware_for(kernel_inputs))
         except Exception as e:
-            raise Fallback("feature_error", str(e)) from None
+            raise Fallback("feature_error", str(e), error=True) from None
         try:
             predicted = np.asarray(self.engine.predict_features(features), dtype=np.float64)
         except Exception as e:
-            raise Fallback("inference_error", str(e)) from None
+            raise Fallback("inference_error", str(e), error=True) from None
         if predicted.shape != (len(candidates),):
-            raise Fallback("inference_error", f"{predicted.shape} predictions for {len(candidates)} candidates")
+            raise Fallback("inference_error", f"{predicted.shape} predictions for {len(candidates)} candidates", error=True)
         if not np.all(np.abs(predicted) <= MAX_ABS_LN_TIME_US):  # NaN too
             bad = predicted[~(np.abs(predicted) <= MAX_ABS_LN_TIME_US)][0]
-            raise Fallback("bad_prediction", f"predicted ln(time_us) {bad} for {problem.short()}")
+            raise Fallback("bad_prediction", f"predicted ln(time_us) {bad} for {problem.short()}", error=True)
         decision = self._select(predicted, features, problem, candidates)
         logger.debug("torch-diode: %s -> %d of %d candidates (confidence %.3f)", problem.short(), len(decision.chosen),
                      len(predicted), decision.confidence)
         indices = [int(i) for i in decision.chosen]
         if not indices or not all(0 <= i < len(candidates) for i in indices):
-            raise Fallback("bad_decision", f"chose {indices} of {len(candidates)} candidates")
+            raise Fallback("bad_decision", f"chose {indices} of {len(candidates)} candidates", error=True)
 
         def commit() -> None:
             self.stats.add(decision.notes())
@@ -366,7 +369,7 @@ class DiodeInductorChoices(InductorChoices):
         try:
             contract = self.contract()
         except ValueError as e:
-            raise Fallback("contract_error", str(e)) from None
+            raise Fallback("contract_error", str(e), error=True) from None
         try:
             return decide(problem, pool, predicted, self.policy(), contract, tf32_enabled())
         except NoUsableCandidate:
