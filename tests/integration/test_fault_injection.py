@@ -10,8 +10,10 @@ drives the real one on a GPU.
 """
 
 import hashlib
+import importlib.util
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,31 +32,17 @@ from torch_diode.types import KernelConfig, Problem
 
 pytestmark = pytest.mark.slow
 CPU_BMM = {"max_autotune": True, "max_autotune_gemm_backends": "CPP,ATEN", "force_disable_caches": True}
-RAISES = object()
-# a broken model's predictions -> the reason its fallback is counted under
-FAULTS = {"nan": (math.nan, "bad_prediction"), "+inf": (math.inf, "bad_prediction"), "-inf": (-math.inf, "bad_prediction"),
-          "huge": (1e30, "bad_prediction"), "raises": (RAISES, "inference_error")}
 
 
-class BrokenEngine:
-    """A model engine predicting ``value`` for every candidate, or raising (``RAISES``)."""
-
-    def __init__(self, engine, value):
-        self.metadata_json = engine.metadata_json
-        self.value = value
-
-    def predict_features(self, features):
-        if self.value is RAISES:
-            raise RuntimeError("engine failure")
-        return np.full(len(features), self.value, dtype=np.float32)
+def load_faults():
+    spec = importlib.util.spec_from_file_location("faults", Path(__file__).with_name("faults.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def broken(model_path, fault: str, **kwargs) -> DiodeInductorChoices:
-    choices = DiodeInductorChoices(model_path, **kwargs)
-    choices.engine = BrokenEngine(choices.engine, FAULTS[fault][0])
-    return choices
-
-
+faults = load_faults()
+FAULTS, BrokenEngine, broken = faults.FAULTS, faults.BrokenEngine, faults.broken
 @pytest.fixture(autouse=True)
 def _enough_examples():
     """The test model learnt from 3 problems: judged as one with enough examples (else every
