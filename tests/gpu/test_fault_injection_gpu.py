@@ -4,28 +4,19 @@ or an exception recording the enumerated decision gives Inductor's stock candida
 reason, and the compiled result equals eager's; with ``enable_fallback=False`` the fault raises.
 The CPU version is tests/integration/test_fault_injection.py. Needs an H100 (the shipped model)."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 from torch._inductor import config as inductor_config
 from torch._inductor.virtualized import V
 
+import broken_models as faults
 from torch_diode import config
 from torch_diode.integration.choices import DiodeInductorChoices
 
 pytestmark = pytest.mark.gpu
 
 
-def load_faults():
-    spec = importlib.util.spec_from_file_location("faults", Path(__file__).parents[1] / "integration" / "faults.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
-
-faults = load_faults()
 
 
 @pytest.fixture(scope="module")

@@ -4,23 +4,17 @@ logs no traceback ("Failed to pickle cache key" before the handler was picklable
 model or another diode setting misses. The CPU version is tests/integration/test_fx_graph_cache.py.
 Needs an H100 (the shipped model)."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 import torch
 from torch._inductor import config as inductor_config
 
+import fx_cache_child as child
 from torch_diode.registry import resolve_model
 
 pytestmark = pytest.mark.gpu
 
-
-def load_child():
-    spec = importlib.util.spec_from_file_location("fx_cache_child", Path(__file__).parents[1] / "integration" / "fx_cache_child.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_a_second_process_hits_the_fx_graph_cache(tmp_path):
@@ -28,7 +22,6 @@ def test_a_second_process_hits_the_fx_graph_cache(tmp_path):
         pytest.skip("the shipped model is for the H100")
     if not hasattr(inductor_config, "inductor_choices_class"):
         pytest.skip("this torch has no inductor_choices_class: the FX-graph cache is off while diode is installed")
-    child = load_child()
     model = str(resolve_model("NVIDIA-H100-matmul"))
     spec = {"device": "cuda", "op": "mm", "inductor": {}, "pickled_key": False}
     child.check_cache_use(spec, model, str(child.other_model(Path(model), tmp_path)), tmp_path / "cache")

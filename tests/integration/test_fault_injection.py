@@ -10,10 +10,8 @@ drives the real one on a GPU.
 """
 
 import hashlib
-import importlib.util
 import math
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,6 +19,7 @@ import torch
 from torch._inductor import config as inductor_config
 from torch._inductor.virtualized import V
 
+from broken_models import FAULTS, BrokenEngine, broken
 from torch_diode import config
 from torch_diode.hardware import detect_hardware
 from torch_diode.integration import choices as choices_module
@@ -34,15 +33,6 @@ pytestmark = pytest.mark.slow
 CPU_BMM = {"max_autotune": True, "max_autotune_gemm_backends": "CPP,ATEN", "force_disable_caches": True}
 
 
-def load_faults():
-    spec = importlib.util.spec_from_file_location("faults", Path(__file__).with_name("faults.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-faults = load_faults()
-FAULTS, BrokenEngine, broken = faults.FAULTS, faults.BrokenEngine, faults.broken
 @pytest.fixture(autouse=True)
 def _enough_examples():
     """The test model learnt from 3 problems: judged as one with enough examples (else every

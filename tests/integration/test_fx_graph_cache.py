@@ -5,24 +5,16 @@ asking ``inductor_choices_class`` for ``uuid()`` (torch 2.13) and pickling it (t
 lambda made Inductor log "Failed to pickle cache key" and bypass the cache). The GPU version is
 tests/gpu/test_fx_graph_cache_gpu.py."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+
+import fx_cache_child as child
 
 pytestmark = pytest.mark.slow
 
-
-def load_child():
-    spec = importlib.util.spec_from_file_location("fx_cache_child", Path(__file__).with_name("fx_cache_child.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("pickled_key", [False, True], ids=["uuid_key", "pickled_key"])
 def test_a_second_process_hits_the_fx_graph_cache(cpu_model, tmp_path, pickled_key):
     spec = {"device": "cpu", "op": "bmm", "inductor": {"max_autotune": True, "max_autotune_gemm_backends": "CPP,ATEN"},
             "pickled_key": pickled_key}
-    child = load_child()
     child.check_cache_use(spec, str(cpu_model), str(child.other_model(cpu_model, tmp_path)), tmp_path / "cache")
