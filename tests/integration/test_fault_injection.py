@@ -72,8 +72,10 @@ def test_a_broken_model_gives_stock_choices_on_the_full_path(cpu_model, fault):
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_broken_model_raises_with_fallback_off(cpu_model, fault):
+    strict = broken(cpu_model, fault, enable_fallback=False)
     with pytest.raises(Exception, match=FAULTS[fault][1]):
-        compile_bmm(broken(cpu_model, fault, enable_fallback=False), *inputs())
+        compile_bmm(strict, *inputs())
+    assert strict.get_stats()["fallbacks"] == {FAULTS[fault][1]: 1}  # counted once, then raised
 
 
 @pytest.fixture

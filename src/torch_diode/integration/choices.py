@@ -72,8 +72,9 @@ class Fallback(Exception):
         self.error = error
 
 
-class _InductorError(Exception):
-    """An exception of Inductor's own stock candidate generation (``error``), passed through."""
+class _PassThrough(Exception):
+    """An exception (``error``) the hook raises as it is: Inductor's own (generating its stock
+    candidates), or one of diode's already counted that must raise (``enable_fallback`` off)."""
 
     def __init__(self, error: Exception):
         super().__init__(str(error))
@@ -147,13 +148,14 @@ class DiodeInductorChoices(InductorChoices):
             self.stats.count("total_calls")
             with search_space(pool):
                 return self._finalize(generators.generators(), kernel_inputs, templates, op_name, kwarg_overrides)
-        except _InductorError as e:  # Inductor's own candidate generation failed: not diode's to hide
+        except _PassThrough as e:
             raise e.error from None
         except Exception as e:
             if not self._fall_back(e, op_name):
                 raise
-            with search_space(pool):
-                return self._stock(generators.generators(), kernel_inputs, templates, op_name, kwarg_overrides)
+            with search_space(pool):  # every candidate, those diode took included
+                return super()._finalize_template_configs(generators.generators(), kernel_inputs, templates, op_name,
+                                                          kwarg_overrides)
         finally:
             self.stats.timed(time.perf_counter() - start)
 
@@ -170,7 +172,7 @@ class DiodeInductorChoices(InductorChoices):
         try:
             return super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
         except Exception as e:
-            raise _InductorError(e) from e
+            raise _PassThrough(e) from e
 
     def _finalize(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides):
         # the problem, built once for every path (None where it cannot be: the full path reports why)
@@ -193,7 +195,7 @@ class DiodeInductorChoices(InductorChoices):
             chosen = self._choose(stock, problem, problem_error, kernel_inputs, op_name, templates)
         except Exception as e:
             if not self._fall_back(e, op_name):
-                raise
+                raise _PassThrough(e) from e
             return stock
         self.stats.count("model_selections")
         self.stats.count("configs_filtered", len(stock) - len(chosen))
