@@ -12,7 +12,6 @@ import torch
 from torch._inductor import config as inductor_config
 
 from torch_diode import config
-from torch_diode.collection.inductor_sweep import sweep_inductor
 from torch_diode.integration.choices import DiodeInductorChoices
 from torch_diode.integration.stats import profile_predictions
 from torch_diode.integration.install import diode_choices, install_diode_choices, installed_choices, uninstall_diode_choices

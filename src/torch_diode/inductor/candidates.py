@@ -68,6 +68,25 @@ def enumerable_uid(problem: Problem, kernel_inputs: Any, template_choices: dict,
         return None
 
 
+class Replayable:
+    """A GEMM's candidate generators (``template_choices``) keeping what is taken from them, so
+    that every candidate can still be handed to Inductor, in order, after diode's paths took some
+    and failed (a fallback)."""
+
+    def __init__(self, template_choices: dict):
+        self._iterators = {uid: iter(gen) for uid, gen in template_choices.items()}
+        self._taken: dict[Any, list] = {uid: [] for uid in self._iterators}
+
+    def _recording(self, uid: Any) -> Iterator[Any]:
+        for ktc in self._iterators[uid]:
+            self._taken[uid].append(ktc)
+            yield ktc
+
+    def generators(self) -> dict:
+        """Generators of every candidate, in order: those taken so far, then the rest."""
+        return {uid: itertools.chain(list(self._taken[uid]), self._recording(uid)) for uid in self._iterators}
+
+
 @lru_cache(maxsize=None)
 def same_config_lists(uid: str, device_type: str, op_name: str) -> bool:
     """Whether Inductor's heuristic for this template holds the config lists diode enumerates

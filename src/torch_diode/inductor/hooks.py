@@ -1,8 +1,11 @@
 """Where diode plugs into Inductor: the choice-handler stack and the autotune feedback savers.
 
 A handler (an InductorChoices) is installed where torch has
-``torch._inductor.config.inductor_choices_class`` (2.13), so every compile thread uses it and the
-FX-graph cache key includes its ``uuid()`` (a cached graph compiled without it is not reused).
+``torch._inductor.config.inductor_choices_class`` (2.11 and later), so every compile thread uses
+it, as an :class:`InstalledChoices`: the FX-graph cache key holds the handler's ``uuid()`` (a
+cached graph compiled without it, or with another model or settings, is not reused), whether torch
+asks the factory for ``uuid()`` (``_cache_config_factory_keys``, 2.13) or pickles the config
+(2.11: a lambda there makes Inductor log "Failed to pickle cache key" and bypass the cache).
 Elsewhere it is set for the current thread with ``V.set_choices_handler`` and the FX-graph cache
 is turned off while it is installed, since a cache hit would skip it. :func:`uninstall_handler`
 restores every value the install changed; installs nest as a stack.
@@ -17,6 +20,40 @@ from typing import Any, Callable
 
 _installed: list[dict[str, Any]] = []  # a stack: nested installs restore in order
 _UNSET = object()
+
+
+class InstalledChoices:
+    """``inductor_choices_class``'s value while ``handler`` is installed: calling it gives the
+    handler (as Inductor does for each compile thread), and its ``uuid()`` and pickled form are
+    the handler's ``uuid()`` at the time Inductor computes a cache key. Copies are the object
+    itself (Inductor copies its config)."""
+
+    def __init__(self, handler: Any):
+        self.handler = handler
+
+    def __call__(self) -> Any:
+        return self.handler
+
+    def uuid(self) -> str:
+        return self.handler.uuid()
+
+    def __reduce__(self) -> tuple:
+        return _unpickled_choices, (self.uuid(),)
+
+    def __copy__(self) -> InstalledChoices:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> InstalledChoices:
+        return self
+
+    def __repr__(self) -> str:
+        return f"InstalledChoices({self.uuid()})"
+
+
+def _unpickled_choices(uuid: str) -> InstalledChoices | None:
+    """A pickled InstalledChoices read back: the installed one of that identity, else None
+    (Inductor's default choices: the handler is not in this process)."""
+    return next((r["factory"] for r in reversed(_installed) if r["factory"] is not None and r["factory"].uuid() == uuid), None)
 
 
 def _current_handler() -> Any:
@@ -34,10 +71,10 @@ def install_handler(handler: Any, enable_gemm_autotune: bool) -> None:
     from torch._inductor.virtualized import V
 
     record: dict[str, Any] = {"handler": handler, "before": _current_handler(), "config": {},
-                              "enable_gemm_autotune": enable_gemm_autotune}
+                              "enable_gemm_autotune": enable_gemm_autotune, "factory": None}
     if hasattr(inductor_config, "inductor_choices_class"):
         record["config"]["inductor_choices_class"] = inductor_config.inductor_choices_class
-        inductor_config.inductor_choices_class = lambda: handler
+        record["factory"] = inductor_config.inductor_choices_class = InstalledChoices(handler)
     else:
         record["config"]["fx_graph_cache"] = inductor_config.fx_graph_cache
         inductor_config.fx_graph_cache = False

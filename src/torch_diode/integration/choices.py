@@ -14,13 +14,16 @@ settings of ``torch_diode.config`` and the confidence contract the model's train
 (:class:`torch_diode.selection.Confidence`).
 
 Fallback (the stock list, counted by reason in ``get_stats()``): no model for this hardware, an op
-or dtype the model does not cover, sizes without hints, any error in features or inference. With
-``enable_fallback=False`` errors raise instead. The returned list is never empty.
+or dtype the model does not cover, sizes without hints, a prediction that is not a finite ln-time
+(``bad_prediction``), any error in features or inference, and any exception anywhere in diode's
+paths (cache, enumeration, widening, materialising the chosen candidates, statistics:
+``error_<ExceptionType>``): every candidate Inductor's generators held is handed back, those
+diode took included. With ``enable_fallback=False`` errors raise instead. Errors of Inductor's own
+candidate generation are Inductor's and propagate. The returned list is never empty.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
 import os
@@ -31,10 +34,11 @@ from typing import Any
 import numpy as np
 from torch._inductor.choices import InductorChoices
 
-from .. import config
+from .. import __version__, config
 from ..features import Candidates, config_rows, featurize_rows
 from ..hardware import detect_hardware, hardware_match
 from ..inductor.candidates import (
+    Replayable,
     device_of,
     enumerable_uid,
     materialise,
@@ -54,14 +58,28 @@ logger = logging.getLogger(__name__)
 SUPPORTED_OPS = ("mm", "addmm", "bmm", "baddbmm")
 SUPPORTED_DTYPES = ("float16", "bfloat16", "float32")
 _CACHE_SIZE = 4096
+# predicted ln(time_us) beyond this magnitude is no time: exp() of it overflows or vanishes in float64
+MAX_ABS_LN_TIME_US = 700.0
 
 
 class Fallback(Exception):
-    """Diode does not decide this GEMM; ``reason`` is counted in the stats."""
+    """Diode does not decide this GEMM; ``reason`` is counted in the stats. ``error``: a failure
+    of diode (its features, model or decision), which raises where ``enable_fallback`` is off; else
+    a GEMM the model does not cover."""
 
-    def __init__(self, reason: str, detail: str = ""):
+    def __init__(self, reason: str, detail: str = "", error: bool = False):
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
+        self.error = error
+
+
+class _PassThrough(Exception):
+    """An exception (``error``) the hook raises as it is: Inductor's own (generating its stock
+    candidates), or one of diode's already counted that must raise (``enable_fallback`` off)."""
+
+    def __init__(self, error: Exception):
+        super().__init__(str(error))
+        self.error = error
 
 
 class DiodeInductorChoices(InductorChoices):
@@ -72,7 +90,7 @@ class DiodeInductorChoices(InductorChoices):
         super().__init__()
         import json
 
-        from ..predict import load_model
+        from ..predict import load_model_and_checksum
         from ..registry import detect_model, resolve_model
 
         self.device = device  # where the model runs: the C++ engine runs on the CPU
@@ -81,14 +99,17 @@ class DiodeInductorChoices(InductorChoices):
         self.enable_fallback = enable_fallback
         # None: the model for the current GPU (exact or of its family), if any. A model that cannot
         # be loaded leaves Inductor's stock choices (logged; counted per GEMM as model_load_error).
-        self.model_path, self.engine, self.load_error = None, None, None
+        # The engine comes with the checksum of the bytes it was built from (the cache key's model identity).
+        self.model_path, self.engine, self.checksum, self.load_error = None, None, None, None
         try:
             self.model_path = str(resolve_model(model_path) if model_path is not None else detect_model() or "") or None
-            self.engine = load_model(self.model_path) if self.model_path else None
+            if self.model_path:
+                self.engine, self.checksum = load_model_and_checksum(self.model_path)
         except (OSError, ValueError) as e:  # missing file or name, ModelFormatError (a ValueError)
             if not self._setting("enable_fallback"):
                 raise
-            self.model_path, self.load_error = None, f"{type(e).__name__}: {e}"
+            self.model_path, self.engine, self.checksum = None, None, None
+            self.load_error = f"{type(e).__name__}: {e}"
             logger.warning("torch-diode: model %s cannot be loaded (%s); Inductor keeps its stock choices", model_path, e)
         self.metadata = json.loads(self.engine.metadata_json) if self.engine is not None else {}
         self._hardware_ok: dict[str, str | None] = {}  # device name -> "exact", "family" or None
@@ -97,12 +118,12 @@ class DiodeInductorChoices(InductorChoices):
         # decision cache: key -> (the chosen configs, how many candidates there were)
         self._cache: OrderedDict[tuple, tuple[list[KernelConfig], int]] = OrderedDict()
         self.stats = Stats(parent=PROCESS_STATS)
-        digest = hashlib.sha256(open(self.model_path, "rb").read()).hexdigest()[:16] if self.model_path else "none"
-        self._uuid = f"torch-diode:{digest}"
 
-    # Inductor's FX-graph cache key includes this: a different model or settings, another key.
     def uuid(self) -> str:
-        return f"{self._uuid}:{sorted(config.snapshot().items())}:{self.top_k_configs}:{self.performance_threshold}"
+        """Inductor's FX-graph cache key includes this (:mod:`torch_diode.inductor.hooks`): another
+        model (by content), diode version or setting gives another key."""
+        own = (self.top_k_configs, self.performance_threshold, self.enable_fallback)
+        return f"torch-diode-{__version__}:{self.checksum or 'no-model'}:{sorted(config.snapshot().items())}:{own}"
 
     # ----- settings and statistics ----------------------------------------------------------------
     def _setting(self, name: str) -> Any:
@@ -138,12 +159,39 @@ class DiodeInductorChoices(InductorChoices):
             if not config.fast_autotune:  # Inductor autotunes its stock candidates
                 self.stats.count("fast_autotune_off")
                 return super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
-            self.stats.count("total_calls")
             start = time.perf_counter()
+            generators = Replayable(template_choices)
+            pool = self._setting_pool()
             try:
-                return self._finalize(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+                self.stats.count("total_calls")
+                with search_space(pool):
+                    return self._finalize(generators.generators(), kernel_inputs, templates, op_name, kwarg_overrides)
+            except _PassThrough as e:
+                raise e.error from None
+            except Exception as e:
+                if not self._fall_back(e, op_name):
+                    raise
+                with search_space(pool):  # every candidate, those diode took included
+                    stock = super()._finalize_template_configs(generators.generators(), kernel_inputs, templates, op_name,
+                                                               kwarg_overrides)
+                return stock if config.fallback_to_autotune else self._without_autotune(stock)
             finally:
                 self.stats.timed(time.perf_counter() - start)
+
+    def _fall_back(self, error: Exception, op_name: str) -> bool:
+        """Counts a fallback by reason; False where the error must raise (``enable_fallback`` off)."""
+        self.stats.fallback(error.reason if isinstance(error, Fallback) else f"error_{type(error).__name__}")
+        if (not isinstance(error, Fallback) or error.error) and not self._setting("enable_fallback"):
+            return False
+        logger.debug("torch-diode: stock choices for %s (%s: %s)", op_name, type(error).__name__, error)
+        return True
+
+    def _stock(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides) -> list:
+        """Inductor's own list of every candidate."""
+        try:
+            return super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+        except Exception as e:
+            raise _PassThrough(e) from e
 
     def _finalize(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides):
         # the problem, built once for every path (None where it cannot be: the full path reports why)
@@ -151,26 +199,22 @@ class DiodeInductorChoices(InductorChoices):
             problem, problem_error = problem_from_nodes(op_name, kernel_inputs.nodes(), kernel_inputs.out_dtype(), require_hints=True), None
         except Exception as e:
             problem, problem_error = None, e
-        pool = self._setting_pool()
-        with search_space(pool):
-            if problem is not None:
-                chosen, template_choices = self._from_cache(problem, template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
-                if chosen is not None:
-                    return chosen
-                chosen, template_choices = self._from_enumeration(problem, template_choices, kernel_inputs, templates, op_name,
-                                                                  kwarg_overrides)
-                if chosen is not None:
-                    return chosen
-            stock = super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+        if problem is not None:
+            chosen, template_choices = self._from_cache(problem, template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+            if chosen is not None:
+                return chosen
+            chosen, template_choices = self._from_enumeration(problem, template_choices, kernel_inputs, templates, op_name,
+                                                              kwarg_overrides)
+            if chosen is not None:
+                return chosen
+        stock = self._stock(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
         if not stock:
             return stock
         try:
             chosen = self._choose(stock, problem, problem_error, kernel_inputs, op_name, templates)
         except Exception as e:
-            self.stats.fallback(e.reason if isinstance(e, Fallback) else f"error_{type(e).__name__}")
-            if not self._setting("enable_fallback") and not isinstance(e, Fallback):
-                raise
-            logger.debug("torch-diode: stock choices for %s (%s)", op_name, e)
+            if not self._fall_back(e, op_name):
+                raise _PassThrough(e) from e
             return stock if config.fallback_to_autotune else self._without_autotune(stock)
         self.stats.count("model_selections")
         self.stats.count("configs_filtered", len(stock) - len(chosen))
@@ -326,20 +370,25 @@ class DiodeInductorChoices(InductorChoices):
         try:
             features = featurize_rows(problem, candidates.rows, self._hardware_for(kernel_inputs))
         except Exception as e:
-            raise Fallback("feature_error", str(e)) from None
+            raise Fallback("feature_error", str(e), error=True) from None
         try:
             predicted = np.asarray(self.engine.predict_features(features), dtype=np.float64)
         except Exception as e:
-            raise Fallback("inference_error", str(e)) from None
-        if not np.all(np.isfinite(predicted)):
-            raise Fallback("inference_error", "non-finite prediction")
+            raise Fallback("inference_error", str(e), error=True) from None
+        if predicted.shape != (len(candidates),):
+            raise Fallback("inference_error", f"{predicted.shape} predictions for {len(candidates)} candidates", error=True)
+        if not np.all(np.abs(predicted) <= MAX_ABS_LN_TIME_US):  # NaN too
+            bad = predicted[~(np.abs(predicted) <= MAX_ABS_LN_TIME_US)][0]
+            raise Fallback("bad_prediction", f"predicted ln(time_us) {bad} for {problem.short()}", error=True)
         hardware = self._hardware_for(kernel_inputs)
         # another SKU of the model's GPU: every decision unsure until a model for it ships
         self._family_hardware = not config.allow_hardware_mismatch and self._hardware_ok.get(hardware.device_name) == "family"
         decision = self._select(predicted, features, problem, candidates)
         logger.debug("torch-diode: %s -> %d of %d candidates (confidence %.3f)", problem.short(), len(decision.chosen),
                      len(predicted), decision.confidence)
-        indices = list(decision.chosen)
+        indices = [int(i) for i in decision.chosen]
+        if not indices or not all(0 <= i < len(candidates) for i in indices):
+            raise Fallback("bad_decision", f"chose {indices} of {len(candidates)} candidates", error=True)
 
         def commit() -> None:
             self.stats.add(decision.notes())
@@ -355,7 +404,7 @@ class DiodeInductorChoices(InductorChoices):
         try:
             contract = self.contract()
         except ValueError as e:
-            raise Fallback("contract_error", str(e)) from None
+            raise Fallback("contract_error", str(e), error=True) from None
         try:
             return decide(problem, pool, predicted, self.policy(), contract, tf32_enabled(),
                           unsure="hardware_family" if self._family_hardware else None)

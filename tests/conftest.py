@@ -1,0 +1,7 @@
+"""The tests are not a package: their shared helper modules (tests/integration/broken_models.py,
+fx_cache_child.py) are imported by name from every test directory."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "integration"))

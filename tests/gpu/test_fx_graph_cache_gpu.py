@@ -1,0 +1,27 @@
+"""With diode installed on the GPU (torch 2.11 there: Inductor pickles ``inductor_choices_class``
+into its FX-graph cache key), a second process compiling the same GEMM hits the FX-graph cache and
+logs no traceback ("Failed to pickle cache key" before the handler was picklable), while another
+model or another diode setting misses. The CPU version is tests/integration/test_fx_graph_cache.py.
+Needs an H100 (the shipped model)."""
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch._inductor import config as inductor_config
+
+import fx_cache_child as child
+from torch_diode.registry import resolve_model
+
+pytestmark = pytest.mark.gpu
+
+
+
+def test_a_second_process_hits_the_fx_graph_cache(tmp_path):
+    if "H100" not in torch.cuda.get_device_name():
+        pytest.skip("the shipped model is for the H100")
+    if not hasattr(inductor_config, "inductor_choices_class"):
+        pytest.skip("this torch has no inductor_choices_class: the FX-graph cache is off while diode is installed")
+    model = str(resolve_model("NVIDIA-H100-matmul"))
+    spec = {"device": "cuda", "op": "mm", "inductor": {}, "pickled_key": False}
+    child.check_cache_use(spec, model, str(child.other_model(Path(model), tmp_path)), tmp_path / "cache")
