@@ -162,7 +162,7 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
     if method in ("max_autotune", "exhaustive"):
         settings.update(inductor_settings("DEFAULT" if method == "max_autotune" else "EXHAUSTIVE", "ATEN,TRITON"))
     elif method == GUIDE_MODE:
-        from torch_diode.integration.inductor_config import add_settings
+        from torch_diode.inductor.settings import add_settings
 
         add_settings()  # the guide's settings (this script imports torch_diode without registration)
         settings.update(max_autotune_gemm_backends="DIODE", fast_autotune=True)

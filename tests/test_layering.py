@@ -111,3 +111,19 @@ def test_one_implementation_of_the_first_pick():
         text = path.read_text()
         for rule in ("selection_order(", "usable_candidates(", "widen(", "SPILL_LOG2_REGS", "smem_exceeds\")"):
             assert rule not in text, (path, rule)
+
+
+# Inductor's public surface that code outside inductor/ may use: the choices base class (the hook
+# subclasses it) and the config module's patch() (a collection run's settings).
+PUBLIC_INDUCTOR = {"torch._inductor", "torch._inductor.choices", "torch._inductor.choices.InductorChoices",
+                   "torch._inductor.config"}
+
+
+def test_only_inductor_touches_inductor_internals():
+    """inductor/ alone reaches into torch._inductor; elsewhere only the InductorChoices base class and
+    the config module."""
+    for name, path in MODULES.items():
+        if name.startswith("torch_diode.inductor"):
+            continue
+        internals = {m for m in imports_of(path) if m.startswith("torch._inductor")} - PUBLIC_INDUCTOR
+        assert not internals, f"{name} imports {sorted(internals)}"

@@ -2,7 +2,7 @@
 
 Import behaviour: ``import torch_diode`` adds the torch.compile integration guide's settings to
 Inductor's config (``fast_autotune``, ``diode_*``, the ``"DIODE"`` GEMM backend:
-:mod:`torch_diode.integration.inductor_config`; if Inductor is not imported yet, when it is).
+:mod:`torch_diode.inductor.settings`; if Inductor is not imported yet, when it is).
 Where a pre-trained model shipped with the package matches the GPU (or its family:
 :mod:`torch_diode.registry`), it installs diode's choice handler for it and turns on Inductor's
 GEMM autotune path (``max_autotune_gemm``), logging what it did. ``torch_diode.disable()``
@@ -87,7 +87,7 @@ def disable() -> int:
     Inductor's config; returns how many installations were undone."""
     import sys
 
-    from .integration.inductor_config import remove_settings
+    from .inductor.settings import remove_settings
 
     global _autoregistered
     install = sys.modules.get("torch_diode.integration.install")
@@ -102,7 +102,7 @@ def disable() -> int:
 def enable_inductor_settings() -> None:
     """Adds the guide's settings (``fast_autotune``, ``diode_*``) to Inductor's config and the
     ``"DIODE"`` backend, as the import does unless it is library-only."""
-    from .integration.inductor_config import add_settings
+    from .inductor.settings import add_settings
 
     add_settings()
 

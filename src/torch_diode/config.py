@@ -20,7 +20,7 @@ environment variables read at import. ``patch(**values)`` changes some for a ``w
 | fallback_to_autotune | TORCH_DIODE_FALLBACK_TO_AUTOTUNE | 1 | a GEMM diode does not decide gets Inductor's stock candidates and an unsure one ``unsure_top_k`` (0: the ATen choice alone, and the first pick alone); Inductor's ``diode_fallback_to_autotune`` sets it |
 
 Inductor's settings from the torch.compile integration guide (``diode_confidence_threshold``,
-``diode_cache_predictions``, ...) map onto these: torch_diode.integration.inductor_config.
+``diode_cache_predictions``, ...) map onto these: torch_diode.inductor.settings.
 
 Booleans read 1/true/yes/on or 0/false/no/off (or empty). A value that does not parse or is out
 of range (``TORCH_DIODE_TOP_K=abc``, ``TORCH_DIODE_TOP_K=0``, a NaN factor) is logged as a WARNING

@@ -121,7 +121,7 @@ def test_fallback_to_autotune_off_gives_the_aten_choice_alone(tmp_path):
 
     from torch_diode.integration.choices import DiodeInductorChoices
     from torch_diode.model_file import read_model, write_model
-    from torch_diode.integration.inductor_config import add_settings
+    from torch_diode.inductor.settings import add_settings
 
     add_settings()
     from torch_diode.registry import resolve_model

@@ -53,7 +53,7 @@ def test_quick_start_steps_import_torch_diode_models_then_configure():
 
 def test_configuration_options_exist_and_set_torch_diode_config():
     out = run("import torch_diode_models\n" + guide.CONFIGURATION_OPTIONS + textwrap.dedent("""
-    from torch_diode.integration.inductor_config import decision_settings
+    from torch_diode.inductor.settings import decision_settings
     s = decision_settings()
     print(s["fast_autotune"], s["fallback_to_autotune"], round(s["unsure_heldout_slowdown"], 4), s["cache_predictions"])
     import torch
@@ -149,7 +149,7 @@ def test_troubleshooting_performance_regression_settings():
 
     # Increase confidence threshold
     config.diode_confidence_threshold = 0.99
-    from torch_diode.integration.inductor_config import decision_settings
+    from torch_diode.inductor.settings import decision_settings
     print(round(decision_settings()["unsure_heldout_slowdown"], 4))
     """)
     assert out.split() == [str(round(1 / 0.99, 4))]
@@ -159,7 +159,7 @@ def test_troubleshooting_disable_diode_settings_exist():
     # "TRITON" alone offers nothing on a CPU (stock Inductor's NoValidChoicesError): the settings
     # are checked here, their compile on the GPU (tests/gpu).
     out = run("import torch_diode_models\n" + guide.COMPILATION_ERRORS + textwrap.dedent("""
-    from torch_diode.integration.inductor_config import decision_settings
+    from torch_diode.inductor.settings import decision_settings
     print(decision_settings()["fast_autotune"])
     """))
     assert out.split() == ["False"]

@@ -14,7 +14,7 @@ from torch._inductor.virtualized import V
 from torch_diode import config
 from torch_diode.hardware import gpu_family, hardware_match
 from torch_diode.integration.choices import DiodeInductorChoices
-from torch_diode.integration.inductor_config import SETTINGS, add_settings, decision_settings
+from torch_diode.inductor.settings import SETTINGS, add_settings, decision_settings
 from torch_diode.integration.install import diode_choices
 from torch_diode.model_file import read_model, write_model
 from torch_diode.types import Hardware

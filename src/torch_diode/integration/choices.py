@@ -49,7 +49,7 @@ from ..inductor.candidates import (
 from ..inductor.config_space import beyond_default_list, tf32_enabled, triton_candidates
 from ..inductor.convert import ktc_config, ktc_with_config, problem_from_nodes
 from ..selection import Confidence, Decision, NoUsableCandidate, Policy, Pool, decide
-from . import inductor_config as inductor_settings
+from ..inductor import settings as inductor_settings
 from ..types import Hardware, KernelConfig, Problem
 from .stats import PROCESS_STATS, Stats, get_prediction_stats, profile_predictions
 

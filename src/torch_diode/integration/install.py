@@ -34,7 +34,7 @@ def install_diode_choices(model_path: str | os.PathLike | None = None, device: s
     ``enable_gemm_autotune`` also sets Inductor's ``max_autotune_gemm`` so that plain
     ``torch.compile`` offers GEMM candidates to diode (the auto-registration does this).
     """
-    from .inductor_config import add_settings
+    from ..inductor.settings import add_settings
 
     choices = create_diode_choices(model_path, device, top_k_configs, performance_threshold, enable_fallback)
     add_settings()  # Inductor's fast_autotune / diode_* settings and the "DIODE" backend
