@@ -1,5 +1,6 @@
 """DiodeInductorChoices through real torch.compile on the CPU (Inductor calls it there for bmm)."""
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -212,13 +213,17 @@ def test_unsure_widening_takes_aten_and_inductors_default_configs(cpu_model):
     # candidate 2 is an EXHAUSTIVE config outside the DEFAULT list, candidate 4 ATen's bmm
     candidates = Candidates.of([default[0], default[1], beyond[0], default[2], KernelConfig("aten::bmm")])
     features = np.zeros((5, len(FEATURE_NAMES)), np.float32)
+    features[:4, FEATURE_NAMES.index("template_is_triton_mm")] = 1.0  # kinds the contract knows
+    features[4, FEATURE_NAMES.index("template_is_aten_mm")] = 1.0
     choices = DiodeInductorChoices(cpu_model)
 
     pool = Pool(features, candidates.extern, lambda: beyond_default_list(problem, candidates.rows))
 
     def select(times, top_k, **settings):
         with config.patch(unsure_top_k=top_k, extern_preference=1.0, **settings):
-            decision = decide(problem, pool, np.log(times), choices.policy(), choices.contract())
+            # the CPU model's data held no Triton timing: a contract of a model whose data did
+            contract = dataclasses.replace(choices.contract(), template_kinds=("aten_mm", "triton_mm"))
+            decision = decide(problem, pool, np.log(times), choices.policy(), contract)
         chosen, notes = list(decision.chosen), decision.notes()
         assert notes["unsure_widened"] == notes["unsure_out_of_range"] == 1
         assert notes["unsure_benchmarked"] == (top_k > 1), (chosen, notes)
@@ -388,3 +393,4 @@ def test_enumerated_allow_tf32_follows_inductor_for_every_dtype():
             for dtype in ("float16", "bfloat16", "float32"):
                 assert allow_tf32(Problem("mm", 1, 1024, 1024, 1024, dtype, dtype, dtype)) is large, (precision, dtype)
                 assert allow_tf32(Problem("mm", 1, 1024, 256, 1024, dtype, dtype, dtype)) is False
+

@@ -1,5 +1,6 @@
 """The confidence contract between training and the handler."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +31,8 @@ def test_round_trip_and_an_empty_record():
     contract = Confidence.from_dict(model_metadata(SHIPPED)["training_data"])
     written = contract.to_dict()
     assert written["confidence_version"] == CONFIDENCE_VERSION
-    assert Confidence.from_dict(written) == contract
+    assert Confidence.from_dict(written) == replace(contract, version=CONFIDENCE_VERSION)
+    assert contract.template_kinds == ("aten_mm", "aten_addmm", "aten_bias_addmm", "triton_mm")  # a version-1 record
     empty = Confidence.from_dict(None)
     assert empty.problems_by_dtype is None and empty.misaligned_problems is None and empty.heldout_top1_slowdown == {}
     assert Confidence.from_dict(empty.to_dict()) == Confidence(feature_ranges_by_dtype={}, problems_by_dtype={})
@@ -54,6 +56,8 @@ def test_decide_without_a_contract_trusts_the_model_and_with_one_judges_it():
     problem = Problem("mm", 1, 4096, 4096, 4096, "float16", "float16", "float16")
     features = np.zeros((3, len(FEATURE_NAMES)), np.float32)
     features[:, FEATURE_NAMES.index("log2_m")] = 12.0
+    features[:2, FEATURE_NAMES.index("template_is_triton_mm")] = 1.0
+    features[2, FEATURE_NAMES.index("template_is_aten_mm")] = 1.0
     pool = Pool(features, np.array([False, False, True]))
     policy = Policy(top_k=1, performance_threshold=1.0, max_selected_configs=8, extern_preference=1.0, unsure_top_k=3,
                     unsure_heldout_slowdown=1.05, min_dtype_problems=100)

@@ -7,6 +7,11 @@ The rules, in order:
   they would fail to compile) or whose register estimate is past ``SPILL_LOG2_REGS`` (they spill,
   and the model, which sees few of them, has mistaken such kernels for the fastest) are never
   chosen.
+- Known kinds: a candidate whose template kind the training data held no successful timing of
+  (``Confidence.template_kinds``: e.g. ``decompose_k`` or a TMA template in a model trained
+  without them) is never the first pick nor the ATen safety net: the model's prediction of it
+  is a guess. It only rides along (the best predicted one) where an unsure decision has Inductor
+  benchmark its choice.
 - Order: by predicted time, the best extern choice (ATen/cuBLAS) moved first unless a template is
   predicted ``extern_preference`` times faster: an extern choice needs nothing compiled, and a
   small predicted gain is within the model's error.
@@ -15,7 +20,10 @@ The rules, in order:
 - Unsure (:func:`unsure_reason`): where the model's ranking is not to be trusted alone, the choice
   widens to the first pick and the next best predicted among the ATen choices and the Triton
   configs of Inductor's DEFAULT list, ``unsure_top_k`` in all (:func:`widen`), and Inductor
-  benchmarks those, so an extrapolating model costs compile time rather than a slow kernel.
+  benchmarks those, so an extrapolating model costs compile time rather than a slow kernel. The
+  widened set always holds the best predicted ATen choice (what default mode runs) and the best
+  predicted DEFAULT Triton config (what max-autotune would try first), so the user never gets
+  slower than what they had.
 - Several choices become one MultiTemplateBuffer, which Inductor's scheduler resolves to an ATen
   choice when the Triton winner's layout conflicts with its users'; with no ATen choice in it,
   torch.compile fails. So the best extern choice rides along with several Triton choices: it needs
@@ -29,7 +37,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Union
+from typing import TYPE_CHECKING, Callable, Sequence, Union
 
 import numpy as np
 
@@ -126,16 +134,28 @@ def usable_candidates(features: np.ndarray) -> np.ndarray:
     return np.flatnonzero(fits & ~spills)
 
 
-def widen(order: np.ndarray, top_k: int, eligible: np.ndarray | None = None) -> list[int]:
+def widen(order: np.ndarray, top_k: int, eligible: np.ndarray | None = None, extern: np.ndarray | None = None) -> list[int]:
     """What an unsure decision hands Inductor's benchmark: the first ``top_k`` (at least 1) of
     ``order`` among the ``eligible`` candidates (a mask; default: all), with ``order[0]`` kept.
     The handler makes eligible the ATen choices and the Triton configs of Inductor's DEFAULT list:
     where the model is unsure, its ranking of configs beyond Inductor's hand-picked list is the
-    least to be trusted."""
+    least to be trusted. With ``extern`` (a mask) and ``top_k`` > 1, the first eligible extern
+    and the first eligible template of ``order`` are added where the eligible ones among the
+    first ``top_k`` lack them (the result then holds up to ``top_k`` + 2), in the order of
+    ``order``."""
     order = np.asarray(order)
     k = max(1, int(top_k))
     rest = order[1:] if eligible is None else order[1:][np.asarray(eligible, dtype=bool)[order[1:]]]
-    return [int(i) for i in order[:1]] + [int(i) for i in rest[: k - 1]]
+    chosen = [int(i) for i in order[:1]] + [int(i) for i in rest[: k - 1]]
+    if extern is None or k == 1 or not len(order):
+        return chosen
+    extern = np.asarray(extern, dtype=bool)
+    present = chosen[1:] + [int(i) for i in order[:1] if eligible is None or np.asarray(eligible, dtype=bool)[i]]
+    for want in (True, False):  # the best ATen choice (default mode's), the best DEFAULT template (max-autotune's)
+        if not any(extern[i] == want for i in present):
+            chosen += [int(i) for i in rest if extern[i] == want][:1]
+    position = {int(i): n for n, i in enumerate(order)}
+    return sorted(chosen, key=position.__getitem__)
 
 
 def unsure_reason(problem: Problem, features: np.ndarray, contract: Confidence, policy: Policy,
@@ -180,26 +200,43 @@ def unsure_reason(problem: Problem, features: np.ndarray, contract: Confidence, 
     return None
 
 
+def known_kinds(features: np.ndarray, kinds: Sequence[str]) -> np.ndarray:
+    """Which candidates (their feature rows) are of a template kind named in ``kinds``
+    (``_C.template_kind_names()``), from the features' one-hot of the kind."""
+    from ..features import FEATURE_NAMES, template_kind_names
+
+    names = template_kind_names()
+    first = FEATURE_NAMES.index(f"template_is_{names[0]}")
+    columns = [first + names.index(k) for k in kinds if k in names]
+    return np.asarray(features)[:, columns].sum(axis=1) > 0.5 if columns else np.zeros(len(features), dtype=bool)
+
+
 def decide(problem: Problem, candidates: Pool, predictions: np.ndarray, policy: Policy,
            contract: Confidence | None = None, tf32: bool = False) -> Decision:
     """The handler's decision for ``problem`` from the model's ``predictions`` (ln time of each
     candidate), by the rules of this module. Without a ``contract`` the model is trusted
-    (nothing is unsure). ``tf32``: whether fp32 matmuls may run TF32 kernels. Raises
-    NoUsableCandidate where every candidate is left out."""
+    (nothing is unsure) and every template kind is known. ``tf32``: whether fp32 matmuls may run
+    TF32 kernels. Raises NoUsableCandidate where every candidate of a known kind is left out."""
     predicted = np.asarray(predictions, dtype=np.float64)
     extern = np.asarray(candidates.extern, dtype=bool)
     usable = usable_candidates(candidates.features)
     if candidates.allowed is not None:
         usable = usable[np.asarray(candidates.allowed, dtype=bool)[usable]]
+    riders = usable[:0]
+    if contract is not None:
+        known = known_kinds(candidates.features, contract.template_kinds)
+        usable, riders = usable[known[usable]], usable[~known[usable]]
     if len(usable) == 0:
-        raise NoUsableCandidate(f"no usable candidate among {len(predicted)} for {problem.short()}")
+        raise NoUsableCandidate(f"no usable candidate of a known kind among {len(predicted)} for {problem.short()}")
     order = selection_order(predicted, extern, policy.extern_preference, usable)
     extern_preferred = bool(order[0] != usable[np.argmin(predicted[usable])])
     widened: list[int] = []
     unsure = unsure_reason(problem, candidates.features, contract, policy, tf32) if contract is not None else None
     if unsure:
         beyond = candidates.beyond_default() if callable(candidates.beyond_default) else candidates.beyond_default
-        widened = widen(order, policy.unsure_top_k, None if beyond is None else ~np.asarray(beyond, dtype=bool))
+        widened = widen(order, policy.unsure_top_k, None if beyond is None else ~np.asarray(beyond, dtype=bool), extern)
+        if len(widened) > 1 and len(riders):  # benchmarked: the best predicted unknown kind may ride along
+            widened.append(int(riders[np.argmin(predicted[riders])]))
     best = predicted[order[0]]
     threshold = policy.performance_threshold
     within = [i for i in order if predicted[i] <= best + math.log(threshold)] if threshold > 1.0 else []

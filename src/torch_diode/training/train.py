@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..features import FEATURE_NAMES, FEATURE_VERSION, config_rows, is_extern
+from ..features import FEATURE_NAMES, FEATURE_VERSION, config_rows, is_extern, template_kind_names
 from ..model_file import ModelFile
 from ..selection import Confidence, HeldoutSlowdown, NoUsableCandidate, Policy, Pool, decide
 from ..selection.contract import RANGE_FEATURES
@@ -96,6 +96,8 @@ def _contract(arrays: TrainingArrays, heldout: dict[str, HeldoutSlowdown]) -> Co
         misaligned_problems=sum(1 for _, p in arrays.problems if p.misaligned_operands),
         tf32_problems=len(np.unique(arrays.group[arrays.features[:, FEATURE_NAMES.index("allow_tf32")] > 0.5])),
         heldout_top1_slowdown=heldout,
+        template_kinds=tuple(k for k in template_kind_names()
+                             if arrays.features[:, FEATURE_NAMES.index(f"template_is_{k}")].max() > 0.5),
     )
 
 
