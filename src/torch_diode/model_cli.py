@@ -53,7 +53,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     config = TrainConfig(model_type=args.model_type, hidden_dim=args.hidden_dim, num_layers=args.num_layers,
                          batch_size=args.batch_size, num_epochs=args.num_epochs, learning_rate=args.learning_rate,
                          weight_decay=args.weight_decay, patience=args.patience,
-                         validation_fraction=args.validation_fraction, seed=args.seed, lr_schedule=args.lr_schedule)
+                         validation_fraction=args.validation_fraction, seed=args.seed, lr_schedule=args.lr_schedule,
+                         loss=args.loss, ensemble=args.ensemble)
     model, report = train_model(dataset, config, hardware_name=args.hardware_name, op_name=args.op_name, log_dir=args.log_dir)
     write_model(args.model, model)
     val = f"{report.validation_mse:.4f}" if report.validation_mse is not None else "-"
@@ -160,6 +161,11 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--weight-decay", type=float, default=1e-5)
     p.add_argument("--lr-schedule", choices=["cosine", "constant"], default="cosine",
                    help="cosine: the learning rate decays to 0 over --num-epochs (default); constant: it stays")
+    p.add_argument("--loss", choices=["mse", "listwise"], default="mse",
+                   help="mse: squared error of ln time (default); listwise: that plus a softmax cross-entropy over "
+                        "each problem's candidates (the loss sees them together)")
+    p.add_argument("--ensemble", type=int, default=1,
+                   help="members (seeds --seed, --seed + 1, ...): their spread is the model's uncertainty (default 1)")
     p.add_argument("--patience", type=int, default=10, help="epochs without improvement before stopping")
     p.add_argument("--validation-fraction", type=float, default=0.15, help="share of problems held out (default 0.15)")
     p.add_argument("--log-dir", help="write TensorBoard logs here")

@@ -18,11 +18,16 @@ from ..selection import Confidence, HeldoutSlowdown, NoUsableCandidate, Policy, 
 from ..selection.contract import RANGE_FEATURES
 from ..types import Dataset
 from .data import TrainingArrays, build_arrays, split_groups
-from .model import MODEL_FAMILIES, MLP, Regressor
+from .model import MODEL_FAMILIES, MLP, Ensemble, Regressor
 
 logger = logging.getLogger(__name__)
 
 LR_SCHEDULES = ("cosine", "constant")
+# "mse": squared error of ln(time_us); "listwise": that plus, per problem, the cross-entropy
+# between the softmax of its candidates' measured and predicted -ln(time_us) / LISTWISE_TEMPERATURE
+# (the loss sees a problem's candidates together: what ranks them, not only each one's time)
+LOSSES = ("mse", "listwise")
+LISTWISE_TEMPERATURE = 0.1  # ln units: candidates within ~10% of the best share its weight
 
 
 @dataclass
@@ -40,10 +45,18 @@ class TrainConfig:
     # "cosine": the learning rate decays to 0 over num_epochs (one cosine half-period);
     # "constant": it stays at learning_rate
     lr_schedule: str = "cosine"
+    loss: str = "mse"
+    # members of the ensemble (seeds seed, seed + 1, ...; one split, one normalisation): their
+    # spread is the model's uncertainty, which the handler reads (selection.decide)
+    ensemble: int = 1
 
     def resolved(self) -> tuple[int, int]:
         if self.lr_schedule not in LR_SCHEDULES:
             raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        if not 1 <= self.ensemble <= 64:
+            raise ValueError(f"ensemble must be 1..64 members, got {self.ensemble}")
         if self.model_type not in MODEL_FAMILIES:
             raise ValueError(f"model type must be one of {sorted(MODEL_FAMILIES)}, got {self.model_type!r}")
         family = MODEL_FAMILIES[self.model_type]
@@ -141,6 +154,94 @@ def heldout_top1_slowdown(model: Regressor, arrays: TrainingArrays, problems: np
             for name, v in slowdowns.items() if v}
 
 
+def _listwise(predicted: torch.Tensor, target: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
+    """Mean over the problems in ``group`` of the cross-entropy between the softmax of measured and
+    of predicted -ln(time) / LISTWISE_TEMPERATURE within each problem."""
+    groups, index = torch.unique(group, return_inverse=True)
+    n = len(groups)
+
+    def log_softmax(score: torch.Tensor) -> torch.Tensor:
+        top = torch.full((n,), -math.inf).scatter_reduce(0, index, score.detach(), "amax")
+        shifted = score - top[index]
+        return shifted - torch.zeros(n).index_add(0, index, shifted.exp()).log()[index]
+
+    p = log_softmax(-target / LISTWISE_TEMPERATURE).exp()
+    return -torch.zeros(n).index_add(0, index, p * log_softmax(-predicted / LISTWISE_TEMPERATURE)).mean()
+
+
+def _batches(config: TrainConfig, group: torch.Tensor, generator: torch.Generator) -> list[torch.Tensor]:
+    """Row indices of each step: shuffled rows for "mse"; whole problems (shuffled, about
+    ``batch_size`` rows a step) for "listwise", whose loss compares a problem's candidates."""
+    if config.loss == "mse":
+        order = torch.randperm(len(group), generator=generator)
+        return [order[i : i + config.batch_size] for i in range(0, len(order), config.batch_size)]
+    sizes = torch.bincount(group)
+    by_group = torch.argsort(group, stable=True).split(sizes.tolist())
+    batches, current, rows = [], [], 0
+    for g in torch.randperm(len(sizes), generator=generator).tolist():
+        current.append(by_group[g])
+        rows += len(by_group[g])
+        if rows >= config.batch_size:
+            batches.append(torch.cat(current))
+            current, rows = [], 0
+    if current:
+        batches.append(torch.cat(current))
+    return batches
+
+
+def _fit(model: Regressor, config: TrainConfig, seed: int, xt: torch.Tensor, yt: torch.Tensor, gt: torch.Tensor,
+         xv: torch.Tensor, yv: torch.Tensor, writer: Any, tag: str, progress: bool) -> tuple[int, int]:
+    """Fits ``model`` (in place, left at its best epoch by held-out MSE); returns (epochs run, best epoch)."""
+    from tqdm import tqdm
+
+    torch.manual_seed(seed)
+    for m in model.mlp.modules():  # the member's own initialisation under its seed
+        if isinstance(m, torch.nn.Linear):
+            m.reset_parameters()
+    generator = torch.Generator().manual_seed(seed)
+    t_std = model.target_std
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    # cosine decay: on the H100 data it picks better first kernels on held-out unaligned problems
+    # than a constant rate
+    schedule = (torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(1, config.num_epochs))
+                if config.lr_schedule == "cosine" else None)
+    best = (math.inf, 0, {k: v.clone() for k, v in model.state_dict().items()})
+    epochs_run = 0
+    bar = tqdm(range(config.num_epochs), desc=f"train {tag}".strip(), unit="epoch", disable=not progress)
+    for epoch in bar:
+        model.train()
+        total, rows = 0.0, 0
+        for idx in _batches(config, gt, generator):
+            # the loss is on standardised targets; reported figures are in ln(time_us)
+            predicted = model(xt[idx])
+            squared = (((predicted - yt[idx]) / t_std) ** 2).mean()
+            loss = squared if config.loss == "mse" else squared + _listwise(predicted, yt[idx], gt[idx])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += squared.item() * len(idx)
+            rows += len(idx)
+        if schedule is not None:
+            schedule.step()
+        model.eval()
+        train_mse = total / max(1, rows) * t_std**2
+        val_mse = _mse(model, xv, yv) if len(xv) else math.nan
+        watched = val_mse if len(xv) else train_mse
+        epochs_run = epoch + 1
+        if writer is not None:
+            writer.add_scalar(f"{tag}mse/train", train_mse, epoch)
+            if len(xv):
+                writer.add_scalar(f"{tag}mse/validation", val_mse, epoch)
+        bar.set_postfix(train=f"{train_mse:.4f}", val=f"{val_mse:.4f}")
+        if watched < best[0] - 1e-7:
+            best = (watched, epoch, {k: v.clone() for k, v in model.state_dict().items()})
+        elif epoch - best[1] >= config.patience:
+            logger.info("early stop at epoch %d (best %d)", epoch, best[1])
+            break
+    model.load_state_dict(best[2], strict=True)
+    return epochs_run, best[1]
+
+
 def train_model(
     dataset: Dataset,
     config: TrainConfig,
@@ -152,8 +253,6 @@ def train_model(
 ) -> tuple[ModelFile, TrainReport]:
     """Trains on ``dataset`` (problems on ``hardware_name``, op ``op_name``) and returns the model
     file contents and a report. Deterministic for a given ``config.seed``."""
-    from tqdm import tqdm
-
     hidden_dim, num_layers = config.resolved()
     arrays = build_arrays(dataset, hardware_name, op_name)
     device_names = {hw.device_name for hw, _ in arrays.problems}
@@ -166,16 +265,9 @@ def train_model(
     mean, std = _standardise(x_train)
     t_mean, t_std = float(y_train.mean()), float(max(y_train.std(), 1e-6))
 
-    torch.manual_seed(config.seed)
-    generator = torch.Generator().manual_seed(config.seed)
-    model = Regressor(MLP(arrays.features.shape[1], hidden_dim, num_layers), mean, std, t_mean, t_std)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
-    # cosine decay: on the H100 data it picks better first kernels on held-out unaligned problems
-    # than a constant rate
-    schedule = (torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(1, config.num_epochs))
-                if config.lr_schedule == "cosine" else None)
     xt, yt = torch.from_numpy(x_train), torch.from_numpy(y_train)
     xv, yv = torch.from_numpy(x_val), torch.from_numpy(y_val)
+    gt = torch.from_numpy(np.unique(arrays.group[~val_rows], return_inverse=True)[1])
     writer = None
     if log_dir:
         try:
@@ -183,44 +275,17 @@ def train_model(
         except ImportError as e:
             raise RuntimeError("--log-dir needs the tensorboard package: pip install tensorboard") from e
         writer = SummaryWriter(log_dir)
-
-    best = (math.inf, 0, {k: v.clone() for k, v in model.state_dict().items()})
-    epochs_run = 0
-    bar = tqdm(range(config.num_epochs), desc="train", unit="epoch", disable=not progress)
-    for epoch in bar:
-        model.train()
-        order = torch.randperm(len(xt), generator=generator)
-        total = 0.0
-        for i in range(0, len(order), config.batch_size):
-            idx = order[i : i + config.batch_size]
-            # the loss is on standardised targets; reported figures are in ln(time_us)
-            loss = (((model(xt[idx]) - yt[idx]) / t_std) ** 2).mean()
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            total += loss.item() * len(idx)
-        if schedule is not None:
-            schedule.step()
-        model.eval()
-        train_mse = total / max(1, len(order)) * t_std**2
-        val_mse = _mse(model, xv, yv) if len(xv) else math.nan
-        watched = val_mse if len(xv) else train_mse
-        epochs_run = epoch + 1
-        if writer is not None:
-            writer.add_scalar("mse/train", train_mse, epoch)
-            if len(xv):
-                writer.add_scalar("mse/validation", val_mse, epoch)
-        bar.set_postfix(train=f"{train_mse:.4f}", val=f"{val_mse:.4f}")
-        if watched < best[0] - 1e-7:
-            best = (watched, epoch, {k: v.clone() for k, v in model.state_dict().items()})
-        elif epoch - best[1] >= config.patience:
-            logger.info("early stop at epoch %d (best %d)", epoch, best[1])
-            break
+    members, runs = [], []
+    for k in range(config.ensemble):
+        member = Regressor(MLP(arrays.features.shape[1], hidden_dim, num_layers), mean, std, t_mean, t_std)
+        runs.append(_fit(member, config, config.seed + k, xt, yt, gt, xv, yv, writer, f"member{k}/" if config.ensemble > 1 else "",
+                         progress))
+        members.append(member)
     if writer is not None:
         writer.close()
-    model.load_state_dict(best[2], strict=True)
+    model = members[0] if config.ensemble == 1 else Ensemble(members)
     report = TrainReport(
-        epochs_run=epochs_run, best_epoch=best[1], train_mse=_mse(model, xt, yt),
+        epochs_run=max(r[0] for r in runs), best_epoch=max(r[1] for r in runs), train_mse=_mse(model, xt, yt),
         validation_mse=_mse(model, xv, yv) if len(xv) else None,
         train_problems=int((~val_problem).sum()), validation_problems=int(val_problem.sum()), rows=len(arrays.log_time_us),
     )
