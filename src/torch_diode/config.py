@@ -9,6 +9,7 @@ environment variables read at import. ``patch(**values)`` changes some for a ``w
 | max_selected_configs | TORCH_DIODE_MAX_SELECTED | 8 | cap on the choices kept |
 | unsure_top_k | TORCH_DIODE_UNSURE_TOP_K | 5 | choices Inductor benchmarks where the model is unsure: the best predicted among ATen and Inductor's DEFAULT Triton configs (torch_diode.selection.widen) |
 | unsure_heldout_slowdown | TORCH_DIODE_UNSURE_HELDOUT_SLOWDOWN | 1.05 | a problem is unsure where the model's first picks on held-out problems of its kind (misaligned rows or not) were on geometric mean slower than this factor (recorded by diode train) |
+| unsure_loss_probability | TORCH_DIODE_UNSURE_LOSS_PROBABILITY | 0.2 | a problem is unsure where the estimated probability that the first pick is more than 5% slower than the best ATen choice exceeds this (from the spread of the model's ensemble members and the calibration diode train records; torch_diode.selection.loss_probability) |
 | min_dtype_problems | TORCH_DIODE_MIN_DTYPE_PROBLEMS | 100 | a problem whose element type had fewer training problems is unsure too (the shipped H100 model: 166 fp32 problems; a model with 39 had top-1 0.88, worst 2.45x on held-out fp32) |
 | extern_preference | TORCH_DIODE_EXTERN_PREFERENCE | 1.1 | keep the best ATen/cuBLAS choice first unless a Triton config is predicted this factor faster (1.0: off; see torch_diode.selection) |
 | candidate_pool | TORCH_DIODE_CANDIDATE_POOL | EXHAUSTIVE | Inductor search space the model ranks (DEFAULT or EXHAUSTIVE) |
@@ -36,6 +37,7 @@ performance_threshold: float = float(os.environ.get("TORCH_DIODE_PERFORMANCE_THR
 max_selected_configs: int = int(os.environ.get("TORCH_DIODE_MAX_SELECTED", "8"))
 unsure_top_k: int = int(os.environ.get("TORCH_DIODE_UNSURE_TOP_K", "5"))
 unsure_heldout_slowdown: float = float(os.environ.get("TORCH_DIODE_UNSURE_HELDOUT_SLOWDOWN", "1.05"))
+unsure_loss_probability: float = float(os.environ.get("TORCH_DIODE_UNSURE_LOSS_PROBABILITY", "0.2"))
 min_dtype_problems: int = int(os.environ.get("TORCH_DIODE_MIN_DTYPE_PROBLEMS", "100"))
 extern_preference: float = float(os.environ.get("TORCH_DIODE_EXTERN_PREFERENCE", "1.1"))
 candidate_pool: str = os.environ.get("TORCH_DIODE_CANDIDATE_POOL", "EXHAUSTIVE")
@@ -45,7 +47,7 @@ allow_hardware_mismatch: bool = _env_bool("TORCH_DIODE_ALLOW_HARDWARE_MISMATCH",
 autoregister: bool = not _env_bool("TORCH_DIODE_NO_AUTOREGISTER", False)
 
 _NAMES = ("enable_fallback", "top_k_configs", "performance_threshold", "max_selected_configs", "unsure_top_k",
-          "unsure_heldout_slowdown", "min_dtype_problems", "extern_preference", "candidate_pool", "cache_predictions", "enumerate_candidates", "allow_hardware_mismatch", "autoregister")
+          "unsure_heldout_slowdown", "unsure_loss_probability", "min_dtype_problems", "extern_preference", "candidate_pool", "cache_predictions", "enumerate_candidates", "allow_hardware_mismatch", "autoregister")
 
 
 def snapshot() -> dict[str, Any]:

@@ -86,6 +86,16 @@ def _cmd_validate_model(args: argparse.Namespace) -> int:
     print(f"top-1 perf geomean: {r['top1_perf_geomean']:.4f}   top-5 perf geomean: {r['top5_perf_geomean']:.4f}")
     print(f"Kendall tau mean: {r['kendall_tau_mean']:.4f}   top-1 within 5%: {100 * r['within_5pct_fraction']:.1f}%   "
           f"worst top-1 slowdown: {r['worst_top1_slowdown']:.3f}")
+    c = r["calibration"]
+    if c is None or not c["problems"]:
+        print("calibration: none (the model's contract records no loss calibration, or no first pick here is a template)")
+    else:
+        print(f"\ncalibration: estimated vs observed probability that the first pick is > {c['margin']:g}x slower than the "
+              f"best ATen choice ({c['problems']} problems; {c['aten_first_picks']} more picked ATen): Brier {c['brier']:.4f}")
+        for b in c["bins"]:
+            if b["problems"]:
+                print(f"  estimate {b['estimate_from']:.2f}-{b['estimate_to']:.2f}: {b['problems']:4d} problems, "
+                      f"mean estimate {b['estimate_mean']:.3f}, observed {b['observed_loss_fraction']:.3f}")
     if r["worst_predictions"]:
         print(f"\nTop {len(r['worst_predictions'])} worst predictions:")
         for i, w in enumerate(r["worst_predictions"], 1):

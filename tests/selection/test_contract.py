@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from torch_diode.model_file import model_metadata
-from torch_diode.selection import CONFIDENCE_VERSION, Confidence, HeldoutSlowdown, Policy, Pool, decide
+from torch_diode.selection import CONFIDENCE_VERSION, Confidence, HeldoutSlowdown, LossCalibration, Policy, Pool, decide
 from torch_diode.types import Problem
 
 SHIPPED = Path(__file__).resolve().parents[2] / "src" / "torch_diode" / "models" / "NVIDIA-H100-matmul.diode"
@@ -29,6 +29,9 @@ def test_the_shipped_models_metadata_reads():
 
 def test_round_trip_and_an_empty_record():
     contract = Confidence.from_dict(model_metadata(SHIPPED)["training_data"])
+    assert contract.loss_calibration is None
+    calibrated = replace(contract, loss_calibration=LossCalibration(1.5, 0.2, 40), version=CONFIDENCE_VERSION)
+    assert Confidence.from_dict(calibrated.to_dict()) == calibrated
     written = contract.to_dict()
     assert written["confidence_version"] == CONFIDENCE_VERSION
     assert Confidence.from_dict(written) == replace(contract, version=CONFIDENCE_VERSION)
@@ -44,6 +47,8 @@ def test_round_trip_and_an_empty_record():
     ({"problem_feature_ranges": {"log2_m": [1.0]}}, "problem_feature_ranges.log2_m"),
     ({"heldout_top1_slowdown": {"aligned": {"geomean": "x", "problems": 3}}}, "heldout_top1_slowdown.aligned.geomean"),
     ({"misaligned_problems": 1.5}, "misaligned_problems"),
+    ({"loss_calibration": {"spread_scale": -1, "residual": 0.1, "problems": 3}}, "loss_calibration.spread_scale"),
+    ({"loss_calibration": {"spread_scale": 1, "residual": 0.1}}, "loss_calibration.problems"),
 ])
 def test_malformed_fields_are_named(record, field):
     with pytest.raises(ValueError, match=f"training_data.{field}"):

@@ -150,3 +150,43 @@ def test_known_kinds_of_a_contract_follow_its_version():
         Confidence.from_dict({"confidence_version": 2, "template_kinds": "aten_mm"})
     contract = Confidence(template_kinds=("aten_mm", "decompose_k"))
     assert Confidence.from_dict(contract.to_dict()).template_kinds == ("aten_mm", "decompose_k")
+
+
+def test_loss_probability_reads_the_members_difference_as_normal():
+    from torch_diode.selection import LOSS_MARGIN, LossCalibration, loss_probability
+
+    members = np.log([[1.0, 1.3, 2.0], [1.0, 1.1, 2.0], [1.0, 1.2, 2.0]])  # 3 members, 3 candidates
+    calibration = LossCalibration(spread_scale=2.0, residual=0.05, problems=30)
+    difference = members[:, 1] - members[:, 0]
+    sigma = math.hypot(2.0 * difference.std(ddof=1), 0.05)
+    expected = 0.5 * math.erfc((math.log(LOSS_MARGIN) - difference.mean()) / (sigma * math.sqrt(2.0)))
+    assert loss_probability(members, 1, 0, calibration) == pytest.approx(expected)
+    assert 0.5 < expected < 1.0  # the pick is predicted ~20% slower
+    assert loss_probability(members, 0, 0, calibration) == 0.0  # the pick is the safe choice
+    assert loss_probability(members, 2, 0, None) is None and loss_probability(members, 2, None, calibration) is None
+    # faster picks are less likely losses; a wider spread makes a predicted gain less certain
+    assert loss_probability(members, 0, 2, calibration) < 1e-6
+    wide = LossCalibration(spread_scale=2.0, residual=1.0, problems=30)
+    assert loss_probability(members, 0, 2, wide) > loss_probability(members, 0, 2, calibration)
+
+
+def test_a_risky_first_pick_is_unsure_and_the_rules_can_be_switched_off():
+    from dataclasses import replace
+
+    from torch_diode.selection import Confidence, LossCalibration, Policy, Pool, decide
+
+    problem = Problem("mm", 1, 4096, 4096, 4096, "float16", "float16", "float16")
+    features = _kind_features(["aten_mm", "triton_mm", "triton_mm"])
+    pool = Pool(features, np.array([True, False, False]), np.zeros(3, dtype=bool))
+    # the members agree that candidate 1 is 30% faster than ATen on average, but not on how much
+    members = np.log([[1.0, 0.5, 2.0], [1.0, 0.95, 2.0]])
+    policy = Policy(top_k=1, performance_threshold=1.0, max_selected_configs=8, extern_preference=1.1, unsure_top_k=3,
+                    unsure_heldout_slowdown=1.05, min_dtype_problems=0, unsure_loss_probability=0.1)
+    contract = Confidence(loss_calibration=LossCalibration(1.0, 0.1, 30), template_kinds=("aten_mm", "triton_mm"))
+    decision = decide(problem, pool, members, policy, contract)
+    assert decision.first == 1 and 0.1 < decision.loss_risk < 0.2  # P(Z > 1.05)
+    assert decision.unsure == "loss_risk" and set(decision.chosen) == {0, 1, 2}
+    assert decide(problem, pool, members, replace(policy, unsure_loss_probability=0.2), contract).unsure is None
+    assert decide(problem, pool, members, replace(policy, unsure_rules=("tf32",)), contract).unsure is None
+    # the mean of the members ranks: one member's view alone is another order
+    assert decide(problem, pool, members[1], policy).first == 0

@@ -300,13 +300,14 @@ class DiodeInductorChoices(InductorChoices):
             features = featurize_rows(problem, candidates.rows, self._hardware_for(kernel_inputs))
         except Exception as e:
             raise Fallback("feature_error", str(e)) from None
-        try:
-            predicted = np.asarray(self.engine.predict_features(features), dtype=np.float64)
+        try:  # every ensemble member's ln time ([K, N]): their mean ranks, their spread is the risk
+            members = np.asarray(self.engine.predict_members(features), dtype=np.float64)
         except Exception as e:
             raise Fallback("inference_error", str(e)) from None
-        if not np.all(np.isfinite(predicted)):
+        if not np.all(np.isfinite(members)):
             raise Fallback("inference_error", "non-finite prediction")
-        decision = self._select(predicted, features, problem, candidates)
+        predicted = members.mean(axis=0)
+        decision = self._select(members, features, problem, candidates)
         logger.debug("torch-diode: %s -> %d of %d candidates (confidence %.3f)", problem.short(), len(decision.chosen),
                      len(predicted), decision.confidence)
         indices = list(decision.chosen)
@@ -320,7 +321,8 @@ class DiodeInductorChoices(InductorChoices):
         return indices, commit
 
     def _select(self, predicted: np.ndarray, features: np.ndarray, problem: Problem, candidates: Candidates) -> Decision:
-        """The decision on the model's ``predicted`` ln times (:func:`torch_diode.selection.decide`)."""
+        """The decision on the model's ``predicted`` ln times, [N] or per member [K, N]
+        (:func:`torch_diode.selection.decide`)."""
         pool = Pool(features, candidates.extern, lambda: beyond_default_list(problem, candidates.rows))
         try:
             contract = self.contract()

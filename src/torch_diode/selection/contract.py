@@ -41,6 +41,21 @@ class HeldoutSlowdown:
 
 
 @dataclass(frozen=True)
+class LossCalibration:
+    """How the model's uncertainty about (ln time of the pick - ln time of the best ATen choice)
+    is read: a normal distribution around the members' mean difference with standard deviation
+    sqrt((spread_scale * members' standard deviation)^2 + residual^2), fitted by ``diode train``
+    on its held-out problems (``problems``)."""
+
+    spread_scale: float
+    residual: float
+    problems: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"spread_scale": self.spread_scale, "residual": self.residual, "problems": self.problems}
+
+
+@dataclass(frozen=True)
 class Confidence:
     """What the model's training data held (feature ranges, counts) and how its first picks did on
     held-out problems, by kind (``aligned`` / ``misaligned`` operand rows)."""
@@ -54,6 +69,7 @@ class Confidence:
     # template kinds (``_C.template_kind_names()``) with at least one successful timing in the
     # training data: a candidate of another kind is never chosen unbenchmarked (selection.decide)
     template_kinds: tuple[str, ...] = KNOWN_BEFORE_V2
+    loss_calibration: LossCalibration | None = None
     version: int = CONFIDENCE_VERSION
 
     @classmethod
@@ -80,6 +96,7 @@ class Confidence:
             "tf32_problems": self.tf32_problems,
             "heldout_top1_slowdown": {k: v.to_dict() for k, v in self.heldout_top1_slowdown.items()},
             "template_kinds": list(self.template_kinds),
+            "loss_calibration": None if self.loss_calibration is None else self.loss_calibration.to_dict(),
         }
 
     @classmethod
@@ -102,6 +119,7 @@ class Confidence:
             heldout_top1_slowdown={str(k): _heldout(v, f"heldout_top1_slowdown.{k}")
                                    for k, v in _mapping(data.get("heldout_top1_slowdown") or {}, "heldout_top1_slowdown").items()},
             template_kinds=_kinds(data.get("template_kinds"), version),
+            loss_calibration=_calibration(data.get("loss_calibration")),
             version=version,
         )
 
@@ -149,3 +167,16 @@ def _heldout(value: Any, name: str) -> HeldoutSlowdown:
     preference = value.get("extern_preference")
     return HeldoutSlowdown(float(geomean), _int(value.get("problems"), f"{name}.problems"),
                            None if preference is None else float(preference))
+
+
+def _calibration(value: Any) -> LossCalibration | None:
+    if value is None:
+        return None
+    value = _mapping(value, "loss_calibration")
+    numbers = {}
+    for name in ("spread_scale", "residual"):
+        v = value.get(name)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise ValueError(f"training_data.loss_calibration.{name}: expected a number >= 0, got {v!r}")
+        numbers[name] = float(v)
+    return LossCalibration(numbers["spread_scale"], numbers["residual"], _int(value.get("problems"), "loss_calibration.problems"))

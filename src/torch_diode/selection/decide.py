@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Callable, Sequence, Union
 
 import numpy as np
 
-from .contract import RANGE_FEATURES, Confidence
+from .contract import RANGE_FEATURES, Confidence, LossCalibration
 from .policy import Policy
 
 if TYPE_CHECKING:
@@ -91,6 +91,9 @@ class Decision:
     confidence: float
     extern_preferred: bool
     extern_added: bool
+    # estimated probability that the first pick is > LOSS_MARGIN times slower than the best ATen
+    # choice (None: the model's contract records no calibration)
+    loss_risk: float | None = None
 
     @property
     def first(self) -> int:
@@ -158,8 +161,41 @@ def widen(order: np.ndarray, top_k: int, eligible: np.ndarray | None = None, ext
     return sorted(chosen, key=position.__getitem__)
 
 
+# the loss the handler guards against: the first pick slower than the best ATen choice by more than this
+LOSS_MARGIN = 1.05
+
+
+def safe_choice(order: np.ndarray, extern: np.ndarray) -> int | None:
+    """The best ATen choice of ``order`` (what default mode runs), or None."""
+    externs = np.asarray(order)[np.asarray(extern, dtype=bool)[order]]
+    return int(externs[0]) if len(externs) else None
+
+
+def loss_probability(members: np.ndarray, pick: int, safe: int | None, calibration: LossCalibration | None) -> float | None:
+    """The estimated probability that ``pick`` runs more than LOSS_MARGIN times slower than
+    ``safe``: the difference of their ln times is read as normal, around the members' mean
+    difference, with the spread of the members' differences scaled and widened as ``calibration``
+    says. ``members``: [K, N] predicted ln times. None without a calibration or a safe choice; 0
+    where the pick is the safe choice."""
+    if calibration is None or safe is None:
+        return None
+    if pick == safe:
+        return 0.0
+    members = np.atleast_2d(np.asarray(members, dtype=np.float64))
+    difference = members[:, pick] - members[:, safe]
+    spread = float(difference.std(ddof=1)) if len(difference) > 1 else 0.0
+    sigma = math.hypot(calibration.spread_scale * spread, calibration.residual)
+    gap = math.log(LOSS_MARGIN) - float(difference.mean())
+    if sigma <= 0.0:
+        return float(gap < 0)
+    return 0.5 * math.erfc(gap / (sigma * math.sqrt(2.0)))
+
+
+UNSURE_RULES = ("out_of_range", "few_examples", "misaligned", "heldout", "tf32", "loss_risk")
+
+
 def unsure_reason(problem: Problem, features: np.ndarray, contract: Confidence, policy: Policy,
-                  tf32: bool = False) -> str | None:
+                  tf32: bool = False, risk: float | None = None) -> str | None:
     """Why the model's ranking of ``problem`` is not to be trusted alone, or None:
 
     - ``out_of_range``: its element type is not in the training data, or one of log2 B, M, N, K
@@ -172,31 +208,40 @@ def unsure_reason(problem: Problem, features: np.ndarray, contract: Confidence, 
       more than ``unsure_heldout_slowdown`` times slower than the best (judged where training's
       validation split held at least ``min_heldout_problems`` of the kind; that split also chose
       the early stop, so the figure leans optimistic);
-    - ``tf32``: fp32 with TF32 allowed (``tf32``) and the training data timed none so.
+    - ``tf32``: fp32 with TF32 allowed (``tf32``) and the training data timed none so;
+    - ``loss_risk``: the estimated probability (``risk``, :func:`loss_probability`) that the
+      first pick is more than LOSS_MARGIN times slower than the best ATen choice exceeds
+      ``unsure_loss_probability``.
 
-    ``features``: the problem's feature rows (the range features are the same in every row)."""
+    Only the rules in ``policy.unsure_rules`` apply. ``features``: the problem's feature rows
+    (the range features are the same in every row)."""
     from ..features import FEATURE_NAMES
 
+    rules = policy.unsure_rules
     ranges = contract.ranges_for(problem.dtype_a)
-    if ranges is None:
-        return "out_of_range"  # the model never saw this element type
-    for name in RANGE_FEATURES:
-        lo, hi = ranges.get(name, (-math.inf, math.inf))
-        value = float(features[0, FEATURE_NAMES.index(name)])
-        if value < lo - 1.0 or value > hi + 1.0:
-            return "out_of_range"
+    if "out_of_range" in rules:
+        if ranges is None:
+            return "out_of_range"  # the model never saw this element type
+        for name in RANGE_FEATURES:
+            lo, hi = ranges.get(name, (-math.inf, math.inf))
+            value = float(features[0, FEATURE_NAMES.index(name)])
+            if value < lo - 1.0 or value > hi + 1.0:
+                return "out_of_range"
     count = (contract.problems_by_dtype or {}).get(problem.dtype_a)
-    if count is not None and count < policy.min_dtype_problems:
+    if "few_examples" in rules and count is not None and count < policy.min_dtype_problems:
         return "few_examples"
     misaligned = bool(problem.misaligned_operands)
-    if misaligned and contract.misaligned_problems == 0:
+    if "misaligned" in rules and misaligned and contract.misaligned_problems == 0:
         return "misaligned"
     heldout = contract.heldout_top1_slowdown.get("misaligned" if misaligned else "aligned")
-    if heldout and heldout.problems >= policy.min_heldout_problems and heldout.geomean > policy.unsure_heldout_slowdown:
+    if (("misaligned" if misaligned else "heldout") in rules and heldout and heldout.problems >= policy.min_heldout_problems
+            and heldout.geomean > policy.unsure_heldout_slowdown):
         return "misaligned" if misaligned else "heldout"
     # fp32 with TF32 allowed runs other kernels (cuBLAS and Triton) than a model timed without it
-    if problem.dtype_a == "float32" and contract.tf32_problems == 0 and tf32:
+    if "tf32" in rules and problem.dtype_a == "float32" and contract.tf32_problems == 0 and tf32:
         return "tf32"
+    if "loss_risk" in rules and risk is not None and risk > policy.unsure_loss_probability:
+        return "loss_risk"
     return None
 
 
@@ -213,11 +258,13 @@ def known_kinds(features: np.ndarray, kinds: Sequence[str]) -> np.ndarray:
 
 def decide(problem: Problem, candidates: Pool, predictions: np.ndarray, policy: Policy,
            contract: Confidence | None = None, tf32: bool = False) -> Decision:
-    """The handler's decision for ``problem`` from the model's ``predictions`` (ln time of each
-    candidate), by the rules of this module. Without a ``contract`` the model is trusted
-    (nothing is unsure) and every template kind is known. ``tf32``: whether fp32 matmuls may run
-    TF32 kernels. Raises NoUsableCandidate where every candidate of a known kind is left out."""
-    predicted = np.asarray(predictions, dtype=np.float64)
+    """The handler's decision for ``problem`` from the model's ``predictions``: ln time of each
+    candidate, float[N], or every ensemble member's, float[K, N] (their mean ranks), by the rules
+    of this module. Without a ``contract`` the model is trusted (nothing is unsure) and every
+    template kind is known. ``tf32``: whether fp32 matmuls may run TF32 kernels. Raises
+    NoUsableCandidate where every candidate of a known kind is left out."""
+    members = np.atleast_2d(np.asarray(predictions, dtype=np.float64))
+    predicted = members.mean(axis=0)
     extern = np.asarray(candidates.extern, dtype=bool)
     usable = usable_candidates(candidates.features)
     if candidates.allowed is not None:
@@ -231,7 +278,10 @@ def decide(problem: Problem, candidates: Pool, predictions: np.ndarray, policy: 
     order = selection_order(predicted, extern, policy.extern_preference, usable)
     extern_preferred = bool(order[0] != usable[np.argmin(predicted[usable])])
     widened: list[int] = []
-    unsure = unsure_reason(problem, candidates.features, contract, policy, tf32) if contract is not None else None
+    risk = None
+    if contract is not None:
+        risk = loss_probability(members, int(order[0]), safe_choice(order, extern), contract.loss_calibration)
+    unsure = unsure_reason(problem, candidates.features, contract, policy, tf32, risk) if contract is not None else None
     if unsure:
         beyond = candidates.beyond_default() if callable(candidates.beyond_default) else candidates.beyond_default
         widened = widen(order, policy.unsure_top_k, None if beyond is None else ~np.asarray(beyond, dtype=bool), extern)
@@ -248,4 +298,4 @@ def decide(problem: Problem, candidates: Pool, predictions: np.ndarray, policy: 
         extern_added = True
     ranked = np.sort(predicted[usable])
     confidence = 1.0 - math.exp(ranked[0] - ranked[1]) if len(ranked) > 1 else 1.0
-    return Decision(tuple(chosen), order, unsure, tuple(widened), confidence, extern_preferred, extern_added)
+    return Decision(tuple(chosen), order, unsure, tuple(widened), confidence, extern_preferred, extern_added, risk)

@@ -14,7 +14,8 @@ import torch
 
 from ..features import FEATURE_NAMES, FEATURE_VERSION, config_rows, is_extern, template_kind_names
 from ..model_file import ModelFile
-from ..selection import Confidence, HeldoutSlowdown, NoUsableCandidate, Policy, Pool, decide
+from ..selection import (LOSS_MARGIN, Confidence, HeldoutSlowdown, LossCalibration, NoUsableCandidate, Policy, Pool,
+                         decide, safe_choice)
 from ..selection.contract import RANGE_FEATURES
 from ..types import Dataset
 from .data import TrainingArrays, build_arrays, split_groups
@@ -87,7 +88,8 @@ def _mse(model: Regressor, x: torch.Tensor, y: torch.Tensor, batch: int = 65536)
     return float((err**2).mean()) if len(err) else math.nan
 
 
-def _contract(arrays: TrainingArrays, heldout: dict[str, HeldoutSlowdown]) -> Confidence:
+def _contract(arrays: TrainingArrays, heldout: dict[str, HeldoutSlowdown],
+              calibration: LossCalibration | None = None) -> Confidence:
     """The confidence contract of a training run (what the handler reads, see selection.Confidence)."""
     def ranges_of(rows: np.ndarray) -> dict[str, tuple[float, float]]:
         out = {}
@@ -109,6 +111,7 @@ def _contract(arrays: TrainingArrays, heldout: dict[str, HeldoutSlowdown]) -> Co
         misaligned_problems=sum(1 for _, p in arrays.problems if p.misaligned_operands),
         tf32_problems=len(np.unique(arrays.group[arrays.features[:, FEATURE_NAMES.index("allow_tf32")] > 0.5])),
         heldout_top1_slowdown=heldout,
+        loss_calibration=calibration,
         template_kinds=tuple(k for k in template_kind_names()
                              if arrays.features[:, FEATURE_NAMES.index(f"template_is_{k}")].max() > 0.5),
     )
@@ -128,7 +131,7 @@ def _summary(arrays: TrainingArrays, contract: Confidence) -> dict[str, Any]:
     }
 
 
-def heldout_top1_slowdown(model: Regressor, arrays: TrainingArrays, problems: np.ndarray,
+def heldout_top1_slowdown(model: Regressor | Ensemble, arrays: TrainingArrays, problems: np.ndarray,
                           policy: Policy) -> dict[str, HeldoutSlowdown]:
     """How well the model's first pick (the handler's, :func:`torch_diode.selection.decide`) does on
     ``problems`` (indices, held out of the fit, though they chose its early stop), split by whether
@@ -152,6 +155,54 @@ def heldout_top1_slowdown(model: Regressor, arrays: TrainingArrays, problems: np
             slowdowns[kind].append(float(measured[decision.first] - measured[decision.order].min()))
     return {name: HeldoutSlowdown(float(math.exp(np.mean(v))), len(v), policy.extern_preference)
             for name, v in slowdowns.items() if v}
+
+
+def loss_cases(model: Regressor | Ensemble, arrays: TrainingArrays, problems: np.ndarray,
+               policy: Policy) -> np.ndarray:
+    """float[P, 3]: for each of ``problems`` whose first pick (the handler's order) is not its best
+    ATen choice, the members' mean and standard deviation of (predicted ln time of the pick - of
+    the best ATen choice) and whether the pick measured more than LOSS_MARGIN times slower (1/0)."""
+    cases = []
+    with torch.no_grad():
+        for g in problems:
+            rows = np.flatnonzero(arrays.group == g)
+            features = arrays.features[rows]
+            x = torch.from_numpy(features)
+            members = (model.members(x) if isinstance(model, Ensemble) else model(x)[None]).numpy().astype(np.float64)
+            pool = Pool(features, is_extern(config_rows([arrays.configs[i] for i in rows])))
+            try:
+                decision = decide(arrays.problems[g][1], pool, members, policy)
+            except NoUsableCandidate:
+                continue
+            pick, safe = decision.first, safe_choice(decision.order, pool.extern)
+            if safe is None or pick == safe:
+                continue
+            difference = members[:, pick] - members[:, safe]
+            measured = arrays.log_time_us[rows].astype(np.float64)
+            cases.append((difference.mean(), difference.std(ddof=1) if len(difference) > 1 else 0.0,
+                          float(measured[pick] - measured[safe] > math.log(LOSS_MARGIN))))
+    return np.array(cases, dtype=np.float64).reshape(-1, 3)
+
+
+def fit_loss_calibration(cases: np.ndarray) -> LossCalibration | None:
+    """The LossCalibration of least log loss on ``cases`` (:func:`loss_cases`), on a grid; None
+    with fewer than 20 cases (too few to fit two numbers)."""
+    if len(cases) < 20:
+        return None
+    mean, spread, lost = cases.T
+    best = (math.inf, 1.0, 0.1)
+    for scale in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0) if spread.any() else (1.0,):
+        for residual in np.linspace(0.01, 0.6, 60):
+            sigma = np.hypot(scale * spread, residual)
+            p = np.clip(0.5 * _erfc((math.log(LOSS_MARGIN) - mean) / (sigma * math.sqrt(2.0))), 1e-6, 1 - 1e-6)
+            loss = -np.mean(lost * np.log(p) + (1 - lost) * np.log(1 - p))
+            if loss < best[0] - 1e-12:
+                best = (loss, scale, float(residual))
+    return LossCalibration(best[1], round(best[2], 4), len(cases))
+
+
+def _erfc(x: np.ndarray) -> np.ndarray:
+    return torch.special.erfc(torch.from_numpy(np.asarray(x, dtype=np.float64))).numpy()
 
 
 def _listwise(predicted: torch.Tensor, target: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
@@ -293,8 +344,11 @@ def train_model(
     from .. import __version__
 
     # the handler is unsure of a kind whose held-out first picks are slow (selection.unsure_reason)
-    heldout = heldout_top1_slowdown(model, arrays, np.flatnonzero(val_problem), Policy.from_config())
-    summary = _summary(arrays, _contract(arrays, heldout))
+    policy = Policy.from_config()
+    heldout = heldout_top1_slowdown(model, arrays, np.flatnonzero(val_problem), policy)
+    # the handler reads the model's uncertainty through this (selection.loss_probability)
+    calibration = fit_loss_calibration(loss_cases(model, arrays, np.flatnonzero(val_problem), policy))
+    summary = _summary(arrays, _contract(arrays, heldout, calibration))
 
     metadata = {
         "model_family": config.model_type,
