@@ -167,27 +167,29 @@ def test_train_refuses_data_holding_a_heldout_problem(tmp_path):
 
 def test_an_ensemble_and_the_listwise_loss_train_and_the_engine_predicts_the_same():
     """--ensemble 3: three members (their own seeds) in one file, whose mean the engine predicts;
-    --loss listwise trains, deterministically, and differs from the MSE fit."""
+    --loss listwise (the default) trains, deterministically, and differs from the MSE fit."""
     from torch_diode.model_file import write_model
     from torch_diode.predict import load_model
     from torch_diode.training.model import Ensemble
 
     ds = load_dataset(SAMPLE)
-    cfg = TrainConfig(num_epochs=30, patience=30, validation_fraction=0.0, seed=3, ensemble=3)
+    cfg = TrainConfig(num_epochs=30, patience=30, validation_fraction=0.0, seed=3, ensemble=3, loss="mse")
     model, report = train_model(ds, cfg, progress=False)
     assert len(model.members) == 3 and not np.array_equal(model.members[0][0][0], model.members[1][0][0])
     arrays = build_arrays(ds)
     with torch.no_grad():
         members = Ensemble.from_model_file(model).members(torch.from_numpy(arrays.features)).numpy()
     assert float(np.mean((members.mean(axis=0) - arrays.log_time_us) ** 2)) == pytest.approx(report.train_mse, rel=1e-4)
-    first, _ = train_model(ds, TrainConfig(num_epochs=30, patience=30, validation_fraction=0.0, seed=3), progress=False)
+    first, _ = train_model(ds, TrainConfig(num_epochs=30, patience=30, validation_fraction=0.0, seed=3, loss="mse"),
+                           progress=False)
     assert np.array_equal(first.layers[0][0], model.members[0][0][0])  # member 0 is the single model of the seed
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:
         engine = load_model(write_model(Path(d) / "e.diode", model))
         np.testing.assert_allclose(engine.predict_members(arrays.features), members, rtol=1e-4, atol=1e-4)
-    listwise = TrainConfig(num_epochs=30, patience=30, validation_fraction=0.0, seed=3, loss="listwise")
+    listwise = TrainConfig(num_epochs=30, patience=30, validation_fraction=0.0, seed=3)
+    assert listwise.loss == "listwise"
     a, b = train_model(ds, listwise, progress=False)[0], train_model(ds, listwise, progress=False)[0]
     assert np.array_equal(a.layers[0][0], b.layers[0][0]) and not np.array_equal(a.layers[0][0], first.layers[0][0])
     with pytest.raises(ValueError, match="loss must be one of"):

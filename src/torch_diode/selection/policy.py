@@ -21,7 +21,7 @@ class Policy:
     min_heldout_problems: int = 5
     unsure_loss_probability: float = 1.0  # 1.0: the rule never fires
     # the unsure rules that apply (selection.UNSURE_RULES; replays measure each)
-    unsure_rules: tuple[str, ...] = ("out_of_range", "few_examples", "misaligned", "heldout", "tf32", "loss_risk")
+    unsure_rules: tuple[str, ...] = ("out_of_range", "few_examples", "misaligned", "tf32", "loss_risk")
 
     @classmethod
     def from_config(cls, top_k: int | None = None, performance_threshold: float | None = None,
