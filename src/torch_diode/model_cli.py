@@ -171,9 +171,9 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--weight-decay", type=float, default=1e-5)
     p.add_argument("--lr-schedule", choices=["cosine", "constant"], default="cosine",
                    help="cosine: the learning rate decays to 0 over --num-epochs (default); constant: it stays")
-    p.add_argument("--loss", choices=["mse", "listwise"], default="listwise",
-                   help="listwise: squared error of ln time plus a softmax cross-entropy over each problem's candidates "
-                        "(the loss sees them together; default); mse: the squared error alone")
+    p.add_argument("--loss", choices=["mse", "listwise"], default="mse",
+                   help="mse: squared error of ln time (default); listwise: that plus a softmax cross-entropy over each "
+                        "problem's candidates (the loss sees them together)")
     p.add_argument("--ensemble", type=int, default=1,
                    help="members (seeds --seed, --seed + 1, ...): their spread is the model's uncertainty (default 1)")
     p.add_argument("--patience", type=int, default=10, help="epochs without improvement before stopping")

@@ -167,7 +167,7 @@ def test_train_refuses_data_holding_a_heldout_problem(tmp_path):
 
 def test_an_ensemble_and_the_listwise_loss_train_and_the_engine_predicts_the_same():
     """--ensemble 3: three members (their own seeds) in one file, whose mean the engine predicts;
-    --loss listwise (the default) trains, deterministically, and differs from the MSE fit."""
+    --loss listwise trains, deterministically, and differs from the MSE fit (the default)."""
     from torch_diode.model_file import write_model
     from torch_diode.predict import load_model
     from torch_diode.training.model import Ensemble
@@ -188,8 +188,8 @@ def test_an_ensemble_and_the_listwise_loss_train_and_the_engine_predicts_the_sam
     with tempfile.TemporaryDirectory() as d:
         engine = load_model(write_model(Path(d) / "e.diode", model))
         np.testing.assert_allclose(engine.predict_members(arrays.features), members, rtol=1e-4, atol=1e-4)
-    listwise = TrainConfig(num_epochs=30, patience=30, validation_fraction=0.0, seed=3)
-    assert listwise.loss == "listwise"
+    listwise = TrainConfig(num_epochs=30, patience=30, validation_fraction=0.0, seed=3, loss="listwise")
+    assert TrainConfig().loss == "mse"
     a, b = train_model(ds, listwise, progress=False)[0], train_model(ds, listwise, progress=False)[0]
     assert np.array_equal(a.layers[0][0], b.layers[0][0]) and not np.array_equal(a.layers[0][0], first.layers[0][0])
     with pytest.raises(ValueError, match="loss must be one of"):
