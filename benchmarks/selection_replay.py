@@ -37,7 +37,7 @@ import numpy as np
 from torch_diode.features import config_rows, featurize, is_extern
 from torch_diode.inductor.config_space import beyond_default_list
 from torch_diode.predict import load_model, predict_log_time_us
-from torch_diode.selection import Confidence, NoUsableCandidate, Policy, Pool, decide, usable_candidates
+from torch_diode.selection import Confidence, NoUsableCandidate, Policy, Pool, decide
 from torch_diode.types import Problem, load_datasets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,11 +153,11 @@ def ranking(args: argparse.Namespace) -> int:
             triton, first, errors = [], [], []
             for problem, pool, members, measured in _members(model, data):
                 predicted = members.mean(axis=0)
-                usable = usable_candidates(pool.features)
-                templates = usable[~pool.extern[usable]]
-                if len(templates):
-                    pick = templates[np.argmin(predicted[templates])]
-                    triton.append(measured[templates].min() / measured[pick])
+                try:  # the model's best among the usable Triton candidates alone
+                    alone = decide(problem, replace(pool, allowed=~pool.extern), members, replace(policy, extern_preference=1.0))
+                    triton.append(measured[alone.order].min() / measured[alone.first])
+                except NoUsableCandidate:
+                    pass
                 try:
                     decision = decide(problem, pool, members, policy)
                 except NoUsableCandidate:
