@@ -171,6 +171,116 @@ def extern_preference(args: argparse.Namespace) -> int:
     return 0
 
 
+HELDOUT_SETS = [str(ROOT / "data" / "h100" / name) for name in ("validation", "odd", "odd2")]
+
+
+def _members(model: str, data: str) -> Iterator[tuple[Problem, Pool, np.ndarray, np.ndarray]]:
+    """As :func:`replays`, with every ensemble member's prediction ([K, N])."""
+    engine = load_model(model)
+    for hardware, problem, timings in load_datasets([data]).problems():
+        ok = [t for t in timings if not t.failed]
+        if not ok:
+            continue
+        configs = [t.config for t in ok]
+        rows = config_rows(configs)
+        pool = Pool(featurize(problem, configs, hardware), is_extern(rows), beyond_default_list(problem, rows))
+        yield problem, pool, engine.predict_members(pool.features).astype(np.float64), np.array([t.time_us for t in ok])
+
+
+def _summary(x: list[float]) -> dict:
+    return {"geomean": float(math.exp(np.mean(np.log(x)))), "worst": float(max(x))} if x else {}
+
+
+def ranking(args: argparse.Namespace) -> int:
+    """Per model and held-out set: top-1 normalised performance among the Triton candidates alone
+    (the model's argmin among them: best measured Triton time / its measured time), the
+    handler-ordered first pick (measured / best measured, no unsure rule) and the MSE of ln time."""
+    policy = Policy.from_config()
+    rows = []
+    for model in args.model:
+        for data in args.data:
+            triton, first, errors = [], [], []
+            for problem, pool, members, measured in _members(model, data):
+                predicted = members.mean(axis=0)
+                try:  # the model's best among the usable Triton candidates alone
+                    alone = decide(problem, replace(pool, allowed=~pool.extern), members, replace(policy, extern_preference=1.0))
+                    triton.append(measured[alone.order].min() / measured[alone.first])
+                except NoUsableCandidate:
+                    pass
+                try:
+                    decision = decide(problem, pool, members, policy)
+                except NoUsableCandidate:
+                    continue
+                first.append(measured[decision.first] / measured[decision.order].min())
+                errors.extend(predicted - np.log(measured))
+            rows.append({"model": model, "data": data, "problems": len(first),
+                         "triton_top1_perf_geomean": _summary(triton).get("geomean"),
+                         "triton_top1_perf_worst": float(min(triton)) if triton else None,
+                         "first_pick": _summary(first), "mse_ln_time": float(np.mean(np.square(errors)))})
+    _write(args, {"rows": rows})
+    print(f"{'model':28s} {'data':24s} {'n':>4s} {'triton top1':>11s} {'worst':>6s} {'first gm':>9s} {'worst':>6s} {'mse':>7s}")
+    for r in rows:
+        print(f"{r['model'][-28:]:28s} {r['data'][-24:]:24s} {r['problems']:4d} {r['triton_top1_perf_geomean']:11.4f} "
+              f"{r['triton_top1_perf_worst']:6.3f} {r['first_pick']['geomean']:9.4f} {r['first_pick']['worst']:6.2f} "
+              f"{r['mse_ln_time']:7.4f}")
+    return 0
+
+
+def unsure_rules(args: argparse.Namespace) -> int:
+    """The unsure rules measured one by one on the held-out sets with the model's own contract:
+    for each variant (every rule; every rule but one; the hand-made rules alone; the loss_risk rule
+    alone at several thresholds) the best measured time among what the handler hands Inductor
+    (its first pick alone where it is sure) / best measured, and the unsure fraction."""
+    import json as _json
+
+    from torch_diode.selection import UNSURE_RULES
+
+    contract = Confidence.from_dict(_json.loads(load_model(args.model).metadata_json).get("training_data"))
+    base = Policy.from_config()
+    hand = tuple(r for r in UNSURE_RULES if r != "loss_risk")
+    variants = {"all": replace(base, unsure_rules=UNSURE_RULES), "none": replace(base, unsure_rules=())}
+    variants.update({f"all but {r}": replace(base, unsure_rules=tuple(x for x in UNSURE_RULES if x != r)) for r in UNSURE_RULES})
+    variants["hand-made rules alone"] = replace(base, unsure_rules=hand)
+    for threshold in args.thresholds:
+        variants[f"loss_risk alone > {threshold:g}"] = replace(base, unsure_rules=("loss_risk",), unsure_loss_probability=threshold)
+        variants[f"loss_risk > {threshold:g} and misaligned"] = replace(
+            base, unsure_rules=("loss_risk", "misaligned"), unsure_loss_probability=threshold)
+    rows = []
+    for data in args.data:
+        problems = list(_members(args.model, data))
+        for name, policy in variants.items():
+            got, unsure, kept = [], 0, []
+            for problem, pool, members, measured in problems:
+                try:
+                    decision = decide(problem, pool, members, policy, contract)
+                except NoUsableCandidate:
+                    continue
+                got.append(measured[list(decision.chosen)].min() / measured[decision.order].min())
+                unsure += decision.unsure is not None
+                kept.append(len(decision.chosen))
+            rows.append({"data": data, "variant": name, "rules": list(policy.unsure_rules),
+                         "unsure_loss_probability": policy.unsure_loss_probability, "problems": len(got),
+                         "result": _summary(got), "over_1.10": int(sum(v > 1.10 for v in got)),
+                         "unsure_fraction": unsure / max(1, len(got)), "kept_mean": float(np.mean(kept))})
+    _write(args, {"model": args.model, "calibration": None if contract.loss_calibration is None
+                  else contract.loss_calibration.to_dict(), "rows": rows})
+    print(f"{'data':10s} {'variant':34s} {'n':>4s} {'geomean':>8s} {'worst':>6s} {'>1.10':>5s} {'unsure':>7s} {'kept':>5s}")
+    for r in rows:
+        print(f"{Path(r['data']).name:10s} {r['variant']:34s} {r['problems']:4d} {r['result']['geomean']:8.4f} "
+              f"{r['result']['worst']:6.2f} {r['over_1.10']:5d} {100 * r['unsure_fraction']:6.1f}% {r['kept_mean']:5.1f}")
+    return 0
+
+
+def _write(args: argparse.Namespace, body: dict) -> None:
+    import platform
+
+    report = {"command": " ".join(["python", "-m", "benchmarks.selection_replay", *sys.argv[1:]]),
+              "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "machine": f"CPU ({platform.machine()}): predictions against data measured on the GPU named in each dataset",
+              **body}
+    Path(args.out).write_text(json.dumps(report, indent=1))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -192,6 +302,17 @@ def main() -> int:
     p.add_argument("--preferences", type=float, nargs="+", default=[1.0, 1.05, 1.1, 1.2, 1.3])
     p.add_argument("--out", required=True)
     p.set_defaults(run=extern_preference)
+    p = sub.add_parser("ranking", help="held-out ranking metrics of several models (Triton-only top-1, first pick)")
+    p.add_argument("--model", nargs="+", default=["NVIDIA-H100-matmul"])
+    p.add_argument("--data", nargs="+", default=HELDOUT_SETS)
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=ranking)
+    p = sub.add_parser("unsure-rules", help="each unsure rule on and off, on the held-out sets")
+    p.add_argument("--model", default="NVIDIA-H100-matmul")
+    p.add_argument("--data", nargs="+", default=HELDOUT_SETS)
+    p.add_argument("--thresholds", type=float, nargs="+", default=[0.1, 0.2, 0.3, 0.5])
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=unsure_rules)
     args = parser.parse_args()
     return args.run(args)
 

@@ -152,3 +152,35 @@ def _solution(tmp_path):
         {"M": 512, "N": 512, "K": 512, "block_m": 64, "block_n": 64, "block_k": 32},
         {"M": 256, "N": 1024, "K": 64, "op": "mm", "block_m": 32, "block_n": 64, "block_k": 32}]}))
     return solution
+
+
+def test_validate_model_reports_the_calibration_of_its_loss_estimate(tmp_path):
+    """Two members predicting the Triton config e^-1 times the ATen choice's time (their biases
+    differ, their difference does not): with the recorded calibration (spread_scale 1, residual 1)
+    the estimated probability of a > 5% loss is P(Z > 1 + ln 1.05) = 0.147 on both problems; one
+    of them lost (20 us against ATen's 10 us)."""
+    from torch_diode.selection import LOSS_MARGIN, Confidence, LossCalibration
+
+    def member(bias):
+        w = np.zeros((1, NUM_FEATURES), np.float32)
+        w[0, FEATURE_NAMES.index("is_tiled")] = -1.0
+        return [(w, np.array([bias], np.float32))]
+
+    contract = Confidence(loss_calibration=LossCalibration(1.0, 1.0, 50), template_kinds=("aten_mm", "triton_mm"))
+    model = write_model(tmp_path / "e.diode", ModelFile(
+        member(0.1), np.zeros(NUM_FEATURES, np.float32), np.ones(NUM_FEATURES, np.float32), 0.0, 1.0,
+        {"training_data": contract.to_dict()}, [member(-0.1)]))
+    ds = Dataset()
+    ds.add(HW, P1, [TimedConfig(KernelConfig("aten::mm"), 10.0), TimedConfig(cfg(64), 20.0)])
+    ds.add(HW, P2, [TimedConfig(KernelConfig("aten::mm"), 10.0), TimedConfig(cfg(64), 5.0)])
+    c = validate_model(model, ds)["calibration"]
+    estimate = 0.5 * math.erfc((math.log(LOSS_MARGIN) + 1.0) / math.sqrt(2.0))
+    assert c["problems"] == 2 and c["aten_first_picks"] == 0 and c["observed_loss_fraction"] == 0.5
+    assert c["estimate_mean"] == pytest.approx(estimate, rel=1e-4)
+    assert c["brier"] == pytest.approx(((estimate - 1) ** 2 + estimate**2) / 2, rel=1e-4)
+    (used,) = [b for b in c["bins"] if b["problems"]]
+    assert (used["estimate_from"], used["estimate_to"], used["problems"]) == (0.1, 0.2, 2)
+    # a model whose contract records no calibration reports none
+    plain = write_model(tmp_path / "p.diode", ModelFile(member(0.0), np.zeros(NUM_FEATURES, np.float32),
+                                                        np.ones(NUM_FEATURES, np.float32), 0.0, 1.0, {}))
+    assert validate_model(plain, ds)["calibration"] is None

@@ -66,8 +66,9 @@ def test_corrupt_and_mismatched_files(model_path, tmp_path):
         "magic": (0, b"NOTAMODL"),
         "format_version": (8, struct.pack("<I", 99)),
         "feature_version": (12, struct.pack("<I", 12345)),
-        "num_layers": (16, struct.pack("<I", 0)),
-        "dims[0]": (20, struct.pack("<I", NUM_FEATURES + 1)),
+        "num_members": (16, struct.pack("<I", 0)),
+        "num_layers": (20, struct.pack("<I", 0)),
+        "dims[0]": (24, struct.pack("<I", NUM_FEATURES + 1)),
         "checksum": (len(raw) - 20, b"\x01\x02\x03\x04"),  # a weight byte flipped
     }
     for field, (offset, value) in cases.items():
@@ -123,3 +124,37 @@ def test_generic_and_avx2_kernels_agree(model_path):
         subprocess.run([sys.executable, "-c", code, str(model_path), str(out)], check=True, env={**__import__("os").environ, **env})
         outs.append(np.load(out))
     np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-5)
+
+
+def test_an_ensemble_round_trips_and_the_engine_predicts_every_member(tmp_path):
+    """Format version 2: K members of the same dims; the engine's prediction is their mean and
+    predict_members gives each, equal to the PyTorch members'."""
+    from torch_diode.training.model import Ensemble
+
+    torch.manual_seed(1)
+    members = [random_model(seed=k) for k in range(3)]
+    for m in members[1:]:  # one normalisation for all
+        m.feature_mean, m.feature_std = members[0].feature_mean, members[0].feature_std
+    ensemble = Ensemble(members).eval()
+    path = write_model(tmp_path / "e.diode", ensemble.to_model_file({"family": "test"}))
+    engine = load_model(path)
+    assert engine.num_members == 3 and engine.dims == members[0].to_model_file({}).dims
+    x = np.random.default_rng(0).normal(size=(300, NUM_FEATURES)).astype(np.float32)
+    with torch.no_grad():
+        expected = ensemble.members(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(engine.predict_members(x), expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(engine.predict_features(x), expected.mean(axis=0), rtol=1e-4, atol=1e-4)
+    again = read_model(path)
+    assert len(again.members) == 3 and np.array_equal(again.members[2][0][0], members[2].mlp.linears()[0].weight.detach().numpy())
+    with pytest.raises(ValueError, match="member 3 out of range"):
+        engine.weight(0, 3)
+
+
+def test_a_version_1_file_is_one_member():
+    """The shipped model was written in format version 1: it loads as a single member."""
+    shipped = Path(__file__).resolve().parents[1] / "src" / "torch_diode" / "models" / "NVIDIA-H100-matmul.diode"
+    assert struct.unpack("<I", shipped.read_bytes()[8:12])[0] == 1
+    engine = load_model(shipped)
+    assert engine.num_members == 1
+    x = np.zeros((4, NUM_FEATURES), np.float32)
+    np.testing.assert_array_equal(engine.predict_members(x)[0], engine.predict_features(x))

@@ -31,6 +31,14 @@ size_t layer_index(const diode::Model& model, int64_t layer) {
   return static_cast<size_t>(layer);
 }
 
+// The number of member `member` of a model, or ValueError.
+size_t member_index(const diode::Model& model, int64_t member) {
+  if (member < 0 || member >= static_cast<int64_t>(model.num_members()))
+    throw std::invalid_argument("member " + std::to_string(member) + " out of range: the model has " +
+                                std::to_string(model.num_members()) + " members");
+  return static_cast<size_t>(member);
+}
+
 }  // namespace
 
 void bind_model(nb::module_& m) {
@@ -59,12 +67,26 @@ void bind_model(nb::module_& m) {
         return to_numpy<float>(s.feature_std(), {s.feature_std().size()}); }, "float32[F]")
       .def_prop_ro("target_mean", &diode::Model::target_mean)
       .def_prop_ro("target_std", &diode::Model::target_std)
-      .def("weight", [](const diode::Model& s, int64_t layer) {
-        const size_t l = layer_index(s, layer);
-        return to_numpy<float>(s.weight(l), {s.dims()[l + 1], s.dims()[l]}); }, nb::arg("layer"), "float32[out, in]")
-      .def("bias", [](const diode::Model& s, int64_t layer) {
-        const size_t l = layer_index(s, layer);
-        return to_numpy<float>(s.bias(l), {s.dims()[l + 1]}); }, nb::arg("layer"), "float32[out]")
+      .def_prop_ro("num_members", &diode::Model::num_members)
+      .def("weight", [](const diode::Model& s, int64_t layer, int64_t member) {
+        const size_t l = layer_index(s, layer), k = member_index(s, member);
+        return to_numpy<float>(s.weight(l, k), {s.dims()[l + 1], s.dims()[l]}); },
+        nb::arg("layer"), nb::arg("member") = 0, "float32[out, in]")
+      .def("bias", [](const diode::Model& s, int64_t layer, int64_t member) {
+        const size_t l = layer_index(s, layer), k = member_index(s, member);
+        return to_numpy<float>(s.bias(l, k), {s.dims()[l + 1]}); }, nb::arg("layer"), nb::arg("member") = 0, "float32[out]")
+      .def(
+          "predict_members",
+          [](const diode::Model& self, ArrayArg features) {
+            const auto x = as_array<float>(features, "features", 2, static_cast<size_t>(self.num_features()));
+            diode::py::NumpyBuffer<float> out(self.num_members() * x.shape(0));
+            {
+              nb::gil_scoped_release release;
+              self.predict_members({x.data(), x.size()}, out.span());
+            }
+            return out.view({self.num_members(), x.shape(0)});
+          },
+          nb::arg("features").none(), "Every member's ln(time_us): float32[K, N] for a float32[N, F] feature matrix.")
       .def(
           "predict_features",
           [](const diode::Model& self, ArrayArg features) {
@@ -76,7 +98,7 @@ void bind_model(nb::module_& m) {
             }
             return out.view({x.shape(0)});
           },
-          nb::arg("features").none(), "ln(time_us) for each row of a float32[N, F] feature matrix.")
+          nb::arg("features").none(), "ln(time_us) for each row of a float32[N, F] feature matrix (the mean over members).")
       .def(
           "predict",
           [](const diode::Model& self, ArrayArg problem_arg, ArrayArg configs_arg, ArrayArg hardware_arg) {

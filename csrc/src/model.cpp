@@ -110,6 +110,8 @@ Model Model::from_bytes(const std::vector<uint8_t>& b, const std::string& source
   const auto fv = r.scalar<uint32_t>("feature_version");
   if (fv != static_cast<uint32_t>(kFeatureVersion))
     r.fail("feature_version", "model was trained on features version " + std::to_string(fv) + ", this build computes version " + std::to_string(kFeatureVersion));
+  const auto members = version >= 2 ? r.scalar<uint32_t>("num_members") : 1u;
+  if (members < 1 || members > 64) r.fail("num_members", "expected 1..64, got " + std::to_string(members));
   const auto layers = r.scalar<uint32_t>("num_layers");
   if (layers < 1 || layers > 64) r.fail("num_layers", "expected 1..64, got " + std::to_string(layers));
   Model m;
@@ -137,14 +139,19 @@ Model Model::from_bytes(const std::vector<uint8_t>& b, const std::string& source
   m.target_mean_ = r.floats(1, "target_mean")[0];
   m.target_std_ = r.floats(1, "target_std")[0];
   if (!(m.target_std_ > 0.f)) r.fail("target_std", "is not positive");
-  for (uint32_t l = 0; l < layers; ++l) {
-    const size_t in = m.dims_[l], out = m.dims_[l + 1];
-    auto w = r.floats(in * out, "layers[" + std::to_string(l) + "].weight");
-    std::vector<float> wt(in * out);
-    for (size_t o = 0; o < out; ++o)
-      for (size_t i = 0; i < in; ++i) wt[i * out + o] = w[o * in + i];
-    m.weight_t_.push_back(std::move(wt));
-    m.bias_.push_back(r.floats(out, "layers[" + std::to_string(l) + "].bias"));
+  for (uint32_t k = 0; k < members; ++k) {
+    const std::string prefix = members > 1 ? "members[" + std::to_string(k) + "]." : "";
+    Member member;
+    for (uint32_t l = 0; l < layers; ++l) {
+      const size_t in = m.dims_[l], out = m.dims_[l + 1];
+      auto w = r.floats(in * out, prefix + "layers[" + std::to_string(l) + "].weight");
+      std::vector<float> wt(in * out);
+      for (size_t o = 0; o < out; ++o)
+        for (size_t i = 0; i < in; ++i) wt[i * out + o] = w[o * in + i];
+      member.weight_t.push_back(std::move(wt));
+      member.bias.push_back(r.floats(out, prefix + "layers[" + std::to_string(l) + "].bias"));
+    }
+    m.members_.push_back(std::move(member));
   }
   const size_t body = r.pos();
   const auto stored = r.scalar<uint64_t>("checksum");
@@ -153,8 +160,8 @@ Model Model::from_bytes(const std::vector<uint8_t>& b, const std::string& source
   return m;
 }
 
-std::vector<float> Model::weight(size_t layer) const {
-  const auto& wt = weight_t_.at(layer);
+std::vector<float> Model::weight(size_t layer, size_t member) const {
+  const auto& wt = members_.at(member).weight_t.at(layer);
   const size_t in = dims_[layer], out = dims_[layer + 1];
   std::vector<float> w(in * out);
   for (size_t i = 0; i < in; ++i)
@@ -187,25 +194,50 @@ const DenseFn dense_layer = pick_dense_layer();
 
 }  // namespace
 
+void Model::predict_members(std::span<const float> x, std::span<float> out) const {
+  const size_t nf = dims_.front();
+  if (x.size() % nf != 0) throw std::invalid_argument("features must be an N x " + std::to_string(nf) + " matrix");
+  const size_t rows = x.size() / nf;
+  if (out.size() != rows * members_.size()) throw std::invalid_argument("output has the wrong size");
+  size_t widest = 0;
+  for (auto d : dims_) widest = std::max<size_t>(widest, d);
+  constexpr size_t kBlock = 128;  // rows per block: activations stay in L1/L2
+  std::vector<float> input(kBlock * nf), a(kBlock * widest), next(kBlock * widest);
+  const size_t layers = dims_.size() - 1;
+  for (size_t r0 = 0; r0 < rows; r0 += kBlock) {
+    const size_t nr = std::min(kBlock, rows - r0);
+    for (size_t r = 0; r < nr; ++r)
+      for (size_t i = 0; i < nf; ++i) input[r * nf + i] = (x[(r0 + r) * nf + i] - mean_[i]) * inv_std_[i];
+    for (size_t k = 0; k < members_.size(); ++k) {
+      const Member& member = members_[k];
+      const float* in = input.data();
+      for (size_t l = 0; l < layers; ++l) {
+        dense_layer(in, nr, dims_[l], member.weight_t[l].data(), member.bias[l].data(), dims_[l + 1], next.data(),
+                    l + 1 < layers);
+        std::swap(a, next);
+        in = a.data();
+      }
+      for (size_t r = 0; r < nr; ++r) out[k * rows + r0 + r] = a[r] * target_std_ + target_mean_;
+    }
+  }
+}
+
 void Model::predict_features(std::span<const float> x, std::span<float> out) const {
   const size_t nf = dims_.front();
   if (x.size() % nf != 0) throw std::invalid_argument("features must be an N x " + std::to_string(nf) + " matrix");
   const size_t rows = x.size() / nf;
   if (out.size() != rows) throw std::invalid_argument("output has the wrong size");
-  size_t widest = 0;
-  for (auto d : dims_) widest = std::max<size_t>(widest, d);
-  constexpr size_t kBlock = 128;  // rows per block: activations stay in L1/L2
-  std::vector<float> a(kBlock * widest), next(kBlock * widest);
-  for (size_t r0 = 0; r0 < rows; r0 += kBlock) {
-    const size_t nr = std::min(kBlock, rows - r0);
-    for (size_t r = 0; r < nr; ++r)
-      for (size_t i = 0; i < nf; ++i) a[r * nf + i] = (x[(r0 + r) * nf + i] - mean_[i]) * inv_std_[i];
-    for (size_t l = 0; l < weight_t_.size(); ++l) {
-      dense_layer(a.data(), nr, dims_[l], weight_t_[l].data(), bias_[l].data(), dims_[l + 1], next.data(),
-                  l + 1 < weight_t_.size());
-      std::swap(a, next);
-    }
-    for (size_t r = 0; r < nr; ++r) out[r0 + r] = a[r] * target_std_ + target_mean_;
+  if (members_.size() == 1) {
+    predict_members(x, out);
+    return;
+  }
+  std::vector<float> all(rows * members_.size());
+  predict_members(x, all);
+  const float scale = 1.f / static_cast<float>(members_.size());
+  for (size_t r = 0; r < rows; ++r) {
+    float sum = 0.f;
+    for (size_t k = 0; k < members_.size(); ++k) sum += all[k * rows + r];
+    out[r] = sum * scale;
   }
 }
 

@@ -44,6 +44,36 @@ std::vector<uint8_t> make_model(uint32_t hidden = 5, uint32_t feature_version = 
   return b;
 }
 
+// The same MLP in format version 2 with `members` members, member k's output bias 0.05 + 0.1 k.
+std::vector<uint8_t> make_ensemble(uint32_t members, uint32_t hidden = 5) {
+  const uint32_t nf = static_cast<uint32_t>(diode::num_features());
+  std::vector<uint8_t> b = {'D', 'I', 'O', 'D', 'E', 'M', 'D', 'L'};
+  put_u32(b, 2);
+  put_u32(b, diode::kFeatureVersion);
+  put_u32(b, members);
+  put_u32(b, 2);
+  put_u32(b, nf);
+  put_u32(b, hidden);
+  put_u32(b, 1);
+  put_u32(b, 0);
+  put_u64(b, 2);
+  b.push_back('{');
+  b.push_back('}');
+  for (uint32_t i = 0; i < nf; ++i) put_f32(b, 0.5f);
+  for (uint32_t i = 0; i < nf; ++i) put_f32(b, 2.0f);
+  put_f32(b, 3.0f);
+  put_f32(b, 1.5f);
+  for (uint32_t k = 0; k < members; ++k) {
+    for (uint32_t h = 0; h < hidden; ++h)
+      for (uint32_t i = 0; i < nf; ++i) put_f32(b, (h + 1) * 0.01f * static_cast<float>(i % 3));
+    for (uint32_t h = 0; h < hidden; ++h) put_f32(b, 0.1f * h - 0.15f);
+    for (uint32_t h = 0; h < hidden; ++h) put_f32(b, h % 2 ? 0.5f : -0.25f);
+    put_f32(b, 0.05f + 0.1f * k);
+  }
+  put_u64(b, diode::fnv1a64(b.data(), b.size()));
+  return b;
+}
+
 float reference(const std::vector<float>& x, uint32_t hidden) {
   const size_t nf = x.size();
   float out = 0.05f;
@@ -121,3 +151,42 @@ TEST(Model, LoadingADirectoryIsAModelFormatError) {
 }
 
 }  // namespace
+
+TEST(Model, AnEnsemblePredictsEveryMemberAndTheirMean) {
+  for (uint32_t hidden : {5u, 16u}) {
+    const uint32_t members = 3;
+    const auto m = Model::from_bytes(make_ensemble(members, hidden), "e.diode");
+    ASSERT_EQ(m.num_members(), members);
+    const size_t nf = diode::num_features(), rows = 131;  // more than one 128-row block
+    std::vector<float> x(rows * nf), each(members * rows), mean(rows);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.21f * static_cast<float>(i));
+    m.predict_members(x, each);
+    m.predict_features(x, mean);
+    for (size_t r = 0; r < rows; ++r) {
+      std::vector<float> row(x.begin() + r * nf, x.begin() + (r + 1) * nf);
+      const float base = reference(row, hidden);
+      for (uint32_t k = 0; k < members; ++k)
+        EXPECT_NEAR(each[k * rows + r], base + 0.15f * k, 1e-4f) << "member " << k << " row " << r;
+      EXPECT_NEAR(mean[r], base + 0.15f, 1e-4f);
+    }
+    std::vector<float> wrong(rows);
+    EXPECT_THROW(m.predict_members(x, wrong), std::invalid_argument);
+  }
+}
+
+TEST(Model, AVersionOneFileIsOneMember) {
+  const auto m = Model::from_bytes(make_model(), "m.diode");
+  EXPECT_EQ(m.num_members(), 1u);
+  EXPECT_EQ(m.weight(0), m.weight(0, 0));
+  EXPECT_THROW(m.weight(0, 1), std::out_of_range);
+}
+
+TEST(Model, AnEnsembleFileNamesItsFields) {
+  auto zero = make_ensemble(2);
+  const uint32_t none = 0;
+  std::memcpy(zero.data() + 16, &none, 4);
+  EXPECT_NE(error_of(zero).find("num_members"), std::string::npos) << error_of(zero);
+  auto cut = make_ensemble(2);
+  cut.resize(cut.size() - 20);
+  EXPECT_NE(error_of(cut).find("members[1]"), std::string::npos) << error_of(cut);
+}

@@ -8,7 +8,8 @@ environment variables read at import. ``patch(**values)`` changes some for a ``w
 | performance_threshold | TORCH_DIODE_PERFORMANCE_THRESHOLD | 1.0 | also keep choices predicted within this factor of the best (1.1 = 10%) |
 | max_selected_configs | TORCH_DIODE_MAX_SELECTED | 8 | cap on the choices kept |
 | unsure_top_k | TORCH_DIODE_UNSURE_TOP_K | 5 | choices Inductor benchmarks where the model is unsure: the best predicted among ATen and Inductor's DEFAULT Triton configs (torch_diode.selection.widen) |
-| unsure_heldout_slowdown | TORCH_DIODE_UNSURE_HELDOUT_SLOWDOWN | 1.05 | a problem is unsure where the model's first picks on held-out problems of its kind (misaligned rows or not) were on geometric mean slower than this factor (recorded by diode train) |
+| unsure_heldout_slowdown | TORCH_DIODE_UNSURE_HELDOUT_SLOWDOWN | 1.05 | a misaligned problem (rows not 16-byte aligned) is unsure where the model's first picks on held-out misaligned problems were on geometric mean slower than this factor (recorded by diode train) |
+| unsure_loss_probability | TORCH_DIODE_UNSURE_LOSS_PROBABILITY | 0.2 | a problem is unsure where the estimated probability that the first pick is more than 5% slower than the best ATen choice exceeds this (from the spread of the model's ensemble members and the calibration diode train records; torch_diode.selection.loss_probability) |
 | min_dtype_problems | TORCH_DIODE_MIN_DTYPE_PROBLEMS | 100 | a problem whose element type had fewer training problems is unsure too (the model records its problems per element type) |
 | extern_preference | TORCH_DIODE_EXTERN_PREFERENCE | 1.1 | keep the best ATen/cuBLAS choice first unless a Triton config is predicted this factor faster (1.0: off; see torch_diode.selection) |
 | candidate_pool | TORCH_DIODE_CANDIDATE_POOL | EXHAUSTIVE | Inductor search space the model ranks (DEFAULT or EXHAUSTIVE) |
@@ -96,6 +97,7 @@ performance_threshold: float = _env_float("TORCH_DIODE_PERFORMANCE_THRESHOLD", 1
 max_selected_configs: int = _env_int("TORCH_DIODE_MAX_SELECTED", 8, minimum=1)
 unsure_top_k: int = _env_int("TORCH_DIODE_UNSURE_TOP_K", 5, minimum=1)
 unsure_heldout_slowdown: float = _env_float("TORCH_DIODE_UNSURE_HELDOUT_SLOWDOWN", 1.05, minimum=0.0, inclusive=False)
+unsure_loss_probability: float = _env_float("TORCH_DIODE_UNSURE_LOSS_PROBABILITY", 0.2, minimum=0.0)
 min_dtype_problems: int = _env_int("TORCH_DIODE_MIN_DTYPE_PROBLEMS", 100, minimum=0)
 extern_preference: float = _env_float("TORCH_DIODE_EXTERN_PREFERENCE", 1.1, minimum=1.0)
 candidate_pool: str = _from_env("TORCH_DIODE_CANDIDATE_POOL", "EXHAUSTIVE", str.upper,
@@ -117,7 +119,7 @@ fast_autotune: bool = _env_bool("TORCH_DIODE_FAST_AUTOTUNE", True)
 fallback_to_autotune: bool = _env_bool("TORCH_DIODE_FALLBACK_TO_AUTOTUNE", True)
 
 _NAMES = ("enable_fallback", "top_k_configs", "performance_threshold", "max_selected_configs", "unsure_top_k",
-          "unsure_heldout_slowdown", "min_dtype_problems", "extern_preference", "candidate_pool", "cache_predictions", "enumerate_candidates", "allow_hardware_mismatch", "autoregister",
+          "unsure_heldout_slowdown", "unsure_loss_probability", "min_dtype_problems", "extern_preference", "candidate_pool", "cache_predictions", "enumerate_candidates", "allow_hardware_mismatch", "autoregister",
           "fast_autotune", "fallback_to_autotune")
 
 

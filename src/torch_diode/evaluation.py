@@ -84,6 +84,7 @@ def validate_model(model: str | os.PathLike, dataset: Dataset, *, hardware_name:
                         f"(hardware={hardware_name!r}, op={op_name!r}): every choice failed")
     report = _report(pr, top_n_worst)
     report["by_op"] = {op: {k: v for k, v in _report(pr.of_op(op), 0).items() if k not in _PER_PROBLEM_KEYS} for op in pr.ops}
+    report["calibration"] = loss_calibration(model, dataset, hardware_name=hardware_name, op_name=op_name)
     report["_predictions"] = pr  # for plots; dropped before writing JSON
     return report
 
@@ -129,6 +130,63 @@ def _report(pr: Predictions, top_n_worst: int) -> dict[str, Any]:
             for (_, p), s, k, b in zip(pr.problems, slowdown, rank["kendall_tau"], rank["best_us"])
         ],
     }
+
+
+CALIBRATION_BINS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
+
+
+def loss_calibration(model: str | os.PathLike, dataset: Dataset, *, hardware_name: str | None = None,
+                     op_name: str | None = None) -> dict[str, Any] | None:
+    """How well the model's estimated probability of a loss (its first pick, in the handler's
+    order, measured more than LOSS_MARGIN times slower than the best ATen choice:
+    :func:`torch_diode.selection.loss_probability`) matches what was measured: per bin of the
+    estimate, the problems, the mean estimate and the observed fraction of losses; the Brier
+    score over all. Problems whose pick is the ATen choice (estimate 0) are counted apart. None
+    where the model's contract records no calibration (a model trained before it)."""
+    import json as _json
+
+    from .features import config_rows, featurize, is_extern
+    from .selection import LOSS_MARGIN, Confidence, NoUsableCandidate, Policy, Pool, decide, safe_choice
+
+    engine = load_model(model)
+    contract = Confidence.from_dict(_json.loads(engine.metadata_json).get("training_data"))
+    if contract.loss_calibration is None:
+        return None
+    policy = Policy.from_config()
+    estimates, losses, aten_picks = [], [], 0
+    for hardware, problem, timings in dataset.problems():
+        if not matches_hardware(hardware, hardware_name) or (op_name and problem.op != op_name):
+            continue
+        ok = [t for t in timings if not t.failed]
+        if not ok:
+            continue
+        configs = [t.config for t in ok]
+        pool = Pool(featurize(problem, configs, hardware), is_extern(config_rows(configs)))
+        try:
+            decision = decide(problem, pool, engine.predict_members(pool.features), policy, contract)
+        except NoUsableCandidate:
+            continue
+        safe = safe_choice(decision.order, pool.extern)
+        if safe is None:
+            continue
+        if decision.first == safe:
+            aten_picks += 1
+            continue
+        measured = np.array([t.time_us for t in ok])
+        estimates.append(decision.loss_risk)
+        losses.append(float(measured[decision.first] > LOSS_MARGIN * measured[safe]))
+    p, y = np.array(estimates, dtype=np.float64), np.array(losses)
+    bins = []
+    for lo, hi in zip(CALIBRATION_BINS[:-1], CALIBRATION_BINS[1:]):
+        inside = (p >= lo) & ((p < hi) if hi < 1.0 else (p <= hi))
+        bins.append({"estimate_from": lo, "estimate_to": hi, "problems": int(inside.sum()),
+                     "estimate_mean": float(p[inside].mean()) if inside.any() else None,
+                     "observed_loss_fraction": float(y[inside].mean()) if inside.any() else None})
+    return {"margin": LOSS_MARGIN, "problems": len(p), "aten_first_picks": aten_picks,
+            "observed_loss_fraction": float(y.mean()) if len(y) else None,
+            "estimate_mean": float(p.mean()) if len(p) else None,
+            "brier": float(np.mean((p - y) ** 2)) if len(p) else None,
+            "calibration": contract.loss_calibration.to_dict(), "bins": bins}
 
 
 def plot_validation(report: dict[str, Any], out_dir: str | os.PathLike) -> list[Path]:

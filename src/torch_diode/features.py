@@ -29,6 +29,11 @@ def template_kind(template_id: str) -> int:
     return _C.template_kind(template_id)
 
 
+def template_kind_names() -> tuple[str, ...]:
+    """The engine's template kinds, by code (``template_kind`` maps a template id to one)."""
+    return tuple(_C.template_kind_names())
+
+
 def problem_row(problem: Problem) -> np.ndarray:
     return np.array(
         [

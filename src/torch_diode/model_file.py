@@ -30,16 +30,26 @@ ModelFormatError = _C.ModelFormatError
 MODEL_SUFFIX = ".diode"
 
 
+Layers = list[tuple[np.ndarray, np.ndarray]]  # (weight[out, in], bias[out]) per Linear layer
+
+
 @dataclass
 class ModelFile:
-    """The contents of a model file: an MLP on normalised features predicting ln(time_us)."""
+    """The contents of a model file: MLPs of the same dims on normalised features predicting
+    ln(time_us) (``layers``: the first; ``members``: every one, an ensemble whose mean is the
+    prediction)."""
 
-    layers: list[tuple[np.ndarray, np.ndarray]]  # (weight[out, in], bias[out]) per Linear layer
+    layers: Layers
     feature_mean: np.ndarray
     feature_std: np.ndarray
     target_mean: float
     target_std: float
     metadata: dict[str, Any] = field(default_factory=dict)
+    more_members: list[Layers] = field(default_factory=list)  # members after the first
+
+    @property
+    def members(self) -> list[Layers]:
+        return [self.layers, *self.more_members]
 
     @property
     def dims(self) -> list[int]:
@@ -51,13 +61,16 @@ class ModelFile:
         dims = self.dims
         if dims[-1] != 1:
             raise ValueError(f"the last layer must have 1 output, got {dims[-1]}")
-        for i, (w, b) in enumerate(self.layers):
-            if w.shape != (dims[i + 1], dims[i]) or b.shape != (dims[i + 1],):
-                raise ValueError(f"layers[{i}]: weight {w.shape} / bias {b.shape} do not chain with dims {dims}")
+        for k, layers in enumerate(self.members):
+            if len(layers) != len(self.layers):
+                raise ValueError(f"members[{k}]: {len(layers)} layers, the first member has {len(self.layers)}")
+            for i, (w, b) in enumerate(layers):
+                if w.shape != (dims[i + 1], dims[i]) or b.shape != (dims[i + 1],):
+                    raise ValueError(f"members[{k}].layers[{i}]: weight {w.shape} / bias {b.shape} do not chain with dims {dims}")
         meta = json.dumps(self.metadata, sort_keys=True).encode()
         parts = [
             MAGIC,
-            struct.pack("<3I", FORMAT_VERSION, FEATURE_VERSION, len(self.layers)),
+            struct.pack("<4I", FORMAT_VERSION, FEATURE_VERSION, len(self.members), len(self.layers)),
             struct.pack(f"<{len(dims)}I", *dims),
             struct.pack("<I", 0),  # activation: ReLU
             struct.pack("<Q", len(meta)),
@@ -66,8 +79,9 @@ class ModelFile:
             _f32(self.feature_std),
             _f32([self.target_mean, self.target_std]),
         ]
-        for w, b in self.layers:
-            parts += [_f32(w), _f32(b)]
+        for layers in self.members:
+            for w, b in layers:
+                parts += [_f32(w), _f32(b)]
         body = b"".join(parts)
         return body + struct.pack("<Q", _C.fnv1a64(body))
 
@@ -92,9 +106,10 @@ def load_engine(path: str | os.PathLike) -> "_C.Model":
 def read_model(path: str | os.PathLike) -> ModelFile:
     """Everything in a model file, through the C++ reader."""
     engine = load_engine(path)
-    layers = [(np.asarray(engine.weight(i)), np.asarray(engine.bias(i))) for i in range(len(engine.dims) - 1)]
-    return ModelFile(layers, np.asarray(engine.feature_mean()), np.asarray(engine.feature_std()),
-                     float(engine.target_mean), float(engine.target_std), _metadata(engine, path))
+    members = [[(np.asarray(engine.weight(i, k)), np.asarray(engine.bias(i, k))) for i in range(len(engine.dims) - 1)]
+               for k in range(engine.num_members)]
+    return ModelFile(members[0], np.asarray(engine.feature_mean()), np.asarray(engine.feature_std()),
+                     float(engine.target_mean), float(engine.target_std), _metadata(engine, path), members[1:])
 
 
 def model_metadata(path: str | os.PathLike) -> dict[str, Any]:

@@ -130,3 +130,38 @@ def test_own_enumeration_decides_as_inductors_generators(model):
     print(f"decision seconds: enumerated {seconds[True]:.3f}, Inductor's generators {seconds[False]:.3f} "
           f"({len(decided[True])} decisions)")
     assert decided[True] == decided[False]
+
+
+def test_a_kind_without_training_data_is_never_chosen_alone(model):
+    """A skinny-output, long-K bf16 mm, for which Inductor offers decompose_k candidates: the
+    shipped model's contract (version 1: ATen and Triton's mm/bmm known) never makes one the first
+    pick nor the ATen choice that rides along; the output equals eager's."""
+    import numpy as np
+
+    from torch_diode.features import FEATURE_NAMES
+    from torch_diode.integration.choices import DiodeInductorChoices
+    from torch._inductor.virtualized import V
+
+    seen = []
+
+    class Spy(DiodeInductorChoices):
+        def _select(self, predicted, features, problem, candidates):
+            decision = super()._select(predicted, features, problem, candidates)
+            seen.append((features, decision))
+            return decision
+
+    a = torch.randn(64, 32768, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(32768, 64, device="cuda", dtype=torch.bfloat16)
+    spy = Spy(model)
+    torch._dynamo.reset()
+    with config.patch(enumerate_candidates=False), V.set_choices_handler(spy), \
+            inductor_config.patch(max_autotune_gemm=True, force_disable_caches=True):
+        out = torch.compile(torch.mm, dynamic=False)(a, b)
+    torch.testing.assert_close(out.float(), (a.float() @ b.float()), atol=1.0, rtol=4e-2)
+    (features, decision), = seen
+    unknown = features[:, FEATURE_NAMES.index("template_is_decompose_k")] > 0.5
+    if not unknown.any():
+        pytest.skip("Inductor offered no decompose_k candidate for this problem")
+    assert not unknown[decision.first]
+    assert not any(unknown[i] for i in decision.chosen if i not in decision.widened), decision
+    assert np.count_nonzero(unknown[list(decision.chosen)]) <= 1 and (not unknown[list(decision.chosen)].any() or decision.unsure)

@@ -26,6 +26,9 @@ class BrokenEngine:
             raise RuntimeError("engine failure")
         return np.full(len(features), self.value, dtype=np.float32)
 
+    def predict_members(self, features):
+        return self.predict_features(features)[None, :]
+
 
 def broken(model_path, fault: str, **kwargs) -> DiodeInductorChoices:
     choices = DiodeInductorChoices(model_path, **kwargs)

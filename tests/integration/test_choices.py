@@ -1,5 +1,6 @@
 """DiodeInductorChoices through real torch.compile on the CPU (Inductor calls it there for bmm)."""
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -124,7 +125,7 @@ def test_in_inductor_prediction_equals_diode_predict(cpu_model):
 
     class Spy(DiodeInductorChoices):
         def _select(self, predicted, features, problem, candidates):
-            seen.append((problem, features, predicted))
+            seen.append((problem, features, np.atleast_2d(predicted).mean(axis=0)))  # [K, N] per member: their mean
             return super()._select(predicted, features, problem, candidates)
 
     spy = Spy(cpu_model)
@@ -200,13 +201,17 @@ def test_unsure_widening_takes_aten_and_inductors_default_configs(cpu_model):
     # candidate 2 is an EXHAUSTIVE config outside the DEFAULT list, candidate 4 ATen's bmm
     candidates = Candidates.of([default[0], default[1], beyond[0], default[2], KernelConfig("aten::bmm")])
     features = np.zeros((5, len(FEATURE_NAMES)), np.float32)
+    features[:4, FEATURE_NAMES.index("template_is_triton_mm")] = 1.0  # kinds the contract knows
+    features[4, FEATURE_NAMES.index("template_is_aten_mm")] = 1.0
     choices = DiodeInductorChoices(cpu_model)
 
     pool = Pool(features, candidates.extern, lambda: beyond_default_list(problem, candidates.rows))
 
     def select(times, top_k, **settings):
         with config.patch(unsure_top_k=top_k, extern_preference=1.0, **settings):
-            decision = decide(problem, pool, np.log(times), choices.policy(), choices.contract())
+            # the CPU model's data held no Triton timing: a contract of a model whose data did
+            contract = dataclasses.replace(choices.contract(), template_kinds=("aten_mm", "triton_mm"))
+            decision = decide(problem, pool, np.log(times), choices.policy(), contract)
         chosen, notes = list(decision.chosen), decision.notes()
         assert notes["unsure_widened"] == notes["unsure_out_of_range"] == 1
         assert notes["unsure_benchmarked"] == (top_k > 1), (chosen, notes)
@@ -260,7 +265,7 @@ def test_misaligned_problems_widen_the_selection_unless_trained_on(cpu_model):
 def test_slow_held_out_first_picks_of_the_problems_kind_widen_the_selection(cpu_model):
     """A model whose first picks on held-out misaligned problems were 1.2x slower than the best
     (diode train records it) is unsure of a misaligned problem, though trained on some, and sure
-    of an aligned one whose held-out picks were good; the threshold is a setting."""
+    of an aligned one, whatever its held-out picks; the threshold is a setting."""
     from torch._inductor.virtualized import V
 
     odd = (torch.randn(2, 40, 18), torch.randn(2, 18, 56))  # fp32 K=18: 72-byte rows
@@ -270,7 +275,7 @@ def test_slow_held_out_first_picks_of_the_problems_kind_widen_the_selection(cpu_
         ({"aligned": good, "misaligned": bad}, 1.05, odd, "misaligned"),
         ({"aligned": good, "misaligned": bad}, 1.05, even, None),
         ({"aligned": good, "misaligned": bad}, 1.3, odd, None),
-        ({"aligned": bad, "misaligned": good}, 1.05, even, "heldout"),
+        ({"aligned": bad, "misaligned": good}, 1.05, even, None),  # aligned: each problem's loss_risk judges
         ({"aligned": good}, 1.05, odd, None),  # no held-out misaligned problem: no figure
         ({"aligned": good, "misaligned": {"geomean": 1.2, "problems": 4}}, 1.05, odd, None),  # too few to judge
     ]
@@ -378,3 +383,4 @@ def test_enumerated_allow_tf32_follows_inductor_for_every_dtype():
             for dtype in ("float16", "bfloat16", "float32"):
                 assert allow_tf32(Problem("mm", 1, 1024, 1024, 1024, dtype, dtype, dtype)) is large, (precision, dtype)
                 assert allow_tf32(Problem("mm", 1, 1024, 256, 1024, dtype, dtype, dtype)) is False
+

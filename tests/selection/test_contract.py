@@ -1,12 +1,13 @@
 """The confidence contract between training and the handler."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from torch_diode.model_file import model_metadata
-from torch_diode.selection import CONFIDENCE_VERSION, Confidence, HeldoutSlowdown, Policy, Pool, decide
+from torch_diode.selection import CONFIDENCE_VERSION, Confidence, HeldoutSlowdown, LossCalibration, Policy, Pool, decide
 from torch_diode.types import Problem
 
 SHIPPED = Path(__file__).resolve().parents[2] / "src" / "torch_diode" / "models" / "NVIDIA-H100-matmul.diode"
@@ -28,9 +29,13 @@ def test_the_shipped_models_metadata_reads():
 
 def test_round_trip_and_an_empty_record():
     contract = Confidence.from_dict(model_metadata(SHIPPED)["training_data"])
+    assert contract.loss_calibration is None
+    calibrated = replace(contract, loss_calibration=LossCalibration(1.5, 0.2, 40), version=CONFIDENCE_VERSION)
+    assert Confidence.from_dict(calibrated.to_dict()) == calibrated
     written = contract.to_dict()
     assert written["confidence_version"] == CONFIDENCE_VERSION
-    assert Confidence.from_dict(written) == contract
+    assert Confidence.from_dict(written) == replace(contract, version=CONFIDENCE_VERSION)
+    assert contract.template_kinds == ("aten_mm", "aten_addmm", "aten_bias_addmm", "triton_mm")  # a version-1 record
     empty = Confidence.from_dict(None)
     assert empty.problems_by_dtype is None and empty.misaligned_problems is None and empty.heldout_top1_slowdown == {}
     assert Confidence.from_dict(empty.to_dict()) == Confidence(feature_ranges_by_dtype={}, problems_by_dtype={})
@@ -42,6 +47,8 @@ def test_round_trip_and_an_empty_record():
     ({"problem_feature_ranges": {"log2_m": [1.0]}}, "problem_feature_ranges.log2_m"),
     ({"heldout_top1_slowdown": {"aligned": {"geomean": "x", "problems": 3}}}, "heldout_top1_slowdown.aligned.geomean"),
     ({"misaligned_problems": 1.5}, "misaligned_problems"),
+    ({"loss_calibration": {"spread_scale": -1, "residual": 0.1, "problems": 3}}, "loss_calibration.spread_scale"),
+    ({"loss_calibration": {"spread_scale": 1, "residual": 0.1}}, "loss_calibration.problems"),
 ])
 def test_malformed_fields_are_named(record, field):
     with pytest.raises(ValueError, match=f"training_data.{field}"):
@@ -54,6 +61,8 @@ def test_decide_without_a_contract_trusts_the_model_and_with_one_judges_it():
     problem = Problem("mm", 1, 4096, 4096, 4096, "float16", "float16", "float16")
     features = np.zeros((3, len(FEATURE_NAMES)), np.float32)
     features[:, FEATURE_NAMES.index("log2_m")] = 12.0
+    features[:2, FEATURE_NAMES.index("template_is_triton_mm")] = 1.0
+    features[2, FEATURE_NAMES.index("template_is_aten_mm")] = 1.0
     pool = Pool(features, np.array([False, False, True]))
     policy = Policy(top_k=1, performance_threshold=1.0, max_selected_configs=8, extern_preference=1.0, unsure_top_k=3,
                     unsure_heldout_slowdown=1.05, min_dtype_problems=100)

@@ -1,8 +1,9 @@
 import math
 
 import numpy as np
+import pytest
 
-from torch_diode.selection import selection_order
+from torch_diode.selection import NoUsableCandidate, selection_order
 from torch_diode.types import KernelConfig, Problem
 
 
@@ -84,3 +85,108 @@ def test_beyond_default_list_marks_only_triton_configs_outside_inductors_list():
     assert marked.tolist() == [c.is_tiled and c not in default for c in configs]
     assert (~marked).sum() == len(default) + 2
     assert beyond_default_list(problem, config_rows([])).shape == (0,)
+
+
+def _kind_features(kinds):
+    from torch_diode.features import FEATURE_NAMES
+
+    features = np.zeros((len(kinds), len(FEATURE_NAMES)), np.float32)
+    for i, kind in enumerate(kinds):
+        features[i, FEATURE_NAMES.index(f"template_is_{kind}")] = 1.0
+    return features
+
+
+def test_widen_always_holds_the_best_aten_choice_and_the_best_default_template():
+    from torch_diode.selection import widen
+
+    # order: a beyond-DEFAULT template first, then three ATen choices, then two DEFAULT templates
+    order = np.array([0, 1, 2, 3, 4, 5])
+    extern = np.array([False, True, True, True, False, False])
+    eligible = np.array([False, True, True, True, True, True])
+    assert widen(order, 3, eligible) == [0, 1, 2]  # without the extern mask: no DEFAULT template
+    assert widen(order, 3, eligible, extern) == [0, 1, 2, 4]
+    # templates fill the slots: the best ATen choice is added
+    order = np.array([4, 5, 0, 1])
+    assert widen(order, 3, eligible, extern) == [4, 5, 1]
+    assert widen(order, 2, eligible, extern) == [4, 5, 1]
+    assert widen(order, 1, eligible, extern) == [4]  # unsure_top_k 1: nothing benchmarked
+
+
+def test_unknown_template_kinds_are_never_the_first_pick_nor_the_safety_net():
+    """decompose_k (no block sizes: an extern-like row) predicted fastest, in a model whose
+    training data held no decompose_k timing: the pick is the best known candidate; the ATen
+    choice that rides along is aten::mm, not decompose_k; only an unsure, benchmarked decision
+    takes it along."""
+    from torch_diode.selection import Confidence, Policy, Pool, decide
+    from torch_diode.selection.contract import KNOWN_BEFORE_V2
+
+    problem = Problem("mm", 1, 4096, 4096, 4096, "float16", "float16", "float16")
+    kinds = ["decompose_k", "aten_mm", "triton_mm", "triton_mm", "triton_tma"]
+    features = _kind_features(kinds)
+    features[:, 3] = 12.0  # log2_k; the other range features 0
+    extern = np.array([True, True, False, False, False])
+    pool = Pool(features, extern, np.zeros(5, dtype=bool))
+    predicted = np.log([1.0, 3.0, 2.0, 2.5, 0.5])
+    policy = Policy(top_k=2, performance_threshold=1.0, max_selected_configs=8, extern_preference=1.0, unsure_top_k=3,
+                    unsure_heldout_slowdown=1.05, min_dtype_problems=0)
+    sure = decide(problem, pool, predicted, policy, Confidence(template_kinds=KNOWN_BEFORE_V2))
+    assert sure.unsure is None and sure.chosen == (2, 3, 1) and sure.extern_added  # aten::mm, not decompose_k
+    assert decide(problem, pool, predicted, policy).first == 4  # no contract: every kind is trusted
+    unsure = decide(problem, pool, predicted, policy, Confidence(feature_ranges={"log2_k": (4.0, 8.0)}))
+    assert unsure.unsure == "out_of_range"
+    assert unsure.first == 2 and set(unsure.widened) == {2, 3, 1, 4}  # the best predicted unknown kind rides along
+    with pytest.raises(NoUsableCandidate):
+        decide(problem, Pool(features[[0, 4]], extern[[0, 4]]), predicted[[0, 4]], policy, Confidence())
+
+
+def test_known_kinds_of_a_contract_follow_its_version():
+    from torch_diode.selection import Confidence
+    from torch_diode.selection.contract import KNOWN_BEFORE_V2
+
+    assert Confidence.from_dict({"confidence_version": 1}).template_kinds == KNOWN_BEFORE_V2
+    with pytest.raises(ValueError, match="training_data.template_kinds"):
+        Confidence.from_dict({"confidence_version": 2})
+    with pytest.raises(ValueError, match="training_data.template_kinds"):
+        Confidence.from_dict({"confidence_version": 2, "template_kinds": "aten_mm"})
+    contract = Confidence(template_kinds=("aten_mm", "decompose_k"))
+    assert Confidence.from_dict(contract.to_dict()).template_kinds == ("aten_mm", "decompose_k")
+
+
+def test_loss_probability_reads_the_members_difference_as_normal():
+    from torch_diode.selection import LOSS_MARGIN, LossCalibration, loss_probability
+
+    members = np.log([[1.0, 1.3, 2.0], [1.0, 1.1, 2.0], [1.0, 1.2, 2.0]])  # 3 members, 3 candidates
+    calibration = LossCalibration(spread_scale=2.0, residual=0.05, problems=30)
+    difference = members[:, 1] - members[:, 0]
+    sigma = math.hypot(2.0 * difference.std(ddof=1), 0.05)
+    expected = 0.5 * math.erfc((math.log(LOSS_MARGIN) - difference.mean()) / (sigma * math.sqrt(2.0)))
+    assert loss_probability(members, 1, 0, calibration) == pytest.approx(expected)
+    assert 0.5 < expected < 1.0  # the pick is predicted ~20% slower
+    assert loss_probability(members, 0, 0, calibration) == 0.0  # the pick is the safe choice
+    assert loss_probability(members, 2, 0, None) is None and loss_probability(members, 2, None, calibration) is None
+    # faster picks are less likely losses; a wider spread makes a predicted gain less certain
+    assert loss_probability(members, 0, 2, calibration) < 1e-6
+    wide = LossCalibration(spread_scale=2.0, residual=1.0, problems=30)
+    assert loss_probability(members, 0, 2, wide) > loss_probability(members, 0, 2, calibration)
+
+
+def test_a_risky_first_pick_is_unsure_and_the_rules_can_be_switched_off():
+    from dataclasses import replace
+
+    from torch_diode.selection import Confidence, LossCalibration, Policy, Pool, decide
+
+    problem = Problem("mm", 1, 4096, 4096, 4096, "float16", "float16", "float16")
+    features = _kind_features(["aten_mm", "triton_mm", "triton_mm"])
+    pool = Pool(features, np.array([True, False, False]), np.zeros(3, dtype=bool))
+    # the members agree that candidate 1 is 30% faster than ATen on average, but not on how much
+    members = np.log([[1.0, 0.5, 2.0], [1.0, 0.95, 2.0]])
+    policy = Policy(top_k=1, performance_threshold=1.0, max_selected_configs=8, extern_preference=1.1, unsure_top_k=3,
+                    unsure_heldout_slowdown=1.05, min_dtype_problems=0, unsure_loss_probability=0.1)
+    contract = Confidence(loss_calibration=LossCalibration(1.0, 0.1, 30), template_kinds=("aten_mm", "triton_mm"))
+    decision = decide(problem, pool, members, policy, contract)
+    assert decision.first == 1 and 0.1 < decision.loss_risk < 0.2  # P(Z > 1.05)
+    assert decision.unsure == "loss_risk" and set(decision.chosen) == {0, 1, 2}
+    assert decide(problem, pool, members, replace(policy, unsure_loss_probability=0.2), contract).unsure is None
+    assert decide(problem, pool, members, replace(policy, unsure_rules=("tf32",)), contract).unsure is None
+    # the mean of the members ranks: one member's view alone is another order
+    assert decide(problem, pool, members[1], policy).first == 0

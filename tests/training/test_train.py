@@ -163,3 +163,64 @@ def test_train_refuses_data_holding_a_heldout_problem(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "1 problems of held-out shapesets left out" in proc.stdout
     assert model_metadata(tmp_path / "m.diode")["training_data"]["problems"] == sample.num_problems
+
+
+def test_an_ensemble_and_the_listwise_loss_train_and_the_engine_predicts_the_same():
+    """--ensemble 3: three members (their own seeds) in one file, whose mean the engine predicts;
+    --loss listwise trains, deterministically, and differs from the MSE fit (the default)."""
+    from torch_diode.model_file import write_model
+    from torch_diode.predict import load_model
+    from torch_diode.training.model import Ensemble
+
+    ds = load_dataset(SAMPLE)
+    cfg = TrainConfig(num_epochs=30, patience=30, validation_fraction=0.0, seed=3, ensemble=3, loss="mse")
+    model, report = train_model(ds, cfg, progress=False)
+    assert len(model.members) == 3 and not np.array_equal(model.members[0][0][0], model.members[1][0][0])
+    arrays = build_arrays(ds)
+    with torch.no_grad():
+        members = Ensemble.from_model_file(model).members(torch.from_numpy(arrays.features)).numpy()
+    assert float(np.mean((members.mean(axis=0) - arrays.log_time_us) ** 2)) == pytest.approx(report.train_mse, rel=1e-4)
+    first, _ = train_model(ds, TrainConfig(num_epochs=30, patience=30, validation_fraction=0.0, seed=3, loss="mse"),
+                           progress=False)
+    assert np.array_equal(first.layers[0][0], model.members[0][0][0])  # member 0 is the single model of the seed
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        engine = load_model(write_model(Path(d) / "e.diode", model))
+        np.testing.assert_allclose(engine.predict_members(arrays.features), members, rtol=1e-4, atol=1e-4)
+    listwise = TrainConfig(num_epochs=30, patience=30, validation_fraction=0.0, seed=3, loss="listwise")
+    assert TrainConfig().loss == "mse"
+    a, b = train_model(ds, listwise, progress=False)[0], train_model(ds, listwise, progress=False)[0]
+    assert np.array_equal(a.layers[0][0], b.layers[0][0]) and not np.array_equal(a.layers[0][0], first.layers[0][0])
+    with pytest.raises(ValueError, match="loss must be one of"):
+        train_model(ds, TrainConfig(loss="pairwise"), progress=False)
+
+
+def test_the_listwise_loss_is_the_cross_entropy_of_softmaxes_within_each_problem():
+    from torch_diode.training.train import LISTWISE_TEMPERATURE, _listwise
+
+    target = torch.tensor([0.0, 0.1, 1.0, 2.0, 2.0])
+    group = torch.tensor([4, 4, 4, 9, 9])
+    predicted = torch.tensor([0.2, 0.0, 0.5, 1.0, 3.0])
+    expected = 0.0
+    for rows in ([0, 1, 2], [3, 4]):
+        p = torch.softmax(-target[rows] / LISTWISE_TEMPERATURE, 0)
+        expected += -(p * torch.log_softmax(-predicted[rows] / LISTWISE_TEMPERATURE, 0)).sum() / 2
+    assert float(_listwise(predicted, target, group)) == pytest.approx(float(expected), rel=1e-5)
+    # shifting a problem's predictions changes nothing; reordering them does
+    assert float(_listwise(predicted + torch.tensor([1.0, 1.0, 1.0, -2.0, -2.0]), target, group)) == pytest.approx(float(expected), rel=1e-5)
+    assert float(_listwise(predicted[[1, 0, 2, 3, 4]], target, group)) != pytest.approx(float(expected), rel=1e-3)
+
+
+def test_the_loss_calibration_recovers_a_known_noise():
+    """Cases drawn with the true difference normal around the predicted one (sd 0.2): the fitted
+    residual is near 0.2; too few cases give none."""
+    from torch_diode.selection import LOSS_MARGIN
+    from torch_diode.training.train import fit_loss_calibration
+
+    rng = np.random.default_rng(0)
+    mean = rng.uniform(-0.6, 0.4, 4000)
+    lost = (mean + rng.normal(0, 0.2, 4000) > np.log(LOSS_MARGIN)).astype(float)
+    fitted = fit_loss_calibration(np.stack([mean, np.zeros(4000), lost], axis=1))
+    assert fitted.problems == 4000 and fitted.residual == pytest.approx(0.2, abs=0.03)
+    assert fit_loss_calibration(np.zeros((19, 3))) is None

@@ -1,19 +1,22 @@
 // The inference engine: loads a torch-diode model file and predicts log runtimes.
 //
-// Model file, format version 1 (all integers and floats little-endian):
+// Model file, format version 2 (all integers and floats little-endian):
 //   char[8]  magic "DIODEMDL"
-//   u32      format_version (1)
+//   u32      format_version (2)
 //   u32      feature_version        must equal kFeatureVersion of this build
+//   u32      num_members K          MLPs of the same dims (an ensemble), 1..64
 //   u32      num_layers L           Linear layers, ReLU between them
 //   u32      dims[L + 1]            dims[0] = number of features, dims[L] = 1
 //   u32      activation             0 = ReLU
 //   u64      metadata_bytes         length of the JSON metadata that follows
 //   u8       metadata[metadata_bytes]   UTF-8 JSON for Python and people; the engine skips it
-//   f32      feature_mean[dims[0]], feature_std[dims[0]], target_mean, target_std
-//   per layer l: f32 weight[dims[l+1]][dims[l]] (row-major, out x in), f32 bias[dims[l+1]]
+//   f32      feature_mean[dims[0]], feature_std[dims[0]], target_mean, target_std (shared)
+//   per member, per layer l: f32 weight[dims[l+1]][dims[l]] (row-major, out x in), f32 bias[dims[l+1]]
 //   u64      FNV-1a 64-bit hash of every byte before it
-// The prediction for a feature row x is
-//   mlp((x - feature_mean) / feature_std) * target_std + target_mean = predicted ln(time_us).
+// Format version 1 is the same without num_members (one member); this build reads both.
+// Member k's prediction for a feature row x is
+//   mlp_k((x - feature_mean) / feature_std) * target_std + target_mean = predicted ln(time_us);
+// the model's prediction is the mean over members.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +27,7 @@
 
 namespace diode {
 
-inline constexpr uint32_t kModelFormatVersion = 1;
+inline constexpr uint32_t kModelFormatVersion = 2;
 
 // A model file that cannot be used: names the file and the field at fault.
 class ModelFormatError : public std::runtime_error {
@@ -46,11 +49,16 @@ class Model {
   const std::vector<float>& feature_std() const { return std_; }
   float target_mean() const { return target_mean_; }
   float target_std() const { return target_std_; }
-  std::vector<float> weight(size_t layer) const;  // out x in, row-major, as stored in the file
-  const std::vector<float>& bias(size_t layer) const { return bias_.at(layer); }
+  size_t num_members() const { return members_.size(); }
+  // out x in, row-major, as stored in the file
+  std::vector<float> weight(size_t layer, size_t member = 0) const;
+  const std::vector<float>& bias(size_t layer, size_t member = 0) const { return members_.at(member).bias.at(layer); }
 
-  // ln(time_us) for each row of a rows x num_features() matrix. Thread-safe (const).
+  // ln(time_us) for each row of a rows x num_features() matrix: the mean over members.
+  // Thread-safe (const).
   void predict_features(std::span<const float> features, std::span<float> out) const;
+  // Every member's ln(time_us): out is num_members() x rows (member-major), one pass over the rows.
+  void predict_members(std::span<const float> features, std::span<float> out) const;
   // Features from the C++ feature extractor, then predict_features: one problem, N configs.
   void predict(std::span<const int64_t> problem, std::span<const int64_t> configs,
                std::span<const int64_t> hardware, std::span<float> out) const;
@@ -59,8 +67,11 @@ class Model {
   std::vector<uint32_t> dims_;
   std::vector<float> mean_, std_, inv_std_;
   float target_mean_ = 0.f, target_std_ = 1.f;
-  std::vector<std::vector<float>> weight_t_;  // per layer, transposed: in x out
-  std::vector<std::vector<float>> bias_;
+  struct Member {
+    std::vector<std::vector<float>> weight_t;  // per layer, transposed: in x out
+    std::vector<std::vector<float>> bias;
+  };
+  std::vector<Member> members_;
   std::string metadata_;
 };
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import OptionError, UserError
 from .common import (
+    _number,
     check_outputs,
     dataset_output,
     factor,
@@ -80,7 +81,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     config = TrainConfig(model_type=args.model_type, hidden_dim=args.hidden_dim, num_layers=args.num_layers,
                          batch_size=args.batch_size, num_epochs=args.num_epochs, learning_rate=args.learning_rate,
                          weight_decay=args.weight_decay, patience=args.patience,
-                         validation_fraction=args.validation_fraction, seed=args.seed, lr_schedule=args.lr_schedule)
+                         validation_fraction=args.validation_fraction, seed=args.seed, lr_schedule=args.lr_schedule,
+                         loss=args.loss, ensemble=args.ensemble)
     model, report = train_model(dataset, config, hardware_name=args.hardware_name, op_name=args.op_name, log_dir=args.log_dir)
     write_model(args.model, model)
     val = f"{report.validation_mse:.4f}" if report.validation_mse is not None else "-"
@@ -117,6 +119,16 @@ def _cmd_validate_model(args: argparse.Namespace) -> int:
     print(f"top-1 perf geomean: {r['top1_perf_geomean']:.4f}   top-5 perf geomean: {r['top5_perf_geomean']:.4f}")
     print(f"Kendall tau mean: {r['kendall_tau_mean']:.4f}   top-1 within 5%: {100 * r['within_5pct_fraction']:.1f}%   "
           f"worst top-1 slowdown: {r['worst_top1_slowdown']:.3f}")
+    c = r["calibration"]
+    if c is None or not c["problems"]:
+        print("calibration: none (the model's contract records no loss calibration, or no first pick here is a template)")
+    else:
+        print(f"\ncalibration: estimated vs observed probability that the first pick is > {c['margin']:g}x slower than the "
+              f"best ATen choice ({c['problems']} problems; {c['aten_first_picks']} more picked ATen): Brier {c['brier']:.4f}")
+        for b in c["bins"]:
+            if b["problems"]:
+                print(f"  estimate {b['estimate_from']:.2f}-{b['estimate_to']:.2f}: {b['problems']:4d} problems, "
+                      f"mean estimate {b['estimate_mean']:.3f}, observed {b['observed_loss_fraction']:.3f}")
     if r["worst_predictions"]:
         print(f"\nTop {len(r['worst_predictions'])} worst predictions:")
         for i, w in enumerate(r["worst_predictions"], 1):
@@ -212,6 +224,11 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--weight-decay", type=nonnegative_float, default=1e-5, help="AdamW weight decay, >= 0 (default 1e-5)")
     p.add_argument("--lr-schedule", choices=["cosine", "constant"], default="cosine",
                    help="cosine: the learning rate decays to 0 over --num-epochs (default); constant: it stays")
+    p.add_argument("--loss", choices=["mse", "listwise"], default="mse",
+                   help="mse: squared error of ln time (default); listwise: that plus a softmax cross-entropy over each "
+                        "problem's candidates (the loss sees them together)")
+    p.add_argument("--ensemble", type=_number(int, 1, 64), default=1,
+                   help="members (seeds --seed, --seed + 1, ...): their spread is the model's uncertainty (default 1)")
     p.add_argument("--patience", type=positive_int, default=10, help="epochs without improvement before stopping")
     p.add_argument("--validation-fraction", type=open_fraction(lo_open=False), default=0.15,
                    help="share of problems held out, in [0, 1) (default 0.15; 0: none)")

@@ -371,19 +371,20 @@ class DiodeInductorChoices(InductorChoices):
             features = featurize_rows(problem, candidates.rows, self._hardware_for(kernel_inputs))
         except Exception as e:
             raise Fallback("feature_error", str(e), error=True) from None
-        try:
-            predicted = np.asarray(self.engine.predict_features(features), dtype=np.float64)
+        try:  # every ensemble member's ln time ([K, N]): their mean ranks, their spread is the risk
+            members = np.asarray(self.engine.predict_members(features), dtype=np.float64)
         except Exception as e:
             raise Fallback("inference_error", str(e), error=True) from None
-        if predicted.shape != (len(candidates),):
-            raise Fallback("inference_error", f"{predicted.shape} predictions for {len(candidates)} candidates", error=True)
-        if not np.all(np.abs(predicted) <= MAX_ABS_LN_TIME_US):  # NaN too
-            bad = predicted[~(np.abs(predicted) <= MAX_ABS_LN_TIME_US)][0]
+        if members.ndim != 2 or members.shape[1] != len(candidates):
+            raise Fallback("inference_error", f"{members.shape} predictions for {len(candidates)} candidates", error=True)
+        if not np.all(np.abs(members) <= MAX_ABS_LN_TIME_US):  # NaN too
+            bad = members[~(np.abs(members) <= MAX_ABS_LN_TIME_US)][0]
             raise Fallback("bad_prediction", f"predicted ln(time_us) {bad} for {problem.short()}", error=True)
+        predicted = members.mean(axis=0)
         hardware = self._hardware_for(kernel_inputs)
         # another SKU of the model's GPU: every decision unsure until a model for it ships
         self._family_hardware = not config.allow_hardware_mismatch and self._hardware_ok.get(hardware.device_name) == "family"
-        decision = self._select(predicted, features, problem, candidates)
+        decision = self._select(members, features, problem, candidates)
         logger.debug("torch-diode: %s -> %d of %d candidates (confidence %.3f)", problem.short(), len(decision.chosen),
                      len(predicted), decision.confidence)
         indices = [int(i) for i in decision.chosen]
@@ -399,7 +400,8 @@ class DiodeInductorChoices(InductorChoices):
         return indices, commit
 
     def _select(self, predicted: np.ndarray, features: np.ndarray, problem: Problem, candidates: Candidates) -> Decision:
-        """The decision on the model's ``predicted`` ln times (:func:`torch_diode.selection.decide`)."""
+        """The decision on the model's ``predicted`` ln times, [N] or per member [K, N]
+        (:func:`torch_diode.selection.decide`)."""
         pool = Pool(features, candidates.extern, lambda: beyond_default_list(problem, candidates.rows))
         try:
             contract = self.contract()

@@ -2,13 +2,18 @@
 decision :func:`decide`, its settings :class:`Policy` and the confidence contract
 :class:`Confidence` written by training and read by the handler."""
 
-from .contract import CONFIDENCE_VERSION, Confidence, HeldoutSlowdown
+from .contract import CONFIDENCE_VERSION, Confidence, HeldoutSlowdown, LossCalibration
 from .decide import (
+    LOSS_MARGIN,
     SPILL_LOG2_REGS,
+    UNSURE_RULES,
     Decision,
     NoUsableCandidate,
     Pool,
     decide,
+    known_kinds,
+    loss_probability,
+    safe_choice,
     selection_order,
     unsure_reason,
     usable_candidates,
@@ -16,5 +21,6 @@ from .decide import (
 )
 from .policy import Policy
 
-__all__ = ["CONFIDENCE_VERSION", "Confidence", "Decision", "HeldoutSlowdown", "NoUsableCandidate", "Policy", "Pool",
-           "SPILL_LOG2_REGS", "decide", "selection_order", "unsure_reason", "usable_candidates", "widen"]
+__all__ = ["CONFIDENCE_VERSION", "Confidence", "Decision", "HeldoutSlowdown", "LOSS_MARGIN", "LossCalibration",
+           "NoUsableCandidate", "Policy", "Pool", "SPILL_LOG2_REGS", "UNSURE_RULES", "decide", "known_kinds",
+           "loss_probability", "safe_choice", "selection_order", "unsure_reason", "usable_candidates", "widen"]

@@ -13,10 +13,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-CONFIDENCE_VERSION = 1
+CONFIDENCE_VERSION = 2
 # the problem features the training range is recorded for (features.FEATURE_NAMES)
 RANGE_FEATURES = ("log2_batch", "log2_m", "log2_n", "log2_k")
 KINDS = ("aligned", "misaligned")
+# the template kinds (``_C.template_kind_names()``) a contract before version 2 is taken to know:
+# the collectors of those models timed ATen choices and Triton's mm/bmm template only
+KNOWN_BEFORE_V2 = ("aten_mm", "aten_addmm", "aten_bias_addmm", "triton_mm")
 
 Ranges = Mapping[str, tuple[float, float]]
 
@@ -38,6 +41,21 @@ class HeldoutSlowdown:
 
 
 @dataclass(frozen=True)
+class LossCalibration:
+    """How the model's uncertainty about (ln time of the pick - ln time of the best ATen choice)
+    is read: a normal distribution around the members' mean difference with standard deviation
+    sqrt((spread_scale * members' standard deviation)^2 + residual^2), fitted by ``diode train``
+    on its held-out problems (``problems``)."""
+
+    spread_scale: float
+    residual: float
+    problems: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"spread_scale": self.spread_scale, "residual": self.residual, "problems": self.problems}
+
+
+@dataclass(frozen=True)
 class Confidence:
     """What the model's training data held (feature ranges, counts) and how its first picks did on
     held-out problems, by kind (``aligned`` / ``misaligned`` operand rows)."""
@@ -48,6 +66,10 @@ class Confidence:
     misaligned_problems: int | None = None  # problems with an operand whose rows are not 16-byte aligned
     tf32_problems: int | None = None  # fp32 problems timed with TF32 allowed
     heldout_top1_slowdown: Mapping[str, HeldoutSlowdown] = field(default_factory=dict)
+    # template kinds (``_C.template_kind_names()``) with at least one successful timing in the
+    # training data: a candidate of another kind is never chosen unbenchmarked (selection.decide)
+    template_kinds: tuple[str, ...] = KNOWN_BEFORE_V2
+    loss_calibration: LossCalibration | None = None
     version: int = CONFIDENCE_VERSION
 
     @classmethod
@@ -65,7 +87,7 @@ class Confidence:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "confidence_version": self.version,
+            "confidence_version": CONFIDENCE_VERSION,  # every field of this version is written
             "problem_feature_ranges": {k: list(v) for k, v in self.feature_ranges.items()},
             "problem_feature_ranges_by_dtype": {d: {k: list(v) for k, v in r.items()}
                                                 for d, r in (self.feature_ranges_by_dtype or {}).items()},
@@ -73,6 +95,8 @@ class Confidence:
             "misaligned_problems": self.misaligned_problems,
             "tf32_problems": self.tf32_problems,
             "heldout_top1_slowdown": {k: v.to_dict() for k, v in self.heldout_top1_slowdown.items()},
+            "template_kinds": list(self.template_kinds),
+            "loss_calibration": None if self.loss_calibration is None else self.loss_calibration.to_dict(),
         }
 
     @classmethod
@@ -94,8 +118,20 @@ class Confidence:
             tf32_problems=_optional_int(data.get("tf32_problems"), "tf32_problems"),
             heldout_top1_slowdown={str(k): _heldout(v, f"heldout_top1_slowdown.{k}")
                                    for k, v in _mapping(data.get("heldout_top1_slowdown") or {}, "heldout_top1_slowdown").items()},
+            template_kinds=_kinds(data.get("template_kinds"), version),
+            loss_calibration=_calibration(data.get("loss_calibration")),
             version=version,
         )
+
+
+def _kinds(value: Any, version: int) -> tuple[str, ...]:
+    if value is None:
+        if version >= 2:
+            raise ValueError("training_data.template_kinds: missing (confidence_version 2 records it)")
+        return KNOWN_BEFORE_V2
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"training_data.template_kinds: expected a list of template kind names, got {value!r}")
+    return tuple(value)
 
 
 def _mapping(value: Any, name: str) -> Mapping[str, Any]:
@@ -131,3 +167,16 @@ def _heldout(value: Any, name: str) -> HeldoutSlowdown:
     preference = value.get("extern_preference")
     return HeldoutSlowdown(float(geomean), _int(value.get("problems"), f"{name}.problems"),
                            None if preference is None else float(preference))
+
+
+def _calibration(value: Any) -> LossCalibration | None:
+    if value is None:
+        return None
+    value = _mapping(value, "loss_calibration")
+    numbers = {}
+    for name in ("spread_scale", "residual"):
+        v = value.get(name)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise ValueError(f"training_data.loss_calibration.{name}: expected a number >= 0, got {v!r}")
+        numbers[name] = float(v)
+    return LossCalibration(numbers["spread_scale"], numbers["residual"], _int(value.get("problems"), "loss_calibration.problems"))

@@ -7,6 +7,11 @@ The rules, in order:
   they would fail to compile) or whose register estimate is past ``SPILL_LOG2_REGS`` (they spill,
   and the model, which sees few of them, has mistaken such kernels for the fastest) are never
   chosen.
+- Known kinds: a candidate whose template kind the training data held no successful timing of
+  (``Confidence.template_kinds``: e.g. ``decompose_k`` or a TMA template in a model trained
+  without them) is never the first pick nor the ATen safety net: the model's prediction of it
+  is a guess. It only rides along (the best predicted one) where an unsure decision has Inductor
+  benchmark its choice.
 - Order: by predicted time, the best extern choice (ATen/cuBLAS) moved first unless a template is
   predicted ``extern_preference`` times faster: an extern choice needs nothing compiled, and a
   small predicted gain is within the model's error.
@@ -15,7 +20,10 @@ The rules, in order:
 - Unsure (:func:`unsure_reason`): where the model's ranking is not to be trusted alone, the choice
   widens to the first pick and the next best predicted among the ATen choices and the Triton
   configs of Inductor's DEFAULT list, ``unsure_top_k`` in all (:func:`widen`), and Inductor
-  benchmarks those, so an extrapolating model costs compile time rather than a slow kernel.
+  benchmarks those, so an extrapolating model costs compile time rather than a slow kernel. The
+  widened set always holds the best predicted ATen choice (what default mode runs) and the best
+  predicted DEFAULT Triton config (what max-autotune would try first), so the user never gets
+  slower than what they had.
 - Several choices become one MultiTemplateBuffer, which Inductor's scheduler resolves to an ATen
   choice when the Triton winner's layout conflicts with its users'; with no ATen choice in it,
   torch.compile fails. So the best extern choice rides along with several Triton choices: it needs
@@ -29,11 +37,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Union
+from typing import TYPE_CHECKING, Callable, Sequence, Union
 
 import numpy as np
 
-from .contract import RANGE_FEATURES, Confidence
+from .contract import RANGE_FEATURES, Confidence, LossCalibration
 from .policy import Policy
 
 if TYPE_CHECKING:
@@ -83,6 +91,9 @@ class Decision:
     confidence: float
     extern_preferred: bool
     extern_added: bool
+    # estimated probability that the first pick is > LOSS_MARGIN times slower than the best ATen
+    # choice (None: the model's contract records no calibration)
+    loss_risk: float | None = None
 
     @property
     def first(self) -> int:
@@ -126,82 +137,160 @@ def usable_candidates(features: np.ndarray) -> np.ndarray:
     return np.flatnonzero(fits & ~spills)
 
 
-def widen(order: np.ndarray, top_k: int, eligible: np.ndarray | None = None) -> list[int]:
+def widen(order: np.ndarray, top_k: int, eligible: np.ndarray | None = None, extern: np.ndarray | None = None) -> list[int]:
     """What an unsure decision hands Inductor's benchmark: the first ``top_k`` (at least 1) of
     ``order`` among the ``eligible`` candidates (a mask; default: all), with ``order[0]`` kept.
     The handler makes eligible the ATen choices and the Triton configs of Inductor's DEFAULT list:
     where the model is unsure, its ranking of configs beyond Inductor's hand-picked list is the
-    least to be trusted."""
+    least to be trusted. With ``extern`` (a mask) and ``top_k`` > 1, the first eligible extern
+    and the first eligible template of ``order`` are added where the eligible ones among the
+    first ``top_k`` lack them (the result then holds up to ``top_k`` + 2), in the order of
+    ``order``."""
     order = np.asarray(order)
     k = max(1, int(top_k))
     rest = order[1:] if eligible is None else order[1:][np.asarray(eligible, dtype=bool)[order[1:]]]
-    return [int(i) for i in order[:1]] + [int(i) for i in rest[: k - 1]]
+    chosen = [int(i) for i in order[:1]] + [int(i) for i in rest[: k - 1]]
+    if extern is None or k == 1 or not len(order):
+        return chosen
+    extern = np.asarray(extern, dtype=bool)
+    present = chosen[1:] + [int(i) for i in order[:1] if eligible is None or np.asarray(eligible, dtype=bool)[i]]
+    for want in (True, False):  # the best ATen choice (default mode's), the best DEFAULT template (max-autotune's)
+        if not any(extern[i] == want for i in present):
+            chosen += [int(i) for i in rest if extern[i] == want][:1]
+    position = {int(i): n for n, i in enumerate(order)}
+    return sorted(chosen, key=position.__getitem__)
+
+
+# the loss the handler guards against: the first pick slower than the best ATen choice by more than this
+LOSS_MARGIN = 1.05
+
+
+def safe_choice(order: np.ndarray, extern: np.ndarray) -> int | None:
+    """The best ATen choice of ``order`` (what default mode runs), or None."""
+    externs = np.asarray(order)[np.asarray(extern, dtype=bool)[order]]
+    return int(externs[0]) if len(externs) else None
+
+
+def loss_probability(members: np.ndarray, pick: int, safe: int | None, calibration: LossCalibration | None) -> float | None:
+    """The estimated probability that ``pick`` runs more than LOSS_MARGIN times slower than
+    ``safe``: the difference of their ln times is read as normal, around the members' mean
+    difference, with the spread of the members' differences scaled and widened as ``calibration``
+    says. ``members``: [K, N] predicted ln times. None without a calibration or a safe choice; 0
+    where the pick is the safe choice."""
+    if calibration is None or safe is None:
+        return None
+    if pick == safe:
+        return 0.0
+    members = np.atleast_2d(np.asarray(members, dtype=np.float64))
+    difference = members[:, pick] - members[:, safe]
+    spread = float(difference.std(ddof=1)) if len(difference) > 1 else 0.0
+    sigma = math.hypot(calibration.spread_scale * spread, calibration.residual)
+    gap = math.log(LOSS_MARGIN) - float(difference.mean())
+    if sigma <= 0.0:
+        return float(gap < 0)
+    return 0.5 * math.erfc(gap / (sigma * math.sqrt(2.0)))
+
+
+UNSURE_RULES = ("out_of_range", "few_examples", "misaligned", "tf32", "loss_risk")
 
 
 def unsure_reason(problem: Problem, features: np.ndarray, contract: Confidence, policy: Policy,
-                  tf32: bool = False) -> str | None:
+                  tf32: bool = False, risk: float | None = None) -> str | None:
     """Why the model's ranking of ``problem`` is not to be trusted alone, or None:
 
     - ``out_of_range``: its element type is not in the training data, or one of log2 B, M, N, K
       lies more than one unit (2x) beyond what the training data of its element type held;
     - ``few_examples``: its element type had fewer than ``min_dtype_problems`` training problems;
     - ``misaligned``: an operand's rows are not 16-byte aligned (cuBLAS and the Triton templates
-      lose their vector loads) and the training data held no such problem, or the model's held-out
-      first picks of misaligned problems were slow (below);
-    - ``heldout``: the model's first picks on held-out aligned problems were on geometric mean
-      more than ``unsure_heldout_slowdown`` times slower than the best (judged where training's
-      validation split held at least ``min_heldout_problems`` of the kind; that split also chose
-      the early stop, so the figure leans optimistic);
-    - ``tf32``: fp32 with TF32 allowed (``tf32``) and the training data timed none so.
+      lose their vector loads) and the training data held no such problem, or the model's first
+      picks of held-out misaligned problems were on geometric mean more than
+      ``unsure_heldout_slowdown`` times slower than the best (judged where training's validation
+      split held at least ``min_heldout_problems`` of them; that split also chose the early stop,
+      so the figure leans optimistic);
+    - ``tf32``: fp32 with TF32 allowed (``tf32``) and the training data timed none so;
+    - ``loss_risk``: the estimated probability (``risk``, :func:`loss_probability`) that the
+      first pick is more than LOSS_MARGIN times slower than the best ATen choice exceeds
+      ``unsure_loss_probability``.
 
-    ``features``: the problem's feature rows (the range features are the same in every row)."""
+    Only the rules in ``policy.unsure_rules`` apply. ``features``: the problem's feature rows
+    (the range features are the same in every row)."""
     from ..features import FEATURE_NAMES
 
+    rules = policy.unsure_rules
     ranges = contract.ranges_for(problem.dtype_a)
-    if ranges is None:
-        return "out_of_range"  # the model never saw this element type
-    for name in RANGE_FEATURES:
-        lo, hi = ranges.get(name, (-math.inf, math.inf))
-        value = float(features[0, FEATURE_NAMES.index(name)])
-        if value < lo - 1.0 or value > hi + 1.0:
-            return "out_of_range"
+    if "out_of_range" in rules:
+        if ranges is None:
+            return "out_of_range"  # the model never saw this element type
+        for name in RANGE_FEATURES:
+            lo, hi = ranges.get(name, (-math.inf, math.inf))
+            value = float(features[0, FEATURE_NAMES.index(name)])
+            if value < lo - 1.0 or value > hi + 1.0:
+                return "out_of_range"
     count = (contract.problems_by_dtype or {}).get(problem.dtype_a)
-    if count is not None and count < policy.min_dtype_problems:
+    if "few_examples" in rules and count is not None and count < policy.min_dtype_problems:
         return "few_examples"
     misaligned = bool(problem.misaligned_operands)
-    if misaligned and contract.misaligned_problems == 0:
+    if "misaligned" in rules and misaligned and contract.misaligned_problems == 0:
         return "misaligned"
-    heldout = contract.heldout_top1_slowdown.get("misaligned" if misaligned else "aligned")
-    if heldout and heldout.problems >= policy.min_heldout_problems and heldout.geomean > policy.unsure_heldout_slowdown:
-        return "misaligned" if misaligned else "heldout"
+    # (the same figure of aligned problems made every aligned problem unsure at once; replays of
+    # the held-out sets with and without it: it changed no decision, and loss_risk judges each
+    # problem on its own, benchmarks/results/unsure_rules_cpu.json)
+    heldout = contract.heldout_top1_slowdown.get("misaligned")
+    if ("misaligned" in rules and misaligned and heldout and heldout.problems >= policy.min_heldout_problems
+            and heldout.geomean > policy.unsure_heldout_slowdown):
+        return "misaligned"
     # fp32 with TF32 allowed runs other kernels (cuBLAS and Triton) than a model timed without it
-    if problem.dtype_a == "float32" and contract.tf32_problems == 0 and tf32:
+    if "tf32" in rules and problem.dtype_a == "float32" and contract.tf32_problems == 0 and tf32:
         return "tf32"
+    if "loss_risk" in rules and risk is not None and risk > policy.unsure_loss_probability:
+        return "loss_risk"
     return None
+
+
+def known_kinds(features: np.ndarray, kinds: Sequence[str]) -> np.ndarray:
+    """Which candidates (their feature rows) are of a template kind named in ``kinds``
+    (``_C.template_kind_names()``), from the features' one-hot of the kind."""
+    from ..features import FEATURE_NAMES, template_kind_names
+
+    names = template_kind_names()
+    first = FEATURE_NAMES.index(f"template_is_{names[0]}")
+    columns = [first + names.index(k) for k in kinds if k in names]
+    return np.asarray(features)[:, columns].sum(axis=1) > 0.5 if columns else np.zeros(len(features), dtype=bool)
 
 
 def decide(problem: Problem, candidates: Pool, predictions: np.ndarray, policy: Policy,
            contract: Confidence | None = None, tf32: bool = False, unsure: str | None = None) -> Decision:
-    """The handler's decision for ``problem`` from the model's ``predictions`` (ln time of each
-    candidate), by the rules of this module. Without a ``contract`` the model is trusted
-    (nothing is unsure). ``tf32``: whether fp32 matmuls may run TF32 kernels. ``unsure``: a reason
-    the caller already has not to trust the model alone (e.g. ``hardware_family``). Raises
-    NoUsableCandidate where every candidate is left out."""
-    predicted = np.asarray(predictions, dtype=np.float64)
+    """The handler's decision for ``problem`` from the model's ``predictions``: ln time of each
+    candidate, float[N], or every ensemble member's, float[K, N] (their mean ranks), by the rules
+    of this module. Without a ``contract`` the model is trusted (nothing is unsure) and every
+    template kind is known. ``tf32``: whether fp32 matmuls may run TF32 kernels. ``unsure``: a
+    reason the caller already has not to trust the model alone (e.g. ``hardware_family``). Raises
+    NoUsableCandidate where every candidate of a known kind is left out."""
+    members = np.atleast_2d(np.asarray(predictions, dtype=np.float64))
+    predicted = members.mean(axis=0)
     extern = np.asarray(candidates.extern, dtype=bool)
     usable = usable_candidates(candidates.features)
     if candidates.allowed is not None:
         usable = usable[np.asarray(candidates.allowed, dtype=bool)[usable]]
+    riders = usable[:0]
+    if contract is not None:
+        known = known_kinds(candidates.features, contract.template_kinds)
+        usable, riders = usable[known[usable]], usable[~known[usable]]
     if len(usable) == 0:
-        raise NoUsableCandidate(f"no usable candidate among {len(predicted)} for {problem.short()}")
+        raise NoUsableCandidate(f"no usable candidate of a known kind among {len(predicted)} for {problem.short()}")
     order = selection_order(predicted, extern, policy.extern_preference, usable)
     extern_preferred = bool(order[0] != usable[np.argmin(predicted[usable])])
     widened: list[int] = []
+    risk = None
+    if contract is not None:
+        risk = loss_probability(members, int(order[0]), safe_choice(order, extern), contract.loss_calibration)
     if unsure is None and contract is not None:
-        unsure = unsure_reason(problem, candidates.features, contract, policy, tf32)
+        unsure = unsure_reason(problem, candidates.features, contract, policy, tf32, risk)
     if unsure:
         beyond = candidates.beyond_default() if callable(candidates.beyond_default) else candidates.beyond_default
-        widened = widen(order, policy.unsure_top_k, None if beyond is None else ~np.asarray(beyond, dtype=bool))
+        widened = widen(order, policy.unsure_top_k, None if beyond is None else ~np.asarray(beyond, dtype=bool), extern)
+        if len(widened) > 1 and len(riders):  # benchmarked: the best predicted unknown kind may ride along
+            widened.append(int(riders[np.argmin(predicted[riders])]))
     best = predicted[order[0]]
     threshold = policy.performance_threshold
     within = [i for i in order if predicted[i] <= best + math.log(threshold)] if threshold > 1.0 else []
@@ -213,4 +302,4 @@ def decide(problem: Problem, candidates: Pool, predictions: np.ndarray, policy: 
         extern_added = True
     ranked = np.sort(predicted[usable])
     confidence = 1.0 - math.exp(ranked[0] - ranked[1]) if len(ranked) > 1 else 1.0
-    return Decision(tuple(chosen), order, unsure, tuple(widened), confidence, extern_preferred, extern_added)
+    return Decision(tuple(chosen), order, unsure, tuple(widened), confidence, extern_preferred, extern_added, risk)

@@ -19,6 +19,9 @@ class Policy:
     min_dtype_problems: int
     # a held-out figure from fewer problems than this is noise: the other unsure rules decide
     min_heldout_problems: int = 5
+    unsure_loss_probability: float = 1.0  # 1.0: the rule never fires
+    # the unsure rules that apply (selection.UNSURE_RULES; replays measure each)
+    unsure_rules: tuple[str, ...] = ("out_of_range", "few_examples", "misaligned", "tf32", "loss_risk")
 
     @classmethod
     def from_config(cls, top_k: int | None = None, performance_threshold: float | None = None,
@@ -34,4 +37,5 @@ class Policy:
             unsure_top_k=int(config.unsure_top_k),
             unsure_heldout_slowdown=float(config.unsure_heldout_slowdown),
             min_dtype_problems=int(config.min_dtype_problems),
+            unsure_loss_probability=float(config.unsure_loss_probability),
         )

@@ -1,4 +1,5 @@
-"""The PyTorch models: MLPs on normalised features predicting ln(time_us)."""
+"""The PyTorch models: MLPs on normalised features predicting ln(time_us), alone or as an
+ensemble of members of the same dims sharing the normalisation."""
 
 from __future__ import annotations
 
@@ -53,22 +54,56 @@ class Regressor(nn.Module):
         return self.mlp((features - self.feature_mean) / self.feature_std) * self.target_std + self.target_mean
 
     def to_model_file(self, metadata: dict[str, Any]) -> ModelFile:
-        layers = [(l.weight.detach().cpu().numpy().astype(np.float32), l.bias.detach().cpu().numpy().astype(np.float32))
-                  for l in self.mlp.linears()]
-        return ModelFile(layers, self.feature_mean.cpu().numpy(), self.feature_std.cpu().numpy(),
+        return ModelFile(_layers(self.mlp), self.feature_mean.cpu().numpy(), self.feature_std.cpu().numpy(),
                          self.target_mean, self.target_std, metadata)
 
     @classmethod
-    def from_model_file(cls, model: ModelFile) -> "Regressor":
-        dims = model.dims
-        hidden = dims[1:-1]
-        if len(set(hidden)) > 1:
-            raise ValueError(f"hidden layers of different widths are not supported: {dims}")
-        mlp = MLP(dims[0], hidden[0] if hidden else 1, len(hidden))
-        state = {}
-        for i, (w, b) in enumerate(model.layers):
-            index = 2 * i  # Linear modules sit at even positions of the Sequential
-            state[f"net.{index}.weight"] = torch.from_numpy(np.array(w))
-            state[f"net.{index}.bias"] = torch.from_numpy(np.array(b))
-        mlp.load_state_dict(state, strict=True)
-        return cls(mlp, model.feature_mean, model.feature_std, model.target_mean, model.target_std)
+    def from_model_file(cls, model: ModelFile, member: int = 0) -> "Regressor":
+        return cls(_mlp(model.dims, model.members[member]), model.feature_mean, model.feature_std, model.target_mean,
+                   model.target_std)
+
+
+def _layers(mlp: MLP) -> list[tuple[np.ndarray, np.ndarray]]:
+    return [(l.weight.detach().cpu().numpy().astype(np.float32), l.bias.detach().cpu().numpy().astype(np.float32))
+            for l in mlp.linears()]
+
+
+def _mlp(dims: list[int], layers: list[tuple[np.ndarray, np.ndarray]]) -> MLP:
+    hidden = dims[1:-1]
+    if len(set(hidden)) > 1:
+        raise ValueError(f"hidden layers of different widths are not supported: {dims}")
+    mlp = MLP(dims[0], hidden[0] if hidden else 1, len(hidden))
+    state = {}
+    for i, (w, b) in enumerate(layers):
+        index = 2 * i  # Linear modules sit at even positions of the Sequential
+        state[f"net.{index}.weight"] = torch.from_numpy(np.array(w))
+        state[f"net.{index}.bias"] = torch.from_numpy(np.array(b))
+    mlp.load_state_dict(state, strict=True)
+    return mlp
+
+
+class Ensemble(nn.Module):
+    """Regressors of the same dims and normalisation: the prediction is their mean, their spread
+    the model's uncertainty (the engine computes the same, csrc/src/model.cpp)."""
+
+    def __init__(self, members: list[Regressor]):
+        super().__init__()
+        if not members:
+            raise ValueError("an ensemble needs at least one member")
+        self.regressors = nn.ModuleList(members)
+
+    def members(self, features: torch.Tensor) -> torch.Tensor:
+        """[K, N]: every member's ln(time_us)."""
+        return torch.stack([m(features) for m in self.regressors])
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return self.members(features).mean(dim=0)
+
+    def to_model_file(self, metadata: dict[str, Any]) -> ModelFile:
+        first = self.regressors[0].to_model_file(metadata)
+        first.more_members = [_layers(m.mlp) for m in self.regressors[1:]]
+        return first
+
+    @classmethod
+    def from_model_file(cls, model: ModelFile) -> "Ensemble":
+        return cls([Regressor.from_model_file(model, k) for k in range(len(model.members))])
