@@ -49,16 +49,26 @@ def main() -> int:
         for tid in CHOICES:
             fn = aten_launcher(problem, KernelConfig(tid), a, b, out, bias)
             (label_ms,) = time_launchers([fn], args.reps, flush)
-            row[tid] = {"label_us": 1000 * label_ms,
-                        "replay_us": 1000 * triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median"),
-                        "loop_us": 1000 * triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")}
+            row[tid] = {
+                "label_us": 1000 * label_ms,
+                "replay_us": 1000 * triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median"),
+                "loop_us": 1000 * triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"),
+            }
         rows.append(row)
-    report = {"command": "python -m benchmarks.addmm_variants", "device": torch.cuda.get_device_name(),
-              "torch": torch.__version__, "triton": triton.__version__,
-              "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "rows": rows}
+    report = {
+        "command": "python -m benchmarks.addmm_variants",
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "rows": rows,
+    }
     with open(args.out, "w") as f:
         json.dump(report, f, indent=1)
-    print(f"{'shape':22s} {'problem':32s} " + " ".join(f"{m + ' ' + c:>18s}" for m in ("label", "replay", "loop") for c in ("addmm", "bias")))
+    print(
+        f"{'shape':22s} {'problem':32s} "
+        + " ".join(f"{m + ' ' + c:>18s}" for m in ("label", "replay", "loop") for c in ("addmm", "bias"))
+    )
     for row in rows:
         cells = [row[c][m] for m in ("label_us", "replay_us", "loop_us") for c in CHOICES]
         print(f"{row['label']:22s} {row['problem']:32s} " + " ".join(f"{v:18.1f}" for v in cells))

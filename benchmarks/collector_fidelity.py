@@ -45,9 +45,18 @@ import torch  # noqa: E402
 
 from benchmarks.common import spearman, stage  # noqa: E402
 from torch_diode.collection import collect  # noqa: E402
-from torch_diode.collection.fast_sweep import FLUSH_BYTES, FastSweep, aten_launcher, choices_for, flush_buffer, precompile, time_launchers, variant_key  # noqa: E402
-from torch_diode.collection.operands import layout_tensors
+from torch_diode.collection.fast_sweep import (  # noqa: E402
+    FLUSH_BYTES,
+    FastSweep,
+    aten_launcher,
+    choices_for,
+    flush_buffer,
+    precompile,
+    time_launchers,
+    variant_key,
+)
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings  # noqa: E402
+from torch_diode.collection.operands import layout_tensors
 from torch_diode.collection.shapes import ShapeSpec, random_problems  # noqa: E402
 from torch_diode.types import Problem, load_dataset  # noqa: E402
 
@@ -73,20 +82,28 @@ def restricted_handler(allowed: set[tuple]):
 
     class Restricted(InductorChoices):
         def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides=None):
-            out = super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+            out = super()._finalize_template_configs(
+                template_choices, kernel_inputs, templates, op_name, kwarg_overrides
+            )
             keep = []
             for ktc in out:
                 if not ktc.template.uid.startswith("triton::"):
                     keep.append(ktc)
                     continue
                 kw = ktc.params.to_kwargs()
-                key = (kw.get("BLOCK_M"), kw.get("BLOCK_N"), kw.get("BLOCK_K"), kw.get("num_stages"), kw.get("num_warps"), kw.get("GROUP_M"))
+                key = (
+                    kw.get("BLOCK_M"),
+                    kw.get("BLOCK_N"),
+                    kw.get("BLOCK_K"),
+                    kw.get("num_stages"),
+                    kw.get("num_warps"),
+                    kw.get("GROUP_M"),
+                )
                 if key in allowed:
                     keep.append(ktc)
             return keep or out
 
     return Restricted()
-
 
 
 def inductor_reference(shapes, sample: int, seed: int, path: Path, flush_bytes: int | None = None) -> tuple[float, int]:
@@ -96,9 +113,13 @@ def inductor_reference(shapes, sample: int, seed: int, path: Path, flush_bytes: 
     from torch._inductor.runtime.benchmarking import InductorBenchmarker, benchmarker
     from torch._inductor.virtualized import V
 
-    if flush_bytes is not None and (not isinstance(benchmarker, InductorBenchmarker) or inductor_config.autotune_in_subproc):
-        raise SystemExit("the flush override needs Inductor's InductorBenchmarker in this process "
-                         f"(found {type(benchmarker).__name__}, autotune_in_subproc={inductor_config.autotune_in_subproc})")
+    if flush_bytes is not None and (
+        not isinstance(benchmarker, InductorBenchmarker) or inductor_config.autotune_in_subproc
+    ):
+        raise SystemExit(
+            "the flush override needs Inductor's InductorBenchmarker in this process "
+            f"(found {type(benchmarker).__name__}, autotune_in_subproc={inductor_config.autotune_in_subproc})"
+        )
 
     saved = benchmarker.__dict__.get("L2_cache_size")
     if flush_bytes is not None:
@@ -111,8 +132,10 @@ def inductor_reference(shapes, sample: int, seed: int, path: Path, flush_bytes: 
                 before = col.stats["choices"]
                 compile_and_run(problem, "cuda", inductor_settings("EXHAUSTIVE", "ATEN,TRITON"))
                 count += col.stats["choices"] - before
-            stage(f"inductor (flush {flush_bytes or 'L2'}) {problem.short()}: {col.stats['choices'] - before} timings, "
-                  f"{time.perf_counter() - start:.1f} s so far")
+            stage(
+                f"inductor (flush {flush_bytes or 'L2'}) {problem.short()}: {col.stats['choices'] - before} timings, "
+                f"{time.perf_counter() - start:.1f} s so far"
+            )
     finally:
         if saved is None:
             benchmarker.__dict__.pop("L2_cache_size", None)
@@ -123,21 +146,38 @@ def inductor_reference(shapes, sample: int, seed: int, path: Path, flush_bytes: 
 
 def compare(problem: Problem, timings, fast_ms, compile_errors) -> dict:
     """Fast path vs one Inductor reference on one shape."""
-    both = [(t.time_us, f * 1000) for t, f in zip(timings, fast_ms) if not t.failed and f is not None
-            and (not t.config.is_tiled or compile_errors.get(variant_key(problem, t.config)) is None)]
-    tri = [(t.time_us, f * 1000) for t, f in zip(timings, fast_ms) if t.config.is_tiled and not t.failed and f is not None]
-    aten = [(t.config.template_id, t.time_us, f * 1000) for t, f in zip(timings, fast_ms) if not t.config.is_tiled and not t.failed and f is not None]
+    both = [
+        (t.time_us, f * 1000)
+        for t, f in zip(timings, fast_ms)
+        if not t.failed
+        and f is not None
+        and (not t.config.is_tiled or compile_errors.get(variant_key(problem, t.config)) is None)
+    ]
+    tri = [
+        (t.time_us, f * 1000) for t, f in zip(timings, fast_ms) if t.config.is_tiled and not t.failed and f is not None
+    ]
+    aten = [
+        (t.config.template_id, t.time_us, f * 1000)
+        for t, f in zip(timings, fast_ms)
+        if not t.config.is_tiled and not t.failed and f is not None
+    ]
     if len(both) < 2:
-        raise SystemExit(f"{problem.short()}: {len(both)} choices timed by both Inductor and the fast path; nothing to compare")
+        raise SystemExit(
+            f"{problem.short()}: {len(both)} choices timed by both Inductor and the fast path; nothing to compare"
+        )
     ind, fast = np.array([b[0] for b in both]), np.array([b[1] for b in both])
     rel = np.abs(fast - ind) / ind
     tind, tfast = np.array([b[0] for b in tri]), np.array([b[1] for b in tri])
     return {
-        "problem": problem.short(), "choices_compared": len(both),
-        "spearman": spearman(ind, fast), "spearman_triton_only": spearman(tind, tfast),
-        "median_abs_rel_diff": float(np.median(rel)), "rel_diffs": rel.tolist(),
+        "problem": problem.short(),
+        "choices_compared": len(both),
+        "spearman": spearman(ind, fast),
+        "spearman_triton_only": spearman(tind, tfast),
+        "median_abs_rel_diff": float(np.median(rel)),
+        "rel_diffs": rel.tolist(),
         "aten": [{"template_id": a, "inductor_us": i, "fast_us": f} for a, i, f in aten],
-        "inductor_best_us": float(ind.min()), "fast_best_us": float(fast.min()),
+        "inductor_best_us": float(ind.min()),
+        "fast_best_us": float(fast.min()),
         "same_best_choice": int(np.argmin(ind)) == int(np.argmin(fast)),
         "fast_choice_of_inductor_best_slowdown": float(ind[np.argmin(fast)] / ind.min()),
     }
@@ -147,7 +187,10 @@ def fast_on(problem: Problem, configs, reps: int, flush) -> list:
     from torch_diode.collection.triton_mm import make_launcher
 
     a, b, out, bias = layout_tensors(problem, "cuda")
-    launchers = [aten_launcher(problem, c, a, b, out, bias) if not c.is_tiled else make_launcher(a, b, out, bias, c) for c in configs]
+    launchers = [
+        aten_launcher(problem, c, a, b, out, bias) if not c.is_tiled else make_launcher(a, b, out, bias, c)
+        for c in configs
+    ]
     return time_launchers(launchers, reps, flush)
 
 
@@ -164,10 +207,18 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp())
 
     # 1. fast path rate, first: the Triton cache is still empty, so compiling every kernel counts
-    problems = random_problems(ShapeSpec(num_shapes=args.rate_problems, ops=("mm", "addmm"), dtypes=("float16", "bfloat16"),
-                                         sizes=(64, 128, 256, 512, 768, 1024, 1536, 2048, 2304, 3072, 4096, 5120, 8192, 11008, 14336),
-                                         m_sizes=(16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192), layouts=("NN", "NT"),
-                                         max_gflop=200), seed=123)
+    problems = random_problems(
+        ShapeSpec(
+            num_shapes=args.rate_problems,
+            ops=("mm", "addmm"),
+            dtypes=("float16", "bfloat16"),
+            sizes=(64, 128, 256, 512, 768, 1024, 1536, 2048, 2304, 3072, 4096, 5120, 8192, 11008, 14336),
+            m_sizes=(16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192),
+            layouts=("NN", "NT"),
+            max_gflop=200,
+        ),
+        seed=123,
+    )
     sweep = FastSweep(exhaustive_sample=args.exhaustive_sample, reps=args.reps, progress=False)
     t0 = time.perf_counter()
     summary = sweep.run(problems, tmp / "fast.msgpack")
@@ -180,8 +231,10 @@ def main() -> int:
     stage(f"inductor: {ind_count} timings in {ind_seconds:.1f} s")
     inductor_reference(shapes, args.inductor_sample, args.seed, tmp / "inductor_flush.json", FLUSH_BYTES)
     references = {"stock": load_dataset(tmp / "inductor.json"), "flush": load_dataset(tmp / "inductor_flush.json")}
-    rates = {"timings_per_gpu_minute": summary.timed_configs / (fast_seconds / 60),
-             "inductor_exhaustive_timings_per_gpu_minute": ind_count / (ind_seconds / 60)}
+    rates = {
+        "timings_per_gpu_minute": summary.timed_configs / (fast_seconds / 60),
+        "inductor_exhaustive_timings_per_gpu_minute": ind_count / (ind_seconds / 60),
+    }
     stage(f"rates (written to {args.out} before the comparison): {rates}")
     Path(args.out).write_text(json.dumps({"command": " ".join(sys.argv), "partial": "rates only", **rates}, indent=1))
 
@@ -189,7 +242,9 @@ def main() -> int:
     flush = flush_buffer("cuda")
     results: dict[str, list[dict]] = {}
     t0 = time.perf_counter()
-    pairs = [(p, t.config) for ref in references.values() for _, p, ts in ref.problems() for t in ts if t.config.is_tiled]
+    pairs = [
+        (p, t.config) for ref in references.values() for _, p, ts in ref.problems() for t in ts if t.config.is_tiled
+    ]
     compile_errors = precompile(pairs, FastSweep().workers, progress=False)
     stage(f"fast precompile of the same configs: {len(compile_errors)} kernels in {time.perf_counter() - t0:.1f} s")
     # each shape's configs timed once, compared with both references
@@ -201,17 +256,22 @@ def main() -> int:
     for problem, configs in measured.items():
         fast_ms.update({(problem, c): ms for c, ms in zip(configs, fast_on(problem, list(configs), args.reps, flush))})
     for name, ref in references.items():
-        results[name] = [compare(problem, timings, [fast_ms[problem, t.config] for t in timings], compile_errors)
-                         for _, problem, timings in ref.problems()]
+        results[name] = [
+            compare(problem, timings, [fast_ms[problem, t.config] for t in timings], compile_errors)
+            for _, problem, timings in ref.problems()
+        ]
         print(f"\nagainst Inductor, {name} flush:")
         print_rows(results[name])
     rows, stock_rows = results["flush"], results["stock"]
 
     def medians(rs: list[dict]) -> dict:
         rel = np.concatenate([np.array(r["rel_diffs"]) for r in rs])
-        return {"spearman_median": float(np.median([r["spearman"] for r in rs])),
-                "spearman_triton_only_median": float(np.median([r["spearman_triton_only"] for r in rs])),
-                "median_abs_rel_diff": float(np.median(rel)), "p90_abs_rel_diff": float(np.quantile(rel, 0.9))}
+        return {
+            "spearman_median": float(np.median([r["spearman"] for r in rs])),
+            "spearman_triton_only_median": float(np.median([r["spearman_triton_only"] for r in rs])),
+            "median_abs_rel_diff": float(np.median(rel)),
+            "p90_abs_rel_diff": float(np.quantile(rel, 0.9)),
+        }
 
     fidelity = medians(rows)
     fidelity.update({f"{k}_stock_flush": v for k, v in medians(stock_rows).items()})
@@ -226,33 +286,52 @@ def main() -> int:
         **rates,
         **fidelity,
         "flush_bytes": {"fast": FLUSH_BYTES, "inductor_stock": "the device's L2 size", "inductor_flush": FLUSH_BYTES},
-        "fast": {"problems": summary.problems_measured, "timed_configs": summary.timed_configs,
-                 "failed_configs": summary.failed_configs, "seconds": fast_seconds, "reps": args.reps,
-                 "kernels_compiled": summary.kernels_compiled, "compile_seconds": summary.compile_seconds,
-                 "exhaustive_sample": args.exhaustive_sample},
-        "inductor": {"shapes": len(shapes), "timings": ind_count, "seconds": ind_seconds,
-                     "exhaustive_sample_per_shape": args.inductor_sample},
+        "fast": {
+            "problems": summary.problems_measured,
+            "timed_configs": summary.timed_configs,
+            "failed_configs": summary.failed_configs,
+            "seconds": fast_seconds,
+            "reps": args.reps,
+            "kernels_compiled": summary.kernels_compiled,
+            "compile_seconds": summary.compile_seconds,
+            "exhaustive_sample": args.exhaustive_sample,
+        },
+        "inductor": {
+            "shapes": len(shapes),
+            "timings": ind_count,
+            "seconds": ind_seconds,
+            "exhaustive_sample_per_shape": args.inductor_sample,
+        },
         "per_shape": rows,
         "per_shape_stock_flush": stock_rows,
     }
     report["speedup"] = report["timings_per_gpu_minute"] / report["inductor_exhaustive_timings_per_gpu_minute"]
     Path(args.out).write_text(json.dumps(report, indent=1))
-    print(f"\nfast: {report['timings_per_gpu_minute']:.0f} timings/min ({summary.line()}); "
-          f"inductor EXHAUSTIVE: {report['inductor_exhaustive_timings_per_gpu_minute']:.0f} timings/min; "
-          f"speedup {report['speedup']:.1f}x")
-    print(f"same flush:  spearman_median {report['spearman_median']:.3f}  median_abs_rel_diff {report['median_abs_rel_diff']:.3f}")
-    print(f"stock flush: spearman_median {report['spearman_median_stock_flush']:.3f}  "
-          f"median_abs_rel_diff {report['median_abs_rel_diff_stock_flush']:.3f}")
+    print(
+        f"\nfast: {report['timings_per_gpu_minute']:.0f} timings/min ({summary.line()}); "
+        f"inductor EXHAUSTIVE: {report['inductor_exhaustive_timings_per_gpu_minute']:.0f} timings/min; "
+        f"speedup {report['speedup']:.1f}x"
+    )
+    print(
+        f"same flush:  spearman_median {report['spearman_median']:.3f}  median_abs_rel_diff {report['median_abs_rel_diff']:.3f}"
+    )
+    print(
+        f"stock flush: spearman_median {report['spearman_median_stock_flush']:.3f}  "
+        f"median_abs_rel_diff {report['median_abs_rel_diff_stock_flush']:.3f}"
+    )
     return 0
 
 
-
 def print_rows(rows) -> None:
-    print(f"\n{'problem':34s} {'n':>4s} {'spearman':>8s} {'tri-only':>8s} {'med|rel|':>8s} {'ind best':>9s} {'fast best':>9s} {'pick slowdown':>13s}  aten (ind/fast us)")
+    print(
+        f"\n{'problem':34s} {'n':>4s} {'spearman':>8s} {'tri-only':>8s} {'med|rel|':>8s} {'ind best':>9s} {'fast best':>9s} {'pick slowdown':>13s}  aten (ind/fast us)"
+    )
     for r in rows:
         aten = ", ".join(f"{a['template_id'][6:]} {a['inductor_us']:.1f}/{a['fast_us']:.1f}" for a in r["aten"])
-        print(f"{r['problem']:34s} {r['choices_compared']:4d} {r['spearman']:8.3f} {r['spearman_triton_only']:8.3f} {r['median_abs_rel_diff']:8.3f} "
-              f"{r['inductor_best_us']:9.1f} {r['fast_best_us']:9.1f} {r['fast_choice_of_inductor_best_slowdown']:13.3f}  {aten}")
+        print(
+            f"{r['problem']:34s} {r['choices_compared']:4d} {r['spearman']:8.3f} {r['spearman_triton_only']:8.3f} {r['median_abs_rel_diff']:8.3f} "
+            f"{r['inductor_best_us']:9.1f} {r['fast_best_us']:9.1f} {r['fast_choice_of_inductor_best_slowdown']:13.3f}  {aten}"
+        )
 
 
 if __name__ == "__main__":

@@ -10,9 +10,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -37,8 +38,18 @@ def load_shapes(path: Path | str = SHAPES) -> list[tuple[str, Problem, bool]]:
     for i, e in enumerate(json.loads(path.read_text())):
         try:
             dt = e["dtype"]
-            p = Problem(e["op"], int(e.get("B", 1)), int(e["M"]), int(e["N"]), int(e["K"]), dt, dt, dt,
-                        transpose_a=bool(e.get("transpose_a", False)), transpose_b=bool(e.get("transpose_b", False)))
+            p = Problem(
+                e["op"],
+                int(e.get("B", 1)),
+                int(e["M"]),
+                int(e["N"]),
+                int(e["K"]),
+                dt,
+                dt,
+                dt,
+                transpose_a=bool(e.get("transpose_a", False)),
+                transpose_b=bool(e.get("transpose_b", False)),
+            )
         except (KeyError, TypeError, ValueError) as err:
             raise SystemExit(f"{path}: entry {i}: {err!r} (needs op, M, N, K, dtype)") from None
         out.append((e.get("label") or p.short(), p, bool(e.get("exhaustive", False))))
@@ -57,8 +68,12 @@ def run_worker(module: str, args: list[str], limit_s: float | None = None) -> tu
     rows it wrote to FILE (those finished before a stop at ``limit_s`` included), its exit status
     ("stopped at its time limit" where it was stopped) and its wall seconds."""
     part = Path(tempfile.mkdtemp(prefix=f"{module}_")) / "rows.json"
-    env = {**os.environ, "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix=f"{module}_triton_"),
-           "TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix=f"{module}_inductor_"), "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix=f"{module}_triton_"),
+        "TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix=f"{module}_inductor_"),
+        "PYTHONUNBUFFERED": "1",
+    }
     cmd = [sys.executable, "-m", f"benchmarks.{module}", *args, "--out", str(part)]
     start = time.perf_counter()
     try:
@@ -84,8 +99,13 @@ def report_header() -> dict[str, Any]:
     import torch
     import triton
 
-    return {"command": " ".join(["python", *sys.argv]), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__}
+    return {
+        "command": " ".join(["python", *sys.argv]),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+    }
 
 
 def geomean(values: list[float]) -> float | None:

@@ -43,7 +43,16 @@ os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"  # the handler is installed expl
 import torch  # noqa: E402
 from torch._inductor import config as inductor_config  # noqa: E402
 
-from benchmarks.common import SHAPES, WARM_UP, geomean, load_shapes, report_header, run_worker, timed_first_call, warm_up_function  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    SHAPES,
+    WARM_UP,
+    geomean,
+    load_shapes,
+    report_header,
+    run_worker,
+    timed_first_call,
+    warm_up_function,
+)
 from torch_diode import config  # noqa: E402
 from torch_diode.collection.inductor_sweep import make_inputs, op_function  # noqa: E402
 from torch_diode.integration.install import diode_choices  # noqa: E402
@@ -53,8 +62,11 @@ METHODS = ("default", "diode_top1", "diode_trusting")
 
 def diode_settings(method: str) -> dict:
     """torch_diode.config values of a diode method."""
-    return {"top_k_configs": 1, "unsure_top_k": config.unsure_top_k if method in ("diode_top1", "diode_generators") else 1,
-            "enumerate_candidates": method != "diode_generators"}
+    return {
+        "top_k_configs": 1,
+        "unsure_top_k": config.unsure_top_k if method in ("diode_top1", "diode_generators") else 1,
+        "enumerate_candidates": method != "diode_generators",
+    }
 
 
 def compile_once(fn, inputs, method: str, model: str, profile: cProfile.Profile | None = None) -> dict:
@@ -65,8 +77,11 @@ def compile_once(fn, inputs, method: str, model: str, profile: cProfile.Profile 
         if method == "default":
             record["compile_s"] = timed_first_call(torch.compile(fn, dynamic=False), *inputs)
         else:
-            with inductor_config.patch(max_autotune_gemm=True, max_autotune_gemm_backends="ATEN,TRITON"), \
-                    diode_choices(model) as choices, config.patch(**diode_settings(method)):
+            with (
+                inductor_config.patch(max_autotune_gemm=True, max_autotune_gemm_backends="ATEN,TRITON"),
+                diode_choices(model) as choices,
+                config.patch(**diode_settings(method)),
+            ):
                 if profile is not None:
                     finalize = choices._finalize
 
@@ -80,27 +95,47 @@ def compile_once(fn, inputs, method: str, model: str, profile: cProfile.Profile 
                     choices._finalize = profiled
                 record["compile_s"] = timed_first_call(torch.compile(fn, dynamic=False), *inputs)
                 stats = choices.get_stats()
-            record.update(decision_s=stats["decision_seconds"], unsure_benchmarked=stats["unsure_benchmarked"],
-                          enumerated=stats["enumerated"], enumeration_mismatch=stats["enumeration_mismatch"],
-                          fallbacks=stats["fallbacks_total"], picks=[d["chosen"] for d in choices.decisions])
+            record.update(
+                decision_s=stats["decision_seconds"],
+                unsure_benchmarked=stats["unsure_benchmarked"],
+                enumerated=stats["enumerated"],
+                enumeration_mismatch=stats["enumeration_mismatch"],
+                fallbacks=stats["fallbacks_total"],
+                picks=[d["chosen"] for d in choices.decisions],
+            )
     after = {k: sum(v) for k, v in torch._dynamo.utils.compilation_time_metrics.items()}
-    record["phases_s"] = {k: round(v - before.get(k, 0.0), 4) for k, v in sorted(after.items(), key=lambda kv: -kv[1])
-                          if v - before.get(k, 0.0) > 0.005}
+    record["phases_s"] = {
+        k: round(v - before.get(k, 0.0), 4)
+        for k, v in sorted(after.items(), key=lambda kv: -kv[1])
+        if v - before.get(k, 0.0) > 0.005
+    }
     return record
 
 
 def worker(args: argparse.Namespace) -> int:
     method = args.worker
-    compile_once(warm_up_function(), make_inputs(WARM_UP, "cuda"), method if method != "diode_profiled" else "diode_trusting",
-                 args.model)
+    compile_once(
+        warm_up_function(),
+        make_inputs(WARM_UP, "cuda"),
+        method if method != "diode_profiled" else "diode_trusting",
+        args.model,
+    )
     rows = []
     profile = cProfile.Profile() if method == "diode_profiled" else None
     for label, problem, _ in load_shapes(args.shapes):
-        record = compile_once(op_function(problem.op), make_inputs(problem, "cuda"),
-                              "diode_trusting" if profile is not None else method, args.model, profile)
+        record = compile_once(
+            op_function(problem.op),
+            make_inputs(problem, "cuda"),
+            "diode_trusting" if profile is not None else method,
+            args.model,
+            profile,
+        )
         rows.append({"label": label, "problem": problem.short(), **record})
-        print(f"[{method}] {label[:44]:44s} compile {record['compile_s']:6.2f} s  decision "
-              f"{1e3 * record.get('decision_s', 0):6.1f} ms  {record.get('picks', '')}", flush=True)
+        print(
+            f"[{method}] {label[:44]:44s} compile {record['compile_s']:6.2f} s  decision "
+            f"{1e3 * record.get('decision_s', 0):6.1f} ms  {record.get('picks', '')}",
+            flush=True,
+        )
         Path(args.out).write_text(json.dumps(rows, indent=1))
     if profile is not None:
         text = io.StringIO()
@@ -124,7 +159,9 @@ def main() -> int:
     methods = METHODS + (("diode_generators",) if args.enumeration else ())
     by_method = {}
     for method in methods + (("diode_profiled",) if args.profile_decisions else ()):
-        by_method[method], _, _ = run_worker("compile_breakdown", ["--worker", method, "--shapes", args.shapes, "--model", args.model])
+        by_method[method], _, _ = run_worker(
+            "compile_breakdown", ["--worker", method, "--shapes", args.shapes, "--model", args.model]
+        )
     labels = [r["label"] for r in by_method["default"]]
     table = []
     for i, label in enumerate(labels):
@@ -141,17 +178,24 @@ def main() -> int:
     for method in methods:
         summary[f"compile_s_geomean_{method}"] = geomean([r[method]["compile_s"] for r in table if method in r])
     for method in methods[1:]:
-        summary[f"decision_ms_geomean_{method}"] = 1e3 * (geomean([r[method]["decision_s"] for r in table if method in r]) or 0)
+        summary[f"decision_ms_geomean_{method}"] = 1e3 * (
+            geomean([r[method]["decision_s"] for r in table if method in r]) or 0
+        )
     if args.enumeration:
-        summary["all_same_picks"] = all(r["diode_top1"]["picks"] == r["diode_generators"]["picks"]
-                                        for r in table if "diode_top1" in r and "diode_generators" in r)
+        summary["all_same_picks"] = all(
+            r["diode_top1"]["picks"] == r["diode_generators"]["picks"]
+            for r in table
+            if "diode_top1" in r and "diode_generators" in r
+        )
     report = {**report_header(), "summary": summary, "rows": table}
     Path(args.out).write_text(json.dumps(report, indent=1))
     print(f"\n{'GEMM':44s} " + " ".join(f"{m[-12:]:>12s}" for m in methods) + f" {'decision':>9s}  unsure")
     for r in table:
         cells = [f"{r[m]['compile_s']:12.2f}" if m in r else f"{'-':>12s}" for m in methods]
         d = r.get("diode_top1", {})
-        print(f"{r['label'][:44]:44s} {' '.join(cells)} {1e3 * d.get('decision_s', 0):7.1f}ms  {d.get('unsure_benchmarked', '-')}")
+        print(
+            f"{r['label'][:44]:44s} {' '.join(cells)} {1e3 * d.get('decision_s', 0):7.1f}ms  {d.get('unsure_benchmarked', '-')}"
+        )
     for k, v in summary.items():
         print(f"{k:48s} {v:.3f}" if isinstance(v, float) else f"{k:48s} {v}")
     if args.profile_decisions and by_method["diode_profiled"]:

@@ -30,10 +30,10 @@ def main() -> int:
     import torch
     import triton
 
-    from torch_diode.inductor.config_space import triton_configs
     from torch_diode.collection.fast_sweep import precompile
     from torch_diode.collection.operands import layout_tensors
     from torch_diode.collection.triton_mm import make_launcher, warmup
+    from torch_diode.inductor.config_space import triton_configs
     from torch_diode.types import Problem
 
     def first_launches(problem, configs):
@@ -49,9 +49,14 @@ def main() -> int:
             times.append((time.perf_counter() - t) * 1000)
         return times
 
-    report = {"command": " ".join(sys.argv), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-              "cache_dir": os.environ["TRITON_CACHE_DIR"]}
+    report = {
+        "command": " ".join(sys.argv),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "cache_dir": os.environ["TRITON_CACHE_DIR"],
+    }
     pa = Problem("mm", 1, 1024, 4096, 2048, "float16", "float16", "float16")
     pb = Problem("mm", 1, 2048, 2048, 2048, "bfloat16", "bfloat16", "bfloat16")
     pc = Problem("mm", 1, 4096, 1024, 1024, "float32", "float32", "float32")

@@ -51,8 +51,9 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 # Diode acts only where this script installs it: without this, importing torch_diode on an H100
 # would register the shipped model for every compile, the stock methods included.
@@ -92,7 +93,9 @@ class DecoderBlock(nn.Module):
     def forward(self, x: torch.Tensor, k_cache: torch.Tensor | None = None, v_cache: torch.Tensor | None = None):
         b, s, h = x.shape
         y = self.n1(x)
-        split = lambda t: t.view(b, -1, self.heads, self.head_dim).transpose(1, 2).reshape(b * self.heads, -1, self.head_dim)
+        split = lambda t: (
+            t.view(b, -1, self.heads, self.head_dim).transpose(1, 2).reshape(b * self.heads, -1, self.head_dim)
+        )
         q, k, v = split(self.q(y)), split(self.k(y)), split(self.v(y))
         if k_cache is not None:
             k, v = torch.cat([k_cache, k], dim=1), torch.cat([v_cache, v], dim=1)
@@ -114,8 +117,10 @@ class ViTBlock(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, s, d = x.shape
         hd = d // self.heads
-        qkv = self.qkv(self.n1(x)).view(b, s, 3, self.heads, hd).permute(2, 0, 3, 1, 4).reshape(3, b * self.heads, s, hd)
-        att = torch.softmax(torch.bmm(qkv[0], qkv[1].transpose(1, 2)) * hd ** -0.5, dim=-1)
+        qkv = (
+            self.qkv(self.n1(x)).view(b, s, 3, self.heads, hd).permute(2, 0, 3, 1, 4).reshape(3, b * self.heads, s, hd)
+        )
+        att = torch.softmax(torch.bmm(qkv[0], qkv[1].transpose(1, 2)) * hd**-0.5, dim=-1)
         o = torch.bmm(att, qkv[2]).view(b, self.heads, s, hd).transpose(1, 2).reshape(b, s, d)
         x = x + self.proj(o)
         return x + self.fc2(F.gelu(self.fc1(self.n2(x))))
@@ -130,8 +135,11 @@ def models(device: str) -> list[tuple[str, nn.Module, tuple]]:
     mlp = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 1024))
     return [
         ("decoder block, prefill 1x2048 tokens (bf16)", dec, (rnd(1, 2048, 2048, dtype=bf16),)),
-        ("decoder block, decode 8 sequences, 1024 cached (bf16)", dec,
-         (rnd(8, 1, 2048, dtype=bf16), rnd(8 * heads, 1024, hd, dtype=bf16), rnd(8 * heads, 1024, hd, dtype=bf16))),
+        (
+            "decoder block, decode 8 sequences, 1024 cached (bf16)",
+            dec,
+            (rnd(8, 1, 2048, dtype=bf16), rnd(8 * heads, 1024, hd, dtype=bf16), rnd(8 * heads, 1024, hd, dtype=bf16)),
+        ),
         ("ViT-B/16 block, batch 32 (fp16)", ViTBlock().to(device, fp16).eval(), (rnd(32, 197, 768, dtype=fp16),)),
         ("MLP 1024-4096-4096-1024, batch 512 (fp16)", mlp.to(device, fp16).eval(), (rnd(512, 1024, dtype=fp16),)),
     ]
@@ -179,8 +187,20 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
                 torch.cuda.synchronize()
                 record["compile_s"] = time.perf_counter() - start
                 stats = choices.get_stats()
-            record["diode"] = {k2: stats[k2] for k2 in ("total_calls", "model_selections", "fallbacks", "configs_filtered",
-                                                        "unsure_widened", "unsure_benchmarked", "extern_preferred", "extern_added", "decision_seconds")}
+            record["diode"] = {
+                k2: stats[k2]
+                for k2 in (
+                    "total_calls",
+                    "model_selections",
+                    "fallbacks",
+                    "configs_filtered",
+                    "unsure_widened",
+                    "unsure_benchmarked",
+                    "extern_preferred",
+                    "extern_added",
+                    "decision_seconds",
+                )
+            }
             record["diode"]["decisions"] = list(choices.decisions)
         else:
             start = time.perf_counter()
@@ -222,9 +242,15 @@ def run_item(kind: str, label: str, fn: Callable, inputs: tuple, methods: list[s
         except Exception as e:  # a failed measurement is reported, the run goes on
             row["methods"][method] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
         m = row["methods"][method]
-        stage(f"{label:52s} {method:12s} " + (f"compile {m['compile_s']:7.2f} s  runtime {m.get('runtime_us', math.nan):9.1f} us  "
-                                              f"do_bench {m['runtime_do_bench_us']:9.1f} us  wall/call {m.get('wall_us_per_call', math.nan):8.1f} us"
-                                              if "error" not in m else m["error"]))
+        stage(
+            f"{label:52s} {method:12s} "
+            + (
+                f"compile {m['compile_s']:7.2f} s  runtime {m.get('runtime_us', math.nan):9.1f} us  "
+                f"do_bench {m['runtime_do_bench_us']:9.1f} us  wall/call {m.get('wall_us_per_call', math.nan):8.1f} us"
+                if "error" not in m
+                else m["error"]
+            )
+        )
     return row
 
 
@@ -261,10 +287,20 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
     guide = ratios(rows, GUIDE_MODE, "diode_top1", "compile_s")
     if guide:  # what mode="max-autotune" adds to diode's compile: Inductor autotuning the non-GEMM kernels
         s["compile_ratio_max_autotune_mode_vs_diode_top1_geomean"] = geomean(guide)
-        s["compile_ratio_max_autotune_mode_vs_default_geomean"] = geomean(ratios(rows, GUIDE_MODE, "default", "compile_s"))
+        s["compile_ratio_max_autotune_mode_vs_default_geomean"] = geomean(
+            ratios(rows, GUIDE_MODE, "default", "compile_s")
+        )
         s["compile_ratio_diode_top1_vs_default_geomean_same_rows"] = geomean(
-            [r for row in rows if GUIDE_MODE in row["methods"] for r in ratios([row], "diode_top1", "default", "compile_s")])
-        s["runtime_ratio_max_autotune_mode_vs_diode_top1_geomean"] = geomean(ratios(rows, GUIDE_MODE, "diode_top1", "runtime_do_bench_us"))
+            [
+                r
+                for row in rows
+                if GUIDE_MODE in row["methods"]
+                for r in ratios([row], "diode_top1", "default", "compile_s")
+            ]
+        )
+        s["runtime_ratio_max_autotune_mode_vs_diode_top1_geomean"] = geomean(
+            ratios(rows, GUIDE_MODE, "diode_top1", "runtime_do_bench_us")
+        )
         s["rows_compared_max_autotune_mode"] = len(guide)
     s["runtime_ratio_max_autotune_vs_default_geomean"] = geomean(ratios(rows, "max_autotune", "default", "runtime_us"))
     s["runtime_ratio_diode_top1_vs_default_geomean"] = geomean(ratios(rows, "diode_top1", "default", "runtime_us"))
@@ -280,8 +316,14 @@ def plot(rows: list[dict], path: str) -> None:
     fig, ax = plt.subplots(figsize=(8, 6))
     markers = dict(zip(METHODS, "osD^vP"))
     for method in METHODS:
-        both = [(r["methods"][method]["compile_s"], r["methods"][method]["runtime_us"] / r["methods"]["default"]["runtime_us"])
-                for r in rows if "runtime_us" in r["methods"].get(method, {}) and "runtime_us" in r["methods"].get("default", {})]
+        both = [
+            (
+                r["methods"][method]["compile_s"],
+                r["methods"][method]["runtime_us"] / r["methods"]["default"]["runtime_us"],
+            )
+            for r in rows
+            if "runtime_us" in r["methods"].get(method, {}) and "runtime_us" in r["methods"].get("default", {})
+        ]
         if both:
             ax.scatter([x for x, _ in both], [y for _, y in both], label=method, marker=markers[method], alpha=0.75)
     ax.set_xscale("log")
@@ -302,8 +344,13 @@ def print_table(rows: list[dict], summary: dict) -> None:
         cells = []
         for m in shown:
             v = r["methods"].get(m)
-            cells.append(f"{'-':>21s}" if not v else f"{'error':>21s}" if "error" in v else
-                         f"{v['compile_s']:8.2f} /{v.get('runtime_us', math.nan):10.1f}")
+            cells.append(
+                f"{'-':>21s}"
+                if not v
+                else f"{'error':>21s}"
+                if "error" in v
+                else f"{v['compile_s']:8.2f} /{v.get('runtime_us', math.nan):10.1f}"
+            )
         print(f"{r['label'][:52]:52s} " + " ".join(f"{c:>21s}" for c in cells))
     print()
     for k, v in summary.items():
@@ -319,8 +366,14 @@ def worker(args: argparse.Namespace) -> int:
     def save() -> None:
         Path(args.out).write_text(json.dumps(rows, indent=1))
 
-    run_item("warm-up", "warm-up (not reported)", warm_up_function(), make_inputs(WARM_UP, "cuda"),
-             [m for m in methods if m not in ("max_autotune", "exhaustive")] or ["default"], args.model)
+    run_item(
+        "warm-up",
+        "warm-up (not reported)",
+        warm_up_function(),
+        make_inputs(WARM_UP, "cuda"),
+        [m for m in methods if m not in ("max_autotune", "exhaustive")] or ["default"],
+        args.model,
+    )
     if args.only != "models":
         for label, problem, exhaustive in shapes:
             todo = [m for m in methods if m != "exhaustive" or (exhaustive and not args.no_exhaustive)]
@@ -343,8 +396,13 @@ def combine(args: argparse.Namespace) -> int:
         if len({part.get(key) for part in parts}) > 1:
             raise SystemExit(f"--combine: the reports differ in {key!r}: {[part.get(key) for part in parts]}")
     report = {k: v for k, v in parts[0].items() if k not in ("command", "date", "workers", "rows", "summary", "runs")}
-    report["runs"] = [run for part in parts for run in
-                      (part.get("runs") or [{k: part.get(k) for k in ("command", "date", "device", "torch", "triton", "workers")}])]
+    report["runs"] = [
+        run
+        for part in parts
+        for run in (
+            part.get("runs") or [{k: part.get(k) for k in ("command", "date", "device", "torch", "triton", "workers")}]
+        )
+    ]
     return finish(report, [row for part in parts for row in part["rows"]], args)
 
 
@@ -367,19 +425,38 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shapes", default=str(SHAPES), help="JSON list of GEMMs")
     parser.add_argument("--model", default="NVIDIA-H100-matmul", help="diode model name or file")
-    parser.add_argument("--train-data", nargs="*", default=[str(SHAPES.parents[1] / "data" / "h100" / "train")],
-                        help="training data the shapes must not be in (none: skip the check)")
+    parser.add_argument(
+        "--train-data",
+        nargs="*",
+        default=[str(SHAPES.parents[1] / "data" / "h100" / "train")],
+        help="training data the shapes must not be in (none: skip the check)",
+    )
     parser.add_argument("--only", choices=["gemms", "models"], help="measure only the GEMMs or only the models")
     parser.add_argument("--no-exhaustive", action="store_true", help="skip the EXHAUSTIVE measurements")
-    parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(DEFAULT_METHODS),
-                        help=f"methods to measure (default: all but {GUIDE_MODE})")
-    parser.add_argument("--time-limits", type=float, nargs="+", default=(120, 420, 240, 330), metavar="S",
-                        help=f"seconds for the diode_top1, stock, diode_top3 and {GUIDE_MODE} workers "
-                             "(default 120 420 240 330; a fourth value may be left out)")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=METHODS,
+        default=list(DEFAULT_METHODS),
+        help=f"methods to measure (default: all but {GUIDE_MODE})",
+    )
+    parser.add_argument(
+        "--time-limits",
+        type=float,
+        nargs="+",
+        default=(120, 420, 240, 330),
+        metavar="S",
+        help=f"seconds for the diode_top1, stock, diode_top3 and {GUIDE_MODE} workers "
+        "(default 120 420 240 330; a fourth value may be left out)",
+    )
     parser.add_argument("--out", required=True, help="JSON report")
     parser.add_argument("--plot", help="PNG of runtime vs compile time")
-    parser.add_argument("--combine", nargs="+", metavar="REPORT",
-                        help="join reports of earlier runs (e.g. --only gemms and --only models) into --out; measures nothing")
+    parser.add_argument(
+        "--combine",
+        nargs="+",
+        metavar="REPORT",
+        help="join reports of earlier runs (e.g. --only gemms and --only models) into --out; measures nothing",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.combine:
@@ -398,15 +475,26 @@ def main() -> int:
             raise SystemExit(f"{args.shapes}: these problems are in the training data, not held out: {leaked}")
     report: dict[str, Any] = {
         **report_header(),
-        "model": args.model, "runtime": "do_bench_cudagraph median (runtime_us); do_bench median (runtime_do_bench_us)",
+        "model": args.model,
+        "runtime": "do_bench_cudagraph median (runtime_us); do_bench median (runtime_do_bench_us)",
         "do_bench": {"warmup_ms": WARMUP_MS, "rep_ms": REP_MS, "return_mode": "median"},
-        "settings": {"max_autotune": inductor_settings("DEFAULT", "ATEN,TRITON"),
-                     "exhaustive": inductor_settings("EXHAUSTIVE", "ATEN,TRITON"),
-                     "diode": {"max_autotune_gemm": True, "candidate_pool": diode_config.candidate_pool,
-                               "performance_threshold": 1.0, "unsure_top_k": diode_config.unsure_top_k,
-                               "unsure_pool": "ATen and Inductor's DEFAULT Triton configs"},
-                     GUIDE_MODE: {"mode": "max-autotune", "max_autotune_gemm_backends": "DIODE", "fast_autotune": True,
-                                  "top_k_configs": 1}},
+        "settings": {
+            "max_autotune": inductor_settings("DEFAULT", "ATEN,TRITON"),
+            "exhaustive": inductor_settings("EXHAUSTIVE", "ATEN,TRITON"),
+            "diode": {
+                "max_autotune_gemm": True,
+                "candidate_pool": diode_config.candidate_pool,
+                "performance_threshold": 1.0,
+                "unsure_top_k": diode_config.unsure_top_k,
+                "unsure_pool": "ATen and Inductor's DEFAULT Triton configs",
+            },
+            GUIDE_MODE: {
+                "mode": "max-autotune",
+                "max_autotune_gemm_backends": "DIODE",
+                "fast_autotune": True,
+                "top_k_configs": 1,
+            },
+        },
         "methods": list(args.methods),
         "workers": [],
         "rows": [],
@@ -419,12 +507,14 @@ def main() -> int:
         methods = tuple(m for m in worker_methods if m in args.methods)
         if not methods:
             continue
-        worker_args = ["--worker", ",".join(methods), "--shapes", args.shapes, "--model", args.model] \
-            + (["--only", args.only] if args.only else []) + (["--no-exhaustive"] if args.no_exhaustive else [])
+        worker_args = (
+            ["--worker", ",".join(methods), "--shapes", args.shapes, "--model", args.model]
+            + (["--only", args.only] if args.only else [])
+            + (["--no-exhaustive"] if args.no_exhaustive else [])
+        )
         stage(f"worker {','.join(methods)} (limit {limit:.0f} s)")
         done, code, seconds = run_worker("e2e", worker_args, limit)
-        report["workers"].append({"methods": list(methods), "exit": code, "seconds": seconds,
-                                  "items": len(done)})
+        report["workers"].append({"methods": list(methods), "exit": code, "seconds": seconds, "items": len(done)})
         rows.extend(done)
     return finish(report, rows, args)
 

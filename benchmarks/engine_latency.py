@@ -25,12 +25,11 @@ import numpy as np
 import torch
 
 from torch_diode import _C
-from torch_diode.inductor.config_space import raw_config_lists
 from torch_diode.features import NUM_FEATURES, config_rows, featurize, hardware_row, problem_row
+from torch_diode.inductor.config_space import raw_config_lists
 from torch_diode.model_file import write_model
-from torch_diode.training.model import MODEL_FAMILIES, MLP, Ensemble, Regressor
+from torch_diode.training.model import MLP, MODEL_FAMILIES, Ensemble, Regressor
 from torch_diode.types import Hardware, KernelConfig, Problem
-
 
 ENSEMBLES = ((4, 32), (4, 48), (5, 32), (5, 64))  # (members, hidden width), two hidden layers each
 
@@ -65,10 +64,15 @@ def main() -> int:
         for bm, bn, bk, s, w, g in raw_config_lists()["EXHAUSTIVE"]
     ]
     rows, prow, hrow = config_rows(configs), problem_row(problem), hardware_row(hw)
-    results = {"command": " ".join(sys.argv), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-               "cpu": platform.processor() or platform.machine(), "torch": torch.__version__, "num_choices": len(configs),
-               "machine": f"{_cpu_model()}, {os.cpu_count()} cores, one thread (run under taskset -c 0: one core)",
-               "families": {}}
+    results = {
+        "command": " ".join(sys.argv),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "cpu": platform.processor() or platform.machine(),
+        "torch": torch.__version__,
+        "num_choices": len(configs),
+        "machine": f"{_cpu_model()}, {os.cpu_count()} cores, one thread (run under taskset -c 0: one core)",
+        "families": {},
+    }
     print(f"{len(configs)} choices for {problem.short()}, one thread")
     print(f"{'family':14s} {'dims':18s} {'engine ms':>10s} {'engine+rows ms':>15s} {'pytorch ms':>11s} {'speedup':>8s}")
     forms = {family: (spec["hidden_dim"], spec["num_layers"], 1) for family, spec in MODEL_FAMILIES.items()}
@@ -76,21 +80,32 @@ def main() -> int:
     forms.update({f"ensemble {k}x{h}": (h, 2, k) for k, h in ENSEMBLES})
     for family, (hidden, layers, k) in forms.items():
         torch.manual_seed(0)
-        regs = [Regressor(MLP(NUM_FEATURES, hidden, layers), np.zeros(NUM_FEATURES, np.float32),
-                          np.ones(NUM_FEATURES, np.float32), 3.0, 1.0).eval() for _ in range(k)]
+        regs = [
+            Regressor(
+                MLP(NUM_FEATURES, hidden, layers),
+                np.zeros(NUM_FEATURES, np.float32),
+                np.ones(NUM_FEATURES, np.float32),
+                3.0,
+                1.0,
+            ).eval()
+            for _ in range(k)
+        ]
         reg = regs[0] if k == 1 else Ensemble(regs).eval()
         path = f"/tmp/engine_latency_{family.replace(' ', '_')}.diode"
         write_model(path, reg.to_model_file({}))
         engine = _C.Model.load(path)
-        feats = featurize(problem, configs, hw)
         if k == 1:
             t_engine = timeit(lambda: np.argsort(engine.predict(prow, rows, hrow)))
         else:  # features (C++), every member, their mean and spread: what a decision uses
+
             def ensemble_path():
                 members = engine.predict_members(_C.compute_features(prow, rows, hrow))
                 return np.argsort(members.mean(axis=0)), members.std(axis=0)
+
             t_engine = timeit(ensemble_path)
-        t_full = timeit(lambda: np.argsort(engine.predict(problem_row(problem), config_rows(configs), hardware_row(hw))), reps=50)
+        t_full = timeit(
+            lambda: np.argsort(engine.predict(problem_row(problem), config_rows(configs), hardware_row(hw))), reps=50
+        )
 
         def torch_path():
             with torch.no_grad():
@@ -98,9 +113,17 @@ def main() -> int:
 
         t_torch = timeit(torch_path)
         dims = [NUM_FEATURES] + [hidden] * layers + [1]
-        results["families"][family] = {"dims": dims, "members": k, "engine_ms": t_engine, "engine_with_config_rows_ms": t_full,
-                                       "pytorch_forward_ms": t_torch, "speedup_vs_pytorch": t_torch / t_engine}
-        print(f"{family:14s} {str(dims):18s} {t_engine:10.3f} {t_full:15.3f} {t_torch:11.3f} {t_torch / t_engine:7.1f}x")
+        results["families"][family] = {
+            "dims": dims,
+            "members": k,
+            "engine_ms": t_engine,
+            "engine_with_config_rows_ms": t_full,
+            "pytorch_forward_ms": t_torch,
+            "speedup_vs_pytorch": t_torch / t_engine,
+        }
+        print(
+            f"{family:14s} {str(dims):18s} {t_engine:10.3f} {t_full:15.3f} {t_torch:11.3f} {t_torch / t_engine:7.1f}x"
+        )
     with open(args.out, "w") as f:
         json.dump(results, f, indent=1)
     return 0

@@ -50,13 +50,15 @@ def replay(paths: list[str], samples: tuple[int, ...]) -> dict:
         r = [x for x in ratios[k] if math.isfinite(x)]
         if not r:
             continue
-        rows.append({
-            "exhaustive_sample": k,
-            "problems": len(r),
-            "best_kept_over_best_geomean": math.exp(sum(math.log(x) for x in r) / len(r)),
-            "best_kept_over_best_worst": max(r),
-            "fraction_best_within_2pct": sum(x <= 1.02 for x in r) / len(r),
-        })
+        rows.append(
+            {
+                "exhaustive_sample": k,
+                "problems": len(r),
+                "best_kept_over_best_geomean": math.exp(sum(math.log(x) for x in r) / len(r)),
+                "best_kept_over_best_worst": max(r),
+                "fraction_best_within_2pct": sum(x <= 1.02 for x in r) / len(r),
+            }
+        )
     return {"files": files, "rows": rows}
 
 
@@ -67,13 +69,18 @@ def main() -> None:
     parser.add_argument("--out", help="write the JSON report here")
     args = parser.parse_args()
     report = replay(args.datasets, tuple(args.samples))
-    report = {"command": "benchmarks/sample_budget.py " + " ".join(args.datasets),
-              "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "machine": "CPU (replays H100 timings)", **report}
+    report = {
+        "command": "benchmarks/sample_budget.py " + " ".join(args.datasets),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": "CPU (replays H100 timings)",
+        **report,
+    }
     print(f"{'sample':>7} {'problems':>9} {'geomean':>9} {'worst':>8} {'within 2%':>10}")
     for row in report["rows"]:
-        print(f"{row['exhaustive_sample']:>7} {row['problems']:>9} {row['best_kept_over_best_geomean']:>9.4f} "
-              f"{row['best_kept_over_best_worst']:>8.3f} {row['fraction_best_within_2pct']:>10.3f}")
+        print(
+            f"{row['exhaustive_sample']:>7} {row['problems']:>9} {row['best_kept_over_best_geomean']:>9.4f} "
+            f"{row['best_kept_over_best_worst']:>8.3f} {row['fraction_best_within_2pct']:>10.3f}"
+        )
     if args.out:
         with open(args.out, "w") as f:
             json.dump(report, f, indent=1)

@@ -35,10 +35,10 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -49,9 +49,10 @@ from torch_diode.selection import Confidence, NoUsableCandidate, Policy, Pool, d
 from torch_diode.types import Problem, load_datasets
 
 ROOT = Path(__file__).resolve().parents[1]
-HELDOUT_DATA = [str(ROOT / "data" / "h100" / "validation" / f"h100_{part}.msgpack.gz")
-                for part in ("mm_chunk0000", "mm_chunk0001", "bmm_chunk0000", "f32_chunk0000", "odd_chunk0000")] \
-    + [str(ROOT / "data" / "h100" / "odd"), str(ROOT / "data" / "h100" / "odd2")]
+HELDOUT_DATA = [
+    str(ROOT / "data" / "h100" / "validation" / f"h100_{part}.msgpack.gz")
+    for part in ("mm_chunk0000", "mm_chunk0001", "bmm_chunk0000", "f32_chunk0000", "odd_chunk0000")
+] + [str(ROOT / "data" / "h100" / "odd"), str(ROOT / "data" / "h100" / "odd2")]
 
 
 def replays(model: str, data: list[str], with_tf32: bool = False) -> Iterator[tuple]:
@@ -63,8 +64,12 @@ def replays(model: str, data: list[str], with_tf32: bool = False) -> Iterator[tu
         configs = [t.config for t in ok]
         rows = config_rows(configs)
         pool = Pool(featurize(problem, configs, hardware), is_extern(rows), beyond_default_list(problem, rows))
-        replay = (problem, pool, predict_log_time_us(engine, problem, configs, hardware).astype(np.float64),
-                  np.array([t.time_us for t in ok]))
+        replay = (
+            problem,
+            pool,
+            predict_log_time_us(engine, problem, configs, hardware).astype(np.float64),
+            np.array([t.time_us for t in ok]),
+        )
         yield (*replay, any(c.allow_tf32 and c.is_tiled for c in configs)) if with_tf32 else replay
 
 
@@ -81,25 +86,46 @@ def judge(model: str, data: str, policy: Policy) -> dict:
         kept.append(len(decision.widened))
 
     def summary(x: list[float]) -> dict:
-        return {"geomean": float(math.exp(np.mean(np.log(x)))), "worst": float(max(x)), "over_1.3": int(sum(v > 1.3 for v in x))}
+        return {
+            "geomean": float(math.exp(np.mean(np.log(x)))),
+            "worst": float(max(x)),
+            "over_1.3": int(sum(v > 1.3 for v in x)),
+        }
 
-    return {"model": model, "data": data, "problems": len(first), "first": summary(first),
-            "widened": summary(best_widened), "kept_mean": float(np.mean(kept))}
+    return {
+        "model": model,
+        "data": data,
+        "problems": len(first),
+        "first": summary(first),
+        "widened": summary(best_widened),
+        "kept_mean": float(np.mean(kept)),
+    }
 
 
 def heldout(args: argparse.Namespace) -> int:
     policy = Policy.from_config()
-    settings = {"unsure_top_k": policy.unsure_top_k, "unsure_pool": "ATen and Inductor's DEFAULT Triton configs",
-                "extern_preference": policy.extern_preference}
+    settings = {
+        "unsure_top_k": policy.unsure_top_k,
+        "unsure_pool": "ATen and Inductor's DEFAULT Triton configs",
+        "extern_preference": policy.extern_preference,
+    }
     rows = [judge(m, d, policy) for m in args.model for d in args.data]
-    report = {"command": " ".join(["python", *sys.argv]), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "machine": "CPU (predictions against data measured on the GPU named in each dataset)",
-              "settings": settings, "rows": rows}
+    report = {
+        "command": " ".join(["python", *sys.argv]),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": "CPU (predictions against data measured on the GPU named in each dataset)",
+        "settings": settings,
+        "rows": rows,
+    }
     Path(args.out).write_text(json.dumps(report, indent=1))
-    print(f"{'model':28s} {'data':52s} {'n':>4s} {'first gm':>9s} {'worst':>6s} {'wide gm':>8s} {'worst':>6s} {'kept':>5s}")
+    print(
+        f"{'model':28s} {'data':52s} {'n':>4s} {'first gm':>9s} {'worst':>6s} {'wide gm':>8s} {'worst':>6s} {'kept':>5s}"
+    )
     for r in rows:
-        print(f"{r['model'][-28:]:28s} {r['data'][-52:]:52s} {r['problems']:4d} {r['first']['geomean']:9.3f} "
-              f"{r['first']['worst']:6.2f} {r['widened']['geomean']:8.3f} {r['widened']['worst']:6.2f} {r['kept_mean']:5.1f}")
+        print(
+            f"{r['model'][-28:]:28s} {r['data'][-52:]:52s} {r['problems']:4d} {r['first']['geomean']:9.3f} "
+            f"{r['first']['worst']:6.2f} {r['widened']['geomean']:8.3f} {r['widened']['worst']:6.2f} {r['kept_mean']:5.1f}"
+        )
     return 0
 
 
@@ -120,24 +146,44 @@ def realmodels(args: argparse.Namespace) -> int:
         except NoUsableCandidate:
             continue
         best = float(measured.min())
-        rows.append({"problem": problem.short(), "layers": names.get(problem_identity(problem), []),
-                     "first_pick": float(measured[decision.first]) / best,
-                     "outcome": float(measured[list(decision.chosen)].min()) / best,
-                     "unsure": decision.unsure, "chosen": len(decision.chosen)})
+        rows.append(
+            {
+                "problem": problem.short(),
+                "layers": names.get(problem_identity(problem), []),
+                "first_pick": float(measured[decision.first]) / best,
+                "outcome": float(measured[list(decision.chosen)].min()) / best,
+                "unsure": decision.unsure,
+                "chosen": len(decision.chosen),
+            }
+        )
     if not rows:
         raise SystemExit(f"no problem with a usable candidate in {' '.join(args.data)}")
     first = np.array([r["first_pick"] for r in rows])
     outcome = np.array([r["outcome"] for r in rows])
-    summary = {"num_problems": len(rows), "first_pick_geomean": float(np.exp(np.log(first).mean())),
-               "first_pick_worst": float(first.max()), "unsure_fraction": sum(bool(r["unsure"]) for r in rows) / len(rows),
-               "outcome_geomean": float(np.exp(np.log(outcome).mean())), "outcome_worst": float(outcome.max()),
-               "unmatched_problems": sum(not r["layers"] for r in rows)}
-    report = {"command": " ".join(["python", *sys.argv]), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "machine": "CPU (predictions against data measured on the GPU named in the dataset)",
-              "model": args.model, "data": args.data, "shapeset": args.shapeset, **summary, "rows": rows}
+    summary = {
+        "num_problems": len(rows),
+        "first_pick_geomean": float(np.exp(np.log(first).mean())),
+        "first_pick_worst": float(first.max()),
+        "unsure_fraction": sum(bool(r["unsure"]) for r in rows) / len(rows),
+        "outcome_geomean": float(np.exp(np.log(outcome).mean())),
+        "outcome_worst": float(outcome.max()),
+        "unmatched_problems": sum(not r["layers"] for r in rows),
+    }
+    report = {
+        "command": " ".join(["python", *sys.argv]),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": "CPU (predictions against data measured on the GPU named in the dataset)",
+        "model": args.model,
+        "data": args.data,
+        "shapeset": args.shapeset,
+        **summary,
+        "rows": rows,
+    }
     Path(args.out).write_text(json.dumps(report, indent=1))
     for r in sorted(rows, key=lambda r: -r["first_pick"])[:10]:
-        print(f"{r['first_pick']:6.3f} {r['outcome']:6.3f} {str(r['unsure']):>14s} {r['problem']:40s} {'; '.join(r['layers'])[:60]}")
+        print(
+            f"{r['first_pick']:6.3f} {r['outcome']:6.3f} {str(r['unsure']):>14s} {r['problem']:40s} {'; '.join(r['layers'])[:60]}"
+        )
     print(" ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in summary.items()))
     return 0
 
@@ -157,17 +203,32 @@ def extern_preference(args: argparse.Namespace) -> int:
             extern_picks += bool(pool.extern[pick])
             perf.append(measured.min() / measured[pick])
         perf = np.array(perf)
-        rows.append({"extern_preference": preference, "top1_perf_geomean": math.exp(np.log(perf).mean()),
-                     "worst_top1_slowdown": float(1 / perf.min()), "extern_picks": extern_picks})
+        rows.append(
+            {
+                "extern_preference": preference,
+                "top1_perf_geomean": math.exp(np.log(perf).mean()),
+                "worst_top1_slowdown": float(1 / perf.min()),
+                "extern_picks": extern_picks,
+            }
+        )
     measured_best_extern = sum(bool(pool.extern[np.argmin(m)]) for _, pool, _, m in problems)
-    report = {"command": " ".join(["python", *sys.argv]), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "machine": "CPU (predictions and measured H100 data only)", "model": args.model, "data": args.data,
-              "problems": len(problems), "extern_measured_best": measured_best_extern, "rows": rows}
+    report = {
+        "command": " ".join(["python", *sys.argv]),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": "CPU (predictions and measured H100 data only)",
+        "model": args.model,
+        "data": args.data,
+        "problems": len(problems),
+        "extern_measured_best": measured_best_extern,
+        "rows": rows,
+    }
     Path(args.out).write_text(json.dumps(report, indent=1))
     print(f"{len(problems)} problems; ATen/cuBLAS measured fastest on {measured_best_extern}")
     print(f"{'preference':>10s} {'top-1 perf':>10s} {'worst':>7s} {'ATen picks':>10s}")
     for r in rows:
-        print(f"{r['extern_preference']:10.2f} {r['top1_perf_geomean']:10.4f} {r['worst_top1_slowdown']:7.3f} {r['extern_picks']:10d}")
+        print(
+            f"{r['extern_preference']:10.2f} {r['top1_perf_geomean']:10.4f} {r['worst_top1_slowdown']:7.3f} {r['extern_picks']:10d}"
+        )
     return 0
 
 
@@ -203,7 +264,9 @@ def ranking(args: argparse.Namespace) -> int:
             for problem, pool, members, measured in _members(model, data):
                 predicted = members.mean(axis=0)
                 try:  # the model's best among the usable Triton candidates alone
-                    alone = decide(problem, replace(pool, allowed=~pool.extern), members, replace(policy, extern_preference=1.0))
+                    alone = decide(
+                        problem, replace(pool, allowed=~pool.extern), members, replace(policy, extern_preference=1.0)
+                    )
                     triton.append(measured[alone.order].min() / measured[alone.first])
                 except NoUsableCandidate:
                     pass
@@ -213,16 +276,27 @@ def ranking(args: argparse.Namespace) -> int:
                     continue
                 first.append(measured[decision.first] / measured[decision.order].min())
                 errors.extend(predicted - np.log(measured))
-            rows.append({"model": model, "data": data, "problems": len(first),
-                         "triton_top1_perf_geomean": _summary(triton).get("geomean"),
-                         "triton_top1_perf_worst": float(min(triton)) if triton else None,
-                         "first_pick": _summary(first), "mse_ln_time": float(np.mean(np.square(errors)))})
+            rows.append(
+                {
+                    "model": model,
+                    "data": data,
+                    "problems": len(first),
+                    "triton_top1_perf_geomean": _summary(triton).get("geomean"),
+                    "triton_top1_perf_worst": float(min(triton)) if triton else None,
+                    "first_pick": _summary(first),
+                    "mse_ln_time": float(np.mean(np.square(errors))),
+                }
+            )
     _write(args, {"rows": rows})
-    print(f"{'model':28s} {'data':24s} {'n':>4s} {'triton top1':>11s} {'worst':>6s} {'first gm':>9s} {'worst':>6s} {'mse':>7s}")
+    print(
+        f"{'model':28s} {'data':24s} {'n':>4s} {'triton top1':>11s} {'worst':>6s} {'first gm':>9s} {'worst':>6s} {'mse':>7s}"
+    )
     for r in rows:
-        print(f"{r['model'][-28:]:28s} {r['data'][-24:]:24s} {r['problems']:4d} {r['triton_top1_perf_geomean']:11.4f} "
-              f"{r['triton_top1_perf_worst']:6.3f} {r['first_pick']['geomean']:9.4f} {r['first_pick']['worst']:6.2f} "
-              f"{r['mse_ln_time']:7.4f}")
+        print(
+            f"{r['model'][-28:]:28s} {r['data'][-24:]:24s} {r['problems']:4d} {r['triton_top1_perf_geomean']:11.4f} "
+            f"{r['triton_top1_perf_worst']:6.3f} {r['first_pick']['geomean']:9.4f} {r['first_pick']['worst']:6.2f} "
+            f"{r['mse_ln_time']:7.4f}"
+        )
     return 0
 
 
@@ -239,12 +313,17 @@ def unsure_rules(args: argparse.Namespace) -> int:
     base = Policy.from_config()
     hand = tuple(r for r in UNSURE_RULES if r != "loss_risk")
     variants = {"all": replace(base, unsure_rules=UNSURE_RULES), "none": replace(base, unsure_rules=())}
-    variants.update({f"all but {r}": replace(base, unsure_rules=tuple(x for x in UNSURE_RULES if x != r)) for r in UNSURE_RULES})
+    variants.update(
+        {f"all but {r}": replace(base, unsure_rules=tuple(x for x in UNSURE_RULES if x != r)) for r in UNSURE_RULES}
+    )
     variants["hand-made rules alone"] = replace(base, unsure_rules=hand)
     for threshold in args.thresholds:
-        variants[f"loss_risk alone > {threshold:g}"] = replace(base, unsure_rules=("loss_risk",), unsure_loss_probability=threshold)
+        variants[f"loss_risk alone > {threshold:g}"] = replace(
+            base, unsure_rules=("loss_risk",), unsure_loss_probability=threshold
+        )
         variants[f"loss_risk > {threshold:g} and misaligned"] = replace(
-            base, unsure_rules=("loss_risk", "misaligned"), unsure_loss_probability=threshold)
+            base, unsure_rules=("loss_risk", "misaligned"), unsure_loss_probability=threshold
+        )
     rows = []
     for data in args.data:
         problems = list(_members(args.model, data))
@@ -258,26 +337,47 @@ def unsure_rules(args: argparse.Namespace) -> int:
                 got.append(measured[list(decision.chosen)].min() / measured[decision.order].min())
                 unsure += decision.unsure is not None
                 kept.append(len(decision.chosen))
-            rows.append({"data": data, "variant": name, "rules": list(policy.unsure_rules),
-                         "unsure_loss_probability": policy.unsure_loss_probability, "problems": len(got),
-                         "result": _summary(got), "over_1.10": int(sum(v > 1.10 for v in got)),
-                         "unsure_fraction": unsure / max(1, len(got)), "kept_mean": float(np.mean(kept))})
-    _write(args, {"model": args.model, "calibration": None if contract.loss_calibration is None
-                  else contract.loss_calibration.to_dict(), "rows": rows})
-    print(f"{'data':10s} {'variant':34s} {'n':>4s} {'geomean':>8s} {'worst':>6s} {'>1.10':>5s} {'unsure':>7s} {'kept':>5s}")
+            rows.append(
+                {
+                    "data": data,
+                    "variant": name,
+                    "rules": list(policy.unsure_rules),
+                    "unsure_loss_probability": policy.unsure_loss_probability,
+                    "problems": len(got),
+                    "result": _summary(got),
+                    "over_1.10": int(sum(v > 1.10 for v in got)),
+                    "unsure_fraction": unsure / max(1, len(got)),
+                    "kept_mean": float(np.mean(kept)),
+                }
+            )
+    _write(
+        args,
+        {
+            "model": args.model,
+            "calibration": None if contract.loss_calibration is None else contract.loss_calibration.to_dict(),
+            "rows": rows,
+        },
+    )
+    print(
+        f"{'data':10s} {'variant':34s} {'n':>4s} {'geomean':>8s} {'worst':>6s} {'>1.10':>5s} {'unsure':>7s} {'kept':>5s}"
+    )
     for r in rows:
-        print(f"{Path(r['data']).name:10s} {r['variant']:34s} {r['problems']:4d} {r['result']['geomean']:8.4f} "
-              f"{r['result']['worst']:6.2f} {r['over_1.10']:5d} {100 * r['unsure_fraction']:6.1f}% {r['kept_mean']:5.1f}")
+        print(
+            f"{Path(r['data']).name:10s} {r['variant']:34s} {r['problems']:4d} {r['result']['geomean']:8.4f} "
+            f"{r['result']['worst']:6.2f} {r['over_1.10']:5d} {100 * r['unsure_fraction']:6.1f}% {r['kept_mean']:5.1f}"
+        )
     return 0
 
 
 def _write(args: argparse.Namespace, body: dict) -> None:
     import platform
 
-    report = {"command": " ".join(["python", "-m", "benchmarks.selection_replay", *sys.argv[1:]]),
-              "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "machine": f"CPU ({platform.machine()}): predictions against data measured on the GPU named in each dataset",
-              **body}
+    report = {
+        "command": " ".join(["python", "-m", "benchmarks.selection_replay", *sys.argv[1:]]),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"CPU ({platform.machine()}): predictions against data measured on the GPU named in each dataset",
+        **body,
+    }
     Path(args.out).write_text(json.dumps(report, indent=1))
 
 
@@ -286,14 +386,20 @@ def main() -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("heldout", help="first pick and unsure widening per dataset")
     p.add_argument("--model", nargs="+", default=["NVIDIA-H100-matmul"], help="model files or shipped model names")
-    p.add_argument("--data", nargs="+", default=HELDOUT_DATA,
-                   help="dataset files or folders, each judged on its own (default: the H100 validation files, data/h100/odd, data/h100/odd2)")
+    p.add_argument(
+        "--data",
+        nargs="+",
+        default=HELDOUT_DATA,
+        help="dataset files or folders, each judged on its own (default: the H100 validation files, data/h100/odd, data/h100/odd2)",
+    )
     p.add_argument("--out", required=True)
     p.set_defaults(run=heldout)
     p = sub.add_parser("realmodels", help="the handler's decisions on the held-out real models' GEMMs")
     p.add_argument("--model", default="NVIDIA-H100-matmul", help="model file or shipped model name")
     p.add_argument("--data", nargs="+", required=True, help="dataset files or folders collected from the shapeset")
-    p.add_argument("--shapeset", default="realmodels_heldout", help="the shapeset naming each problem's models and layers")
+    p.add_argument(
+        "--shapeset", default="realmodels_heldout", help="the shapeset naming each problem's models and layers"
+    )
     p.add_argument("--out", required=True)
     p.set_defaults(run=realmodels)
     p = sub.add_parser("extern-preference", help="the first pick for several extern_preference values")

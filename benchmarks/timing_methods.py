@@ -27,8 +27,8 @@ import torch
 from benchmarks.common import spearman
 from torch_diode.collection import collect
 from torch_diode.collection.fast_sweep import FastSweep, _queue, hardware_l2_bytes, precompile
-from torch_diode.collection.operands import layout_tensors
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings
+from torch_diode.collection.operands import layout_tensors
 from torch_diode.collection.triton_mm import make_launcher
 from torch_diode.types import Problem, load_dataset
 
@@ -37,7 +37,6 @@ SHAPES = [
     Problem("mm", 1, 1024, 4096, 2048, "float16", "float16", "float16"),
     Problem("mm", 1, 16, 4096, 4096, "bfloat16", "bfloat16", "bfloat16"),
 ]
-
 
 
 def events_time(fn, flush, reps: int) -> float:
@@ -56,9 +55,14 @@ def main() -> int:
     from torch_diode.collection import kernel_spec
 
     kernel_spec.SPECIALIZE_SIZES = args.specialize_sizes
-    report = {"command": " ".join(sys.argv), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "device": torch.cuda.get_device_name(), "torch": torch.__version__,
-              "triton": __import__("triton").__version__, "shapes": []}
+    report = {
+        "command": " ".join(sys.argv),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": __import__("triton").__version__,
+        "shapes": [],
+    }
     for problem in SHAPES:
         with collect(tmp / "ind.json"):
             compile_and_run(problem, "cuda", inductor_settings("DEFAULT", "ATEN,TRITON"))
@@ -88,16 +92,29 @@ def main() -> int:
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
                 fn()
-            rows.append({"config": t.config.short(), "inductor_us": t.time_us, "first_launch_ms": first_ms,
-                         "l2_us": events_time(fn, l2, args.reps), "big_us": events_time(fn, big, args.reps),
-                         "graph_us": events_time(graph.replay, l2, args.reps)})
+            rows.append(
+                {
+                    "config": t.config.short(),
+                    "inductor_us": t.time_us,
+                    "first_launch_ms": first_ms,
+                    "l2_us": events_time(fn, l2, args.reps),
+                    "big_us": events_time(fn, big, args.reps),
+                    "graph_us": events_time(graph.replay, l2, args.reps),
+                }
+            )
         ind = np.array([r["inductor_us"] for r in rows])
-        summary = {"problem": problem.short(), "configs": len(rows),
-                   "first_launch_ms_median": float(np.median([r["first_launch_ms"] for r in rows]))}
+        summary = {
+            "problem": problem.short(),
+            "configs": len(rows),
+            "first_launch_ms_median": float(np.median([r["first_launch_ms"] for r in rows])),
+        }
         for m in ("l2", "big", "graph"):
             v = np.array([r[f"{m}_us"] for r in rows])
-            summary[m] = {"spearman": spearman(ind, v), "median_abs_rel_diff": float(np.median(np.abs(v - ind) / ind)),
-                          "median_ratio": float(np.median(v / ind))}
+            summary[m] = {
+                "spearman": spearman(ind, v),
+                "median_abs_rel_diff": float(np.median(np.abs(v - ind) / ind)),
+                "median_ratio": float(np.median(v / ind)),
+            }
         report["shapes"].append({**summary, "rows": rows})
         Path(args.out).write_text(json.dumps(report, indent=1))
         print(json.dumps(summary), flush=True)

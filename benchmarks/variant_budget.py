@@ -21,12 +21,15 @@ from torch_diode.collection.shapes import ShapeSpec, random_problems
 COMPILE_KERNELS_PER_S = 17.0  # measured on the H100 machine with 16 threads
 
 DESIGNS = {
-    "as run (log-normal, 70% aligned to 64, 20% transposed)": dict(alignment=64, aligned_fraction=0.7, transpose_probability=0.2),
+    "as run (log-normal, 70% aligned to 64, 20% transposed)": dict(
+        alignment=64, aligned_fraction=0.7, transpose_probability=0.2
+    ),
     "all sizes multiples of 64, 20% transposed": dict(alignment=64, aligned_fraction=1.0, transpose_probability=0.2),
     "all sizes multiples of 64, no transposes": dict(alignment=64, aligned_fraction=1.0, transpose_probability=0.0),
     "unaligned log-normal, no transposes": dict(alignment=1, aligned_fraction=0.0, transpose_probability=0.0),
-    "class: sizes multiples of 256 in 256..4096, no transposes": dict(alignment=256, aligned_fraction=1.0, transpose_probability=0.0,
-                                                                      min_size=256),
+    "class: sizes multiples of 256 in 256..4096, no transposes": dict(
+        alignment=256, aligned_fraction=1.0, transpose_probability=0.0, min_size=256
+    ),
 }
 
 
@@ -41,19 +44,43 @@ def main() -> int:
     print(f"{'design':58s} {'spec':>5s} {'variants':>9s} {'per problem':>11s} {'compile min':>11s}")
     for name, extra in DESIGNS.items():
         extra = {"min_size": 16, **extra}
-        spec = ShapeSpec(num_shapes=args.num_shapes, log_normal=True, max_size=4096, ops=("mm", "addmm", "bmm"),
-                         dtypes=("float16", "bfloat16", "float32"), max_batch=32, **extra)
+        spec = ShapeSpec(
+            num_shapes=args.num_shapes,
+            log_normal=True,
+            max_size=4096,
+            ops=("mm", "addmm", "bmm"),
+            dtypes=("float16", "bfloat16", "float32"),
+            max_batch=32,
+            **extra,
+        )
         problems = random_problems(spec, seed=1)
         pairs = [(p, c) for p in problems for c in choices_for(p, args.exhaustive_sample, 0) if c.is_tiled]
         for specialise in (True, False):
             variants = len({variant_key(p, c, specialise) for p, c in pairs})
-            row = {"design": name, "specialize_sizes": specialise, "variants": variants, "timings": len(pairs),
-                   "variants_per_problem": variants / len(problems), "compile_minutes": variants / COMPILE_KERNELS_PER_S / 60}
+            row = {
+                "design": name,
+                "specialize_sizes": specialise,
+                "variants": variants,
+                "timings": len(pairs),
+                "variants_per_problem": variants / len(problems),
+                "compile_minutes": variants / COMPILE_KERNELS_PER_S / 60,
+            }
             rows.append(row)
-            print(f"{name:58s} {str(specialise):>5s} {variants:9d} {row['variants_per_problem']:11.1f} {row['compile_minutes']:11.1f}")
+            print(
+                f"{name:58s} {str(specialise):>5s} {variants:9d} {row['variants_per_problem']:11.1f} {row['compile_minutes']:11.1f}"
+            )
     with open(args.out, "w") as f:
-        json.dump({"command": " ".join(sys.argv), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                   "machine": "CPU (counting only)", "compile_kernels_per_s_h100": COMPILE_KERNELS_PER_S, "rows": rows}, f, indent=1)
+        json.dump(
+            {
+                "command": " ".join(sys.argv),
+                "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "machine": "CPU (counting only)",
+                "compile_kernels_per_s_h100": COMPILE_KERNELS_PER_S,
+                "rows": rows,
+            },
+            f,
+            indent=1,
+        )
     return 0
 
 

@@ -124,5 +124,6 @@ print(f"Fallbacks to autotune: {stats['fallbacks']}")
 
 def on_cpu(code: str) -> str:
     """An example's code with its GPU tensors on the CPU in float32 (the only change)."""
-    return code.replace('device="cuda"', 'device="cpu"').replace(".cuda()", "").replace("torch.float16", "torch.float32")
-
+    return (
+        code.replace('device="cuda"', 'device="cpu"').replace(".cuda()", "").replace("torch.float16", "torch.float32")
+    )

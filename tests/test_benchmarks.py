@@ -64,7 +64,9 @@ def test_heldout_selection_judges_the_handlers_order_on_measured_data(tmp_path):
     assert run.returncode == 0, run.stderr
     (row,) = json.loads(out.read_text())["rows"]
     assert row["problems"] == 12
-    assert 1.0 <= row["widened"]["geomean"] <= row["first"]["geomean"] and row["widened"]["worst"] <= row["first"]["worst"]
+    assert (
+        1.0 <= row["widened"]["geomean"] <= row["first"]["geomean"] and row["widened"]["worst"] <= row["first"]["worst"]
+    )
     # unsure_top_k (5), plus the best ATen choice and the best DEFAULT template where those lack them
     assert 1.0 <= row["kept_mean"] <= 7.0
 

@@ -30,8 +30,17 @@ def test_console_script_is_installed():
 
 @pytest.mark.parametrize(
     "command",
-    [["dataset"], ["dataset", "stats"], ["dataset", "coverage"], ["dataset", "merge"], ["dataset", "convert"], ["dataset", "split"],
-     ["collect"], ["collect-shapeset"], ["create-validation"]],
+    [
+        ["dataset"],
+        ["dataset", "stats"],
+        ["dataset", "coverage"],
+        ["dataset", "merge"],
+        ["dataset", "convert"],
+        ["dataset", "split"],
+        ["collect"],
+        ["collect-shapeset"],
+        ["create-validation"],
+    ],
 )
 def test_every_command_has_help(command):
     out = diode(*command, "--help").stdout
@@ -59,7 +68,19 @@ def test_convert_merge_split(tmp_path):
     assert load_dataset(mp).to_dict() == load_dataset(SAMPLE).to_dict()
 
     train, val = tmp_path / "train.json", tmp_path / "val.msgpack.gz"
-    diode("dataset", "split", SAMPLE, "--train", train, "--validation", val, "--validation-fraction", "0.25", "--seed", "3")
+    diode(
+        "dataset",
+        "split",
+        SAMPLE,
+        "--train",
+        train,
+        "--validation",
+        val,
+        "--validation-fraction",
+        "0.25",
+        "--seed",
+        "3",
+    )
     t, v = load_dataset(train), load_dataset(val)
     tp = {p for _, p, _ in t.problems()}
     vp = {p for _, p, _ in v.problems()}
@@ -70,7 +91,19 @@ def test_convert_merge_split(tmp_path):
         for _, p, ts in ds.problems():
             assert ts == src[p]
     # deterministic for a seed, different for another
-    diode("dataset", "split", SAMPLE, "--train", tmp_path / "t2.json", "--validation", tmp_path / "v2.json", "--validation-fraction", "0.25", "--seed", "3")
+    diode(
+        "dataset",
+        "split",
+        SAMPLE,
+        "--train",
+        tmp_path / "t2.json",
+        "--validation",
+        tmp_path / "v2.json",
+        "--validation-fraction",
+        "0.25",
+        "--seed",
+        "3",
+    )
     assert {p for _, p, _ in load_dataset(tmp_path / "v2.json").problems()} == vp
 
     # merging the two halves (a folder) gives back every problem
@@ -85,7 +118,9 @@ def test_convert_merge_split(tmp_path):
 
 def test_bad_file_gives_a_clear_error_and_nonzero_exit(tmp_path):
     bad = tmp_path / "bad.json"
-    bad.write_text('{"format": "torch-diode-dataset", "schema_version": 1, "metadata": {}, "configs": [], "hardware": [{}]}')
+    bad.write_text(
+        '{"format": "torch-diode-dataset", "schema_version": 1, "metadata": {}, "configs": [], "hardware": [{}]}'
+    )
     proc = diode("dataset", "stats", bad, check=False)
     assert proc.returncode == 2
     assert str(bad) in proc.stderr and "hardware[0].hardware" in proc.stderr
@@ -96,5 +131,16 @@ def test_fast_mode_without_a_gpu_is_a_clear_error(tmp_path):
 
     if torch.cuda.is_available():
         return
-    proc = diode("collect", "--search-mode", "fast", "--device", "cpu", "--num-shapes", "1", "--output", tmp_path / "x.json", check=False)
+    proc = diode(
+        "collect",
+        "--search-mode",
+        "fast",
+        "--device",
+        "cpu",
+        "--num-shapes",
+        "1",
+        "--output",
+        tmp_path / "x.json",
+        check=False,
+    )
     assert proc.returncode == 2 and "CUDA GPU" in proc.stderr and "Traceback" not in proc.stderr

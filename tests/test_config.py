@@ -25,8 +25,12 @@ def _settings(env: dict, configure_logging: bool = False) -> tuple[dict, str]:
     import json
 
     code = ("import logging; logging.basicConfig(); " if configure_logging else "") + SHOW
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**{k: v for k, v in os.environ.items() if not k.startswith("TORCH_DIODE_")}, **env})
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("TORCH_DIODE_")}, **env},
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout), proc.stderr
 
@@ -42,12 +46,15 @@ def test_bad_values_are_logged_and_the_defaults_kept():
         assert ("WARNING" in err) == configure_logging  # a logged WARNING where logging is set up
 
 
-@pytest.mark.parametrize("name,value,key,expected", [
-    ("TORCH_DIODE_TOP_K", " 3 ", "top_k_configs", 3),
-    ("TORCH_DIODE_CANDIDATE_POOL", "default", "candidate_pool", "DEFAULT"),
-    ("TORCH_DIODE_ENABLE_FALLBACK", "off", "enable_fallback", False),
-    ("TORCH_DIODE_EXTERN_PREFERENCE", "1.0", "extern_preference", 1.0),
-])
+@pytest.mark.parametrize(
+    "name,value,key,expected",
+    [
+        ("TORCH_DIODE_TOP_K", " 3 ", "top_k_configs", 3),
+        ("TORCH_DIODE_CANDIDATE_POOL", "default", "candidate_pool", "DEFAULT"),
+        ("TORCH_DIODE_ENABLE_FALLBACK", "off", "enable_fallback", False),
+        ("TORCH_DIODE_EXTERN_PREFERENCE", "1.0", "extern_preference", 1.0),
+    ],
+)
 def test_good_values_are_taken(name, value, key, expected):
     settings, err = _settings({name: value})
     assert settings[key] == expected and name not in err

@@ -6,8 +6,18 @@ import sys
 
 import pytest
 
-from torch_diode.coverage import (DEFAULT_TARGETS, DTYPE_COLUMNS, LAYOUTS, REGIMES, REQUIRED_CANDIDATE_KINDS, Coverage,
-                                  all_cells, cell_target, format_report, missing_counts)
+from torch_diode.coverage import (
+    DEFAULT_TARGETS,
+    DTYPE_COLUMNS,
+    LAYOUTS,
+    REGIMES,
+    REQUIRED_CANDIDATE_KINDS,
+    Coverage,
+    all_cells,
+    cell_target,
+    format_report,
+    missing_counts,
+)
 from torch_diode.types import OPS, Dataset, Hardware, KernelConfig, Problem, TimedConfig, save_dataset
 
 H100 = Hardware("NVIDIA H100 80GB HBM3", (9, 0), 132, 85899345920, 232448, "2.11.0", "3.6.0", "13.0")
@@ -39,22 +49,38 @@ PLAIN_FP32 = mm(512, 512, 512, "float32", ta=True, tb=False)
 
 def test_cells_count_each_problem_once_where_it_belongs():
     cov = Coverage()
-    cov.add(dataset([(DECODE, [(ATEN_MM, False), (triton(), False), (KernelConfig("decompose_k"), True)]),
-                     (ATTENTION, [(ATEN_BMM, False), (triton("triton::bmm"), False)]),
-                     (LM_HEAD, [(ATEN_MM, False), (triton(tf32=True), False)]),
-                     (PLAIN_FP32, [(ATEN_MM, False)])]))
+    cov.add(
+        dataset(
+            [
+                (DECODE, [(ATEN_MM, False), (triton(), False), (KernelConfig("decompose_k"), True)]),
+                (ATTENTION, [(ATEN_BMM, False), (triton("triton::bmm"), False)]),
+                (LM_HEAD, [(ATEN_MM, False), (triton(tf32=True), False)]),
+                (PLAIN_FP32, [(ATEN_MM, False)]),
+            ]
+        )
+    )
     cov.add(dataset([(DECODE, [(ATEN_MM, False)])]))  # the same problem in another file
     cov.add(dataset([(PLAIN_FP32, [(ATEN_MM, False)])], tf32_settings=True))  # measured again with TF32 on
     cells = cov.cells()
     assert cov.num_problems == 5
     expected = {
-        "op/mm/float16/NT": 1, "regime/decode/float16": 1,
-        "op/bmm/bfloat16/NT": 1, "regime/skinny_k/bfloat16": 1, "regime/unaligned/bfloat16": 1,
-        "regime/attention_bmm/bfloat16": 1, "regime/large_batch_bmm/bfloat16": 1,
-        "op/mm/float32-tf32/NN": 1, "regime/huge_k/float32-tf32": 1, "regime/vocab_n/float32-tf32": 1,
+        "op/mm/float16/NT": 1,
+        "regime/decode/float16": 1,
+        "op/bmm/bfloat16/NT": 1,
+        "regime/skinny_k/bfloat16": 1,
+        "regime/unaligned/bfloat16": 1,
+        "regime/attention_bmm/bfloat16": 1,
+        "regime/large_batch_bmm/bfloat16": 1,
+        "op/mm/float32-tf32/NN": 1,
+        "regime/huge_k/float32-tf32": 1,
+        "regime/vocab_n/float32-tf32": 1,
         "regime/unaligned/float32-tf32": 1,
-        "op/mm/float32/TN": 1, "op/mm/float32-tf32/TN": 1,
-        "candidate/aten::mm": 4, "candidate/triton::mm": 2, "candidate/aten::bmm": 1, "candidate/triton::bmm": 1,
+        "op/mm/float32/TN": 1,
+        "op/mm/float32-tf32/TN": 1,
+        "candidate/aten::mm": 4,
+        "candidate/triton::mm": 2,
+        "candidate/aten::bmm": 1,
+        "candidate/triton::bmm": 1,
     }
     assert {name: n for name, n in cells.items() if n} == expected
     assert cells["candidate/decompose_k"] == 0  # its only timing failed
@@ -66,8 +92,9 @@ def test_cells_count_each_problem_once_where_it_belongs():
 
 def test_every_cell_of_the_grids_and_required_kinds_is_listed_even_without_data():
     cells = Coverage().cells()
-    assert len(cells) == len(OPS) * len(DTYPE_COLUMNS) * len(LAYOUTS) + len(REGIMES) * len(DTYPE_COLUMNS) \
-        + len(REQUIRED_CANDIDATE_KINDS)
+    assert len(cells) == len(OPS) * len(DTYPE_COLUMNS) * len(LAYOUTS) + len(REGIMES) * len(DTYPE_COLUMNS) + len(
+        REQUIRED_CANDIDATE_KINDS
+    )
     assert not any(cells.values())
     for kind in ("aten::bias_addmm", "aten::baddbmm", "decompose_k", "triton::mm_persistent_tma"):
         assert f"candidate/{kind}" in cells
@@ -79,8 +106,13 @@ def test_a_candidate_kind_beyond_the_required_ones_gets_a_cell():
 
 
 def test_missing_counts_follow_the_dtype_targets():
-    cells = {"op/mm/float16/NT": 12, "op/mm/float32-tf32/NT": 15, "regime/huge_k/float32": 4,
-             "candidate/decompose_k": 0, "regime/decode/bfloat16": 31}
+    cells = {
+        "op/mm/float16/NT": 12,
+        "op/mm/float32-tf32/NT": 15,
+        "regime/huge_k/float32": 4,
+        "candidate/decompose_k": 0,
+        "regime/decode/bfloat16": 31,
+    }
     assert missing_counts(cells) == {"op/mm/float16/NT": 18, "regime/huge_k/float32": 11, "candidate/decompose_k": 30}
     assert cell_target("op/baddbmm/float32-tf32/TT") == DEFAULT_TARGETS["float32-tf32"] == 15
     report = Coverage().report(DEFAULT_TARGETS)
@@ -106,14 +138,17 @@ def test_cli_prints_and_writes_the_report(tmp_path):
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "bad.json" in proc.stderr
 
 
-@pytest.mark.parametrize("problem, regimes", [
-    (mm(16, 64, 64, "float16"), {"decode", "skinny_k"}),
-    (mm(17, 32768, 16384, "float16"), {"huge_k", "vocab_n"}),
-    (mm(1, 1777, 128, "bfloat16", op="bmm", b=112), {"decode", "attention_bmm", "large_batch_bmm", "unaligned"}),
-    (mm(333, 128, 333, "bfloat16", tb=False, op="bmm", b=28), {"attention_bmm", "unaligned"}),
-    (mm(256, 256, 64, "float16", op="bmm", b=8), {"skinny_k"}),  # token counts multiples of 8
-    (mm(333, 128, 333, "bfloat16", tb=False), {"unaligned"}),  # not a bmm
-])
+@pytest.mark.parametrize(
+    "problem, regimes",
+    [
+        (mm(16, 64, 64, "float16"), {"decode", "skinny_k"}),
+        (mm(17, 32768, 16384, "float16"), {"huge_k", "vocab_n"}),
+        (mm(1, 1777, 128, "bfloat16", op="bmm", b=112), {"decode", "attention_bmm", "large_batch_bmm", "unaligned"}),
+        (mm(333, 128, 333, "bfloat16", tb=False, op="bmm", b=28), {"attention_bmm", "unaligned"}),
+        (mm(256, 256, 64, "float16", op="bmm", b=8), {"skinny_k"}),  # token counts multiples of 8
+        (mm(333, 128, 333, "bfloat16", tb=False), {"unaligned"}),  # not a bmm
+    ],
+)
 def test_size_regimes(problem, regimes):
     cells = Coverage().add(dataset([(problem, [(ATEN_MM, False)])])).cells()
     column = problem.dtype_a

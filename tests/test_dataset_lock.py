@@ -65,17 +65,28 @@ def test_two_collectors_on_one_file_keep_the_first_ones_problems(tmp_path):
 
 def test_a_collector_in_another_process_holds_the_file(tmp_path):
     path = tmp_path / "run.json"
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import sys
         from torch_diode.collection import Collector
         c = Collector({str(path)!r})
         print("ready", flush=True)
         sys.stdin.read()
         c.close()
-        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "ready"
-        proc = subprocess.run([*DIODE, "dataset", "merge", str(SAMPLE), "-o", str(path)], capture_output=True, text=True)
+        proc = subprocess.run(
+            [*DIODE, "dataset", "merge", str(SAMPLE), "-o", str(path)], capture_output=True, text=True
+        )
         assert proc.returncode == 2 and "being written by another writer" in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and str(holder.pid) in proc.stderr
         with pytest.raises(DatasetLockedError):

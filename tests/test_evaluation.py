@@ -30,12 +30,29 @@ def cfg(bm):
 def files(tmp_path):
     w = np.zeros((1, NUM_FEATURES), np.float32)
     w[0, FEATURE_NAMES.index("log2_block_m")] = 1.0
-    model = write_model(tmp_path / "m.diode", ModelFile([(w, np.zeros(1, np.float32))], np.zeros(NUM_FEATURES, np.float32),
-                                                       np.ones(NUM_FEATURES, np.float32), 0.0, 1.0, {"model_family": "test"}))
+    model = write_model(
+        tmp_path / "m.diode",
+        ModelFile(
+            [(w, np.zeros(1, np.float32))],
+            np.zeros(NUM_FEATURES, np.float32),
+            np.ones(NUM_FEATURES, np.float32),
+            0.0,
+            1.0,
+            {"model_family": "test"},
+        ),
+    )
     ds = Dataset()
     # P1: the model picks block 16 (30 us); the best is block 32 (10 us)
-    ds.add(HW, P1, [TimedConfig(cfg(16), 30.0), TimedConfig(cfg(32), 10.0), TimedConfig(cfg(64), 20.0),
-                    TimedConfig.failure(cfg(128))])
+    ds.add(
+        HW,
+        P1,
+        [
+            TimedConfig(cfg(16), 30.0),
+            TimedConfig(cfg(32), 10.0),
+            TimedConfig(cfg(64), 20.0),
+            TimedConfig.failure(cfg(128)),
+        ],
+    )
     # P2: the model's order is the measured order
     ds.add(HW, P2, [TimedConfig(cfg(16), 5.0), TimedConfig(cfg(32), 6.0), TimedConfig(cfg(64), 7.0)])
     data = save_dataset(ds, tmp_path / "d.json")
@@ -46,12 +63,20 @@ def test_validate_model_known_answers(files):
     model, _, ds = files
     r = validate_model(model, ds, top_n_worst=2)
     pred = {16: math.log2(17), 32: math.log2(33), 64: math.log2(65)}
-    errors = [pred[16] - math.log(30), pred[32] - math.log(10), pred[64] - math.log(20),
-              pred[16] - math.log(5), pred[32] - math.log(6), pred[64] - math.log(7)]
+    errors = [
+        pred[16] - math.log(30),
+        pred[32] - math.log(10),
+        pred[64] - math.log(20),
+        pred[16] - math.log(5),
+        pred[32] - math.log(6),
+        pred[64] - math.log(7),
+    ]
     mse = float(np.mean(np.square(errors)))
     assert r["num_problems"] == 2 and r["num_timed_configs"] == 6  # the failure takes no part
     assert r["mse"] == pytest.approx(mse, rel=1e-5)
-    assert r["rmse"] == pytest.approx(math.sqrt(mse), rel=1e-5) and r["exp_rmse"] == pytest.approx(math.exp(math.sqrt(mse)), rel=1e-5)
+    assert r["rmse"] == pytest.approx(math.sqrt(mse), rel=1e-5) and r["exp_rmse"] == pytest.approx(
+        math.exp(math.sqrt(mse)), rel=1e-5
+    )
     assert r["top1_perf_geomean"] == pytest.approx(math.sqrt(10 / 30 * 1.0))
     assert r["top5_perf_geomean"] == pytest.approx(1.0)
     assert r["kendall_tau_mean"] == pytest.approx((-1 / 3 + 1.0) / 2)
@@ -79,23 +104,67 @@ def test_validate_max_autotune_known_answers(files, tmp_path):
 def test_cli_reports(files, tmp_path):
     model, data, _ = files
     report = tmp_path / "r.json"
-    out = subprocess.run([sys.executable, "-m", "torch_diode.cli", "validate-model", "--model", model, "--dataset", data,
-                          "--report-json", report, "--plot", tmp_path / "plots"], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch_diode.cli",
+            "validate-model",
+            "--model",
+            model,
+            "--dataset",
+            data,
+            "--report-json",
+            report,
+            "--plot",
+            tmp_path / "plots",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     r = json.loads(report.read_text())
-    for key in ("mse", "rmse", "exp_rmse", "top1_perf_geomean", "top5_perf_geomean", "kendall_tau_mean",
-                "within_5pct_fraction", "worst_top1_slowdown", "num_problems"):
+    for key in (
+        "mse",
+        "rmse",
+        "exp_rmse",
+        "top1_perf_geomean",
+        "top5_perf_geomean",
+        "kendall_tau_mean",
+        "within_5pct_fraction",
+        "worst_top1_slowdown",
+        "num_problems",
+    ):
         assert key in r
     assert "Validation RMSE (exp)" in out
     assert (tmp_path / "plots" / "predicted_vs_measured.png").stat().st_size > 1000
     assert (tmp_path / "plots" / "top1_slowdown_cdf.png").stat().st_size > 1000
     # derived mode (max-autotune = best of ATen + DEFAULT) needs such choices: the real sample has them
     sample = Path(__file__).resolve().parents[1] / "data" / "sample" / "h100_sample.json.gz"
-    proc = subprocess.run([sys.executable, "-m", "torch_diode.cli", "validate-max-autotune", "--model", model, "--dataset", sample,
-                           "--report-json", tmp_path / "m.json"], check=True, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch_diode.cli",
+            "validate-max-autotune",
+            "--model",
+            model,
+            "--dataset",
+            sample,
+            "--report-json",
+            tmp_path / "m.json",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     assert "MODEL VS MAX-AUTOTUNE" in proc.stdout
     assert set(json.loads((tmp_path / "m.json").read_text())["top_n"]) == {"1", "5", "10", "20", "50"}
-    bad = subprocess.run([sys.executable, "-m", "torch_diode.cli", "validate-model", "--model", "NVIDIA-A999-matmul",
-                          "--dataset", data], capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "torch_diode.cli", "validate-model", "--model", "NVIDIA-A999-matmul", "--dataset", data],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "known model name" in bad.stderr and "NVIDIA-H100-matmul" in bad.stderr
 
 
@@ -135,22 +204,50 @@ def test_by_op_reports_each_ops_problems_alone(files, tmp_path):
     assert mm["num_problems"] == 2 and mm["top1_perf_geomean"] == pytest.approx(math.sqrt(10 / 30))
     assert mm["worst_top1_slowdown"] == pytest.approx(3.0) and "per_problem" not in mm
     assert bmm["num_problems"] == 1 and bmm["top1_perf_geomean"] == pytest.approx(1.0)
-    assert bmm["mse"] == pytest.approx(np.mean(np.square([math.log2(17) - math.log(4), math.log2(33) - math.log(8)])), rel=1e-5)
+    assert bmm["mse"] == pytest.approx(
+        np.mean(np.square([math.log2(17) - math.log(4), math.log2(33) - math.log(8)])), rel=1e-5
+    )
     data = save_dataset(ds, tmp_path / "d3.json")
     out = tmp_path / "model_performance_analysis_by_op.json"
-    proc = subprocess.run([sys.executable, "-m", "torch_diode.cli", "validate-max-autotune", "--model", model, "--dataset", data,
-                           "--max-autotune-solution", _solution(tmp_path), "--by-op-json", out],
-                          check=True, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch_diode.cli",
+            "validate-max-autotune",
+            "--model",
+            model,
+            "--dataset",
+            data,
+            "--max-autotune-solution",
+            _solution(tmp_path),
+            "--by-op-json",
+            out,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     assert f"Comprehensive per-op statistics saved to: {out}" in proc.stdout
     by_op = json.loads(out.read_text())
-    assert by_op["mm"]["num_problems"] == 2 and by_op["mm"]["top_n"]["1"]["ratio_geomean"] == pytest.approx(math.sqrt(20 / 30 * 6 / 5))
+    assert by_op["mm"]["num_problems"] == 2 and by_op["mm"]["top_n"]["1"]["ratio_geomean"] == pytest.approx(
+        math.sqrt(20 / 30 * 6 / 5)
+    )
 
 
 def _solution(tmp_path):
     solution = tmp_path / "s.json"
-    solution.write_text(json.dumps({"name": "t", "configs": [
-        {"M": 512, "N": 512, "K": 512, "block_m": 64, "block_n": 64, "block_k": 32},
-        {"M": 256, "N": 1024, "K": 64, "op": "mm", "block_m": 32, "block_n": 64, "block_k": 32}]}))
+    solution.write_text(
+        json.dumps(
+            {
+                "name": "t",
+                "configs": [
+                    {"M": 512, "N": 512, "K": 512, "block_m": 64, "block_n": 64, "block_k": 32},
+                    {"M": 256, "N": 1024, "K": 64, "op": "mm", "block_m": 32, "block_n": 64, "block_k": 32},
+                ],
+            }
+        )
+    )
     return solution
 
 
@@ -167,9 +264,18 @@ def test_validate_model_reports_the_calibration_of_its_loss_estimate(tmp_path):
         return [(w, np.array([bias], np.float32))]
 
     contract = Confidence(loss_calibration=LossCalibration(1.0, 1.0, 50), template_kinds=("aten_mm", "triton_mm"))
-    model = write_model(tmp_path / "e.diode", ModelFile(
-        member(0.1), np.zeros(NUM_FEATURES, np.float32), np.ones(NUM_FEATURES, np.float32), 0.0, 1.0,
-        {"training_data": contract.to_dict()}, [member(-0.1)]))
+    model = write_model(
+        tmp_path / "e.diode",
+        ModelFile(
+            member(0.1),
+            np.zeros(NUM_FEATURES, np.float32),
+            np.ones(NUM_FEATURES, np.float32),
+            0.0,
+            1.0,
+            {"training_data": contract.to_dict()},
+            [member(-0.1)],
+        ),
+    )
     ds = Dataset()
     ds.add(HW, P1, [TimedConfig(KernelConfig("aten::mm"), 10.0), TimedConfig(cfg(64), 20.0)])
     ds.add(HW, P2, [TimedConfig(KernelConfig("aten::mm"), 10.0), TimedConfig(cfg(64), 5.0)])
@@ -181,6 +287,8 @@ def test_validate_model_reports_the_calibration_of_its_loss_estimate(tmp_path):
     (used,) = [b for b in c["bins"] if b["problems"]]
     assert (used["estimate_from"], used["estimate_to"], used["problems"]) == (0.1, 0.2, 2)
     # a model whose contract records no calibration reports none
-    plain = write_model(tmp_path / "p.diode", ModelFile(member(0.0), np.zeros(NUM_FEATURES, np.float32),
-                                                        np.ones(NUM_FEATURES, np.float32), 0.0, 1.0, {}))
+    plain = write_model(
+        tmp_path / "p.diode",
+        ModelFile(member(0.0), np.zeros(NUM_FEATURES, np.float32), np.ones(NUM_FEATURES, np.float32), 0.0, 1.0, {}),
+    )
     assert validate_model(plain, ds)["calibration"] is None

@@ -78,7 +78,7 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def reference_features(problem: Problem, config: KernelConfig, hardware: Hardware) -> "OrderedDict[str, float]":
+def reference_features(problem: Problem, config: KernelConfig, hardware: Hardware) -> OrderedDict[str, float]:
     """Feature name -> value (float64), in the documented feature order."""
     f: OrderedDict[str, float] = OrderedDict()
     B, M, N, K = problem.B, problem.M, problem.N, problem.K
@@ -107,6 +107,7 @@ def reference_features(problem: Problem, config: KernelConfig, hardware: Hardwar
     f["dtype_is_fp8"] = float(problem.dtype_a in ("float8_e4m3fn", "float8_e5m2"))
     f["transpose_a"] = float(problem.transpose_a)
     f["transpose_b"] = float(problem.transpose_b)
+
     # log2 of the byte alignment (1..16 bytes) on which each operand's vectors start: the gcd of
     # the strides stepping between rows and batches (recorded strides where there are some, else
     # the dense layout); 16 elements where nothing steps between vectors (one row, broadcast).
@@ -247,9 +248,7 @@ def _rand_problem(rng: np.random.Generator) -> Problem:
 
 
 def _rand_config(rng: np.random.Generator) -> KernelConfig:
-    flags = dict(
-        even_k=bool(rng.integers(2)), allow_tf32=bool(rng.integers(2)), use_fast_accum=bool(rng.integers(2))
-    )
+    flags = dict(even_k=bool(rng.integers(2)), allow_tf32=bool(rng.integers(2)), use_fast_accum=bool(rng.integers(2)))
     if rng.random() < 0.2:
         return KernelConfig(str(rng.choice(ATEN_TEMPLATES)), **flags)
     return KernelConfig(
@@ -275,8 +274,20 @@ def _make_cases(seed: int = 20240611, n_problems: int = 60, configs_per_problem:
         Problem("baddbmm", 3, 129, 255, 17, "float16", "float16", "float32", True, True),
         Problem("mm", 1, 4096, 4096, 8192, "float8_e4m3fn", "float8_e4m3fn", "bfloat16"),
         # K=479 with A's rows padded to 480 elements (recorded strides), B's not
-        Problem("addmm", 1, 2048, 512, 479, "float16", "float16", "float16", False, True,
-                strides_a=(480, 1), strides_b=(1, 479)),
+        Problem(
+            "addmm",
+            1,
+            2048,
+            512,
+            479,
+            "float16",
+            "float16",
+            "float16",
+            False,
+            True,
+            strides_a=(480, 1),
+            strides_b=(1, 479),
+        ),
         # one row of odd length (aligned: nothing steps between rows), a broadcast B
         Problem("mm", 1, 1, 333, 479, "float16", "float16", "float16", strides_b=(0, 1)),
         # decode attention: one query row per batch, 1025 keys: each batch's output row starts
@@ -522,9 +533,7 @@ def test_threads_agree_with_single_threaded_result():
     expected = _C.compute_features_batch(problems, problem_index, configs, hw)
     assert expected.shape == (len(configs), NUM_FEATURES)
     # The big batch is the small one repeated, and the small one matches the reference.
-    np.testing.assert_allclose(
-        expected[: len(PAIRS)], reference_matrix(PAIRS, H100), rtol=RTOL, atol=ATOL
-    )
+    np.testing.assert_allclose(expected[: len(PAIRS)], reference_matrix(PAIRS, H100), rtol=RTOL, atol=ATOL)
     np.testing.assert_array_equal(expected, np.tile(expected[: len(PAIRS)], (reps, 1)))
 
     results: dict[int, np.ndarray] = {}
@@ -567,8 +576,13 @@ def test_candidates_join_parts_and_make_configs_on_demand():
         asked.append(i)
         return tiled[i]
 
-    c = Candidates([(config_rows(aten[:1]), aten[:1].__getitem__), (config_rows(tiled), make),
-                    (config_rows(aten[1:]), aten[1:].__getitem__)])
+    c = Candidates(
+        [
+            (config_rows(aten[:1]), aten[:1].__getitem__),
+            (config_rows(tiled), make),
+            (config_rows(aten[1:]), aten[1:].__getitem__),
+        ]
+    )
     assert len(c) == 4 and asked == []
     np.testing.assert_array_equal(c.rows, config_rows([aten[0], *tiled, aten[1]]))
     assert c.extern.tolist() == [True, False, False, True]

@@ -90,11 +90,15 @@ def arrays(draw, valid: np.ndarray):
         values = EDGE_INTS if a.dtype.kind == "i" else EDGE_FLOATS
         for _ in range(draw(st.integers(1, 3))):
             index = tuple(draw(st.integers(0, n - 1)) for n in a.shape)
-            a[index] = draw(st.sampled_from(values) | (st.integers(INT64.min, INT64.max) if a.dtype.kind == "i"
-                                                       else st.floats()))
+            a[index] = draw(
+                st.sampled_from(values) | (st.integers(INT64.min, INT64.max) if a.dtype.kind == "i" else st.floats())
+            )
     if draw(st.integers(0, 3)) == 0:
-        dtype = draw(st.sampled_from(["int32", "int8", "uint64", "uint16", "bool", "float64", "float32",
-                                      "float16", "complex64", ">i8"]))
+        dtype = draw(
+            st.sampled_from(
+                ["int32", "int8", "uint64", "uint16", "bool", "float64", "float32", "float16", "complex64", ">i8"]
+            )
+        )
         with np.errstate(all="ignore"):
             a = a.astype(dtype)
     if draw(st.integers(0, 5)) == 0:

@@ -37,27 +37,89 @@ SHAPESET = ROOT / "src" / "torch_diode" / "shapesets" / "vision_transformers.jso
 MODEL = next(iter(shipped_models().values()))
 
 EXAMPLES = int(os.environ.get("DIODE_FUZZ_EXAMPLES", "150"))
-FUZZ = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
 
 SUFFIXES = [("json", False), ("json", True), ("msgpack", False), ("msgpack", True)]
 # names the schema uses, so that random structures hit real fields often
-KEYS = ["format", "schema_version", "metadata", "configs", "hardware", "ops", "mm", "addmm", "bmm", "baddbmm",
-        "problem", "config", "time_us", "failed", "samples_us", "op", "B", "M", "N", "K", "dtype_a", "dtype_b",
-        "dtype_out", "transpose_a", "transpose_b", "strides_a", "strides_b", "bias_shape", "template_id", "block_m",
-        "block_n", "block_k", "group_m", "num_stages", "num_warps", "even_k", "allow_tf32", "use_fast_accum",
-        "extras", "device_name", "compute_capability", "sm_count", "memory_bytes", "smem_per_block_bytes",
-        "torch_version", "completed", "skipped", "in_flight", "problem_key", "attempts", "sources", "entries",
-        "dtype", "count", "model", "layer"]
+KEYS = [
+    "format",
+    "schema_version",
+    "metadata",
+    "configs",
+    "hardware",
+    "ops",
+    "mm",
+    "addmm",
+    "bmm",
+    "baddbmm",
+    "problem",
+    "config",
+    "time_us",
+    "failed",
+    "samples_us",
+    "op",
+    "B",
+    "M",
+    "N",
+    "K",
+    "dtype_a",
+    "dtype_b",
+    "dtype_out",
+    "transpose_a",
+    "transpose_b",
+    "strides_a",
+    "strides_b",
+    "bias_shape",
+    "template_id",
+    "block_m",
+    "block_n",
+    "block_k",
+    "group_m",
+    "num_stages",
+    "num_warps",
+    "even_k",
+    "allow_tf32",
+    "use_fast_accum",
+    "extras",
+    "device_name",
+    "compute_capability",
+    "sm_count",
+    "memory_bytes",
+    "smem_per_block_bytes",
+    "torch_version",
+    "completed",
+    "skipped",
+    "in_flight",
+    "problem_key",
+    "attempts",
+    "sources",
+    "entries",
+    "dtype",
+    "count",
+    "model",
+    "layer",
+]
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-3, 70000), st.integers(-(2**70), 2**70),
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 70000),
+    st.integers(-(2**70), 2**70),
     st.sampled_from([2**63, 2**63 - 1, 2**40, 2**40 + 1, -(2**63), 0, -1]),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=8),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
     st.sampled_from(["torch-diode-dataset", "mm", "bmm", "float16", "bfloat16", "float32", "triton::mm", "aten::mm"]),
 )
 values = st.recursive(
     scalars,
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=4), kids, max_size=4),
+    lambda kids: (
+        st.lists(kids, max_size=4) | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=4), kids, max_size=4)
+    ),
     max_leaves=16,
 )
 
@@ -124,7 +186,7 @@ def _mutate_bytes(data, raw: bytes) -> bytes:
         elif kind == "insert":
             raw[at:at] = data.draw(st.binary(min_size=1, max_size=8))
         elif kind == "delete":
-            del raw[at:at + data.draw(st.integers(1, 16))]
+            del raw[at : at + data.draw(st.integers(1, 16))]
         else:
             del raw[at:]
     return bytes(raw)
@@ -193,14 +255,20 @@ def test_mutated_structures(data, doc):
 @given(values)
 def test_random_structures(doc):
     load_doc(doc)
-    load_doc({"format": "torch-diode-dataset", "schema_version": 1, "metadata": {}, "configs": [],
-              "hardware": [doc]})
+    load_doc({"format": "torch-diode-dataset", "schema_version": 1, "metadata": {}, "configs": [], "hardware": [doc]})
 
 
 def test_deep_nesting_is_a_format_error():
-    for raw, fmt in ((b"[" * 100_000 + b"]" * 100_000, "json"), (b"\x91" * 100_000 + b"\xc0", "msgpack"),
-                     (json.dumps({"format": "torch-diode-dataset", "metadata": {"a": [[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]}}).encode()
-                      .replace(b"[]", b"[" * 200 + b"]" * 200), "json")):
+    for raw, fmt in (
+        (b"[" * 100_000 + b"]" * 100_000, "json"),
+        (b"\x91" * 100_000 + b"\xc0", "msgpack"),
+        (
+            json.dumps({"format": "torch-diode-dataset", "metadata": {"a": [[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]}})
+            .encode()
+            .replace(b"[]", b"[" * 200 + b"]" * 200),
+            "json",
+        ),
+    ):
         with pytest.raises(DatasetFormatError, match="fuzz"):
             Dataset.from_dict(decode_bytes(raw, fmt, False, "fuzz"), "fuzz")
 
@@ -210,8 +278,9 @@ def test_msgpack_with_unhashable_keys_is_a_format_error():
         decode_bytes(b"\x81\x91\x00\x00", "msgpack", False, "fuzz")  # a map keyed by a list
 
 
-@pytest.mark.parametrize("field,value", [("M", 2**63), ("K", 2**40 + 1), ("B", 0), ("strides_a", [2**63, 1]),
-                                         ("bias_shape", [0])])
+@pytest.mark.parametrize(
+    "field,value", [("M", 2**63), ("K", 2**40 + 1), ("B", 0), ("strides_a", [2**63, 1]), ("bias_shape", [0])]
+)
 def test_sizes_out_of_range_fail_at_load(tmp_path, field, value):
     doc = copy.deepcopy(SAMPLE_DOC)
     row = doc["hardware"][0]["ops"]["addmm"][0]

@@ -6,7 +6,9 @@ import textwrap
 
 
 def run(code: str) -> str:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def test_import_does_not_initialise_cuda_or_touch_inductor():

@@ -60,7 +60,7 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
             if nxt.startswith(node + "."):
                 continue
             if state.get(nxt) == 1:
-                cycle = path[path.index(nxt):] + [nxt]
+                cycle = path[path.index(nxt) :] + [nxt]
                 if not all(b.startswith(a + ".") or a.startswith(b + ".") for a, b in zip(cycle, cycle[1:])):
                     found.append(cycle)
             elif nxt not in state:
@@ -77,13 +77,26 @@ def test_no_import_circle():
     assert circles(graph()) == []  # the CLI's cli.py and model_cli.py imported each other before cli/
 
 
-@pytest.mark.parametrize("source, target", [("collection", "integration"), ("integration", "collection"),
-                                             ("selection", "integration"), ("selection", "collection"),
-                                             ("inductor", "integration"), ("inductor", "collection"),
-                                             ("integration", "training")])
+@pytest.mark.parametrize(
+    "source, target",
+    [
+        ("collection", "integration"),
+        ("integration", "collection"),
+        ("selection", "integration"),
+        ("selection", "collection"),
+        ("inductor", "integration"),
+        ("inductor", "collection"),
+        ("integration", "training"),
+    ],
+)
 def test_layers_do_not_import_each_other(source, target):
-    bad = sorted((name, m) for name, path in MODULES.items() if name.startswith(f"torch_diode.{source}")
-                 for m in imports_of(path) if m.startswith(f"torch_diode.{target}"))
+    bad = sorted(
+        (name, m)
+        for name, path in MODULES.items()
+        if name.startswith(f"torch_diode.{source}")
+        for m in imports_of(path)
+        if m.startswith(f"torch_diode.{target}")
+    )
     assert bad == []
 
 
@@ -91,7 +104,9 @@ def test_selection_imports_no_inductor_and_no_compile():
     for name, path in MODULES.items():
         if name.startswith("torch_diode.selection"):
             imported = imports_of(path)
-            assert not any(m.startswith(("torch._inductor", "torch._dynamo", "torch_diode.inductor")) for m in imported), name
+            assert not any(
+                m.startswith(("torch._inductor", "torch._dynamo", "torch_diode.inductor")) for m in imported
+            ), name
             assert not any(m == "torch" or m.startswith("torch.") for m in imported), name
 
 
@@ -99,8 +114,12 @@ def test_one_implementation_of_the_first_pick():
     """The first pick is selection.decide's: the handler, training's held-out report,
     validate-max-autotune and the benchmarks that replay the handler call decide, and nothing
     outside selection/ orders candidates itself."""
-    callers = [PACKAGE / "integration" / "choices.py", PACKAGE / "training" / "train.py", PACKAGE / "evaluation.py",
-               ROOT / "benchmarks" / "selection_replay.py"]
+    callers = [
+        PACKAGE / "integration" / "choices.py",
+        PACKAGE / "training" / "train.py",
+        PACKAGE / "evaluation.py",
+        ROOT / "benchmarks" / "selection_replay.py",
+    ]
     for path in callers:
         tree = ast.parse(path.read_text())
         called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
@@ -109,14 +128,18 @@ def test_one_implementation_of_the_first_pick():
         if path.parent == PACKAGE / "selection":
             continue
         text = path.read_text()
-        for rule in ("selection_order(", "usable_candidates(", "widen(", "SPILL_LOG2_REGS", "smem_exceeds\")"):
+        for rule in ("selection_order(", "usable_candidates(", "widen(", "SPILL_LOG2_REGS", 'smem_exceeds")'):
             assert rule not in text, (path, rule)
 
 
 # Inductor's public surface that code outside inductor/ may use: the choices base class (the hook
 # subclasses it) and the config module's patch() (a collection run's settings).
-PUBLIC_INDUCTOR = {"torch._inductor", "torch._inductor.choices", "torch._inductor.choices.InductorChoices",
-                   "torch._inductor.config"}
+PUBLIC_INDUCTOR = {
+    "torch._inductor",
+    "torch._inductor.choices",
+    "torch._inductor.choices.InductorChoices",
+    "torch._inductor.config",
+}
 
 
 def test_only_inductor_touches_inductor_internals():

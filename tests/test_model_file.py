@@ -21,7 +21,13 @@ def random_model(seed=0, hidden=32, layers=3) -> Regressor:
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     mlp = MLP(NUM_FEATURES, hidden, layers)
-    return Regressor(mlp, rng.normal(size=NUM_FEATURES).astype(np.float32), rng.uniform(0.5, 2, NUM_FEATURES).astype(np.float32), 3.0, 1.5)
+    return Regressor(
+        mlp,
+        rng.normal(size=NUM_FEATURES).astype(np.float32),
+        rng.uniform(0.5, 2, NUM_FEATURES).astype(np.float32),
+        3.0,
+        1.5,
+    )
 
 
 @pytest.fixture
@@ -48,7 +54,7 @@ def test_round_trip_is_exact_and_strict(model_path):
     assert mf.metadata == {"model_family": "test", "note": "ü"}
     back = Regressor.from_model_file(mf)
     orig = random_model()
-    for (a, b) in zip(back.state_dict().values(), orig.state_dict().values()):
+    for a, b in zip(back.state_dict().values(), orig.state_dict().values()):
         assert torch.equal(a, b)
     with pytest.raises(RuntimeError):  # strict: a state of another shape never loads
         MLP(NUM_FEATURES, 16, 3).load_state_dict(orig.mlp.state_dict(), strict=True)
@@ -121,7 +127,9 @@ def test_generic_and_avx2_kernels_agree(model_path):
     outs = []
     for env in ({}, {"DIODE_GENERIC_KERNEL": "1"}):
         out = model_path.with_suffix(f".{len(outs)}.npy")
-        subprocess.run([sys.executable, "-c", code, str(model_path), str(out)], check=True, env={**__import__("os").environ, **env})
+        subprocess.run(
+            [sys.executable, "-c", code, str(model_path), str(out)], check=True, env={**__import__("os").environ, **env}
+        )
         outs.append(np.load(out))
     np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-5)
 
@@ -145,7 +153,9 @@ def test_an_ensemble_round_trips_and_the_engine_predicts_every_member(tmp_path):
     np.testing.assert_allclose(engine.predict_members(x), expected, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(engine.predict_features(x), expected.mean(axis=0), rtol=1e-4, atol=1e-4)
     again = read_model(path)
-    assert len(again.members) == 3 and np.array_equal(again.members[2][0][0], members[2].mlp.linears()[0].weight.detach().numpy())
+    assert len(again.members) == 3 and np.array_equal(
+        again.members[2][0][0], members[2].mlp.linears()[0].weight.detach().numpy()
+    )
     with pytest.raises(ValueError, match="member 3 out of range"):
         engine.weight(0, 3)
 

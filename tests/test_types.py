@@ -26,15 +26,46 @@ SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "h100_sample.
 H100 = Hardware("NVIDIA H100 80GB HBM3", (9, 0), 132, 85017493504, 232448, "2.11.0+cu130", "3.6.0", "13.0")
 CPU = Hardware("CPU x86_64", None, 2, 1 << 34, 1 << 20, "2.13.0+cpu")
 
-MM = Problem("mm", 1, 1000, 700, 1024, "float16", "float16", "float16", transpose_b=True, strides_a=(1024, 1), strides_b=(1, 1024))
+MM = Problem(
+    "mm",
+    1,
+    1000,
+    700,
+    1024,
+    "float16",
+    "float16",
+    "float16",
+    transpose_b=True,
+    strides_a=(1024, 1),
+    strides_b=(1, 1024),
+)
 BADD = Problem("baddbmm", 8, 256, 256, 64, "bfloat16", "bfloat16", "float32", bias_shape=(1, 1, 256))
-TRITON = KernelConfig("triton::mm", 64, 64, 32, 8, 3, 4, even_k=True, acc_type="tl.float32", extras={"prefix_args": 1, "epilogue_fn_hash": "x"})
+TRITON = KernelConfig(
+    "triton::mm",
+    64,
+    64,
+    32,
+    8,
+    3,
+    4,
+    even_k=True,
+    acc_type="tl.float32",
+    extras={"prefix_args": 1, "epilogue_fn_hash": "x"},
+)
 ATEN = KernelConfig("aten::mm")
 
 
 def make_dataset() -> Dataset:
     ds = Dataset(metadata={"created": "2026-11-22T00:00:00+00:00", "sources": [{"tool": "test", "settings": {"n": 1}}]})
-    ds.add(H100, MM, [TimedConfig(TRITON, 11.25), TimedConfig(ATEN, 12.5), TimedConfig.failure(KernelConfig("triton::mm", 256, 256, 128, 8, 5, 8))])
+    ds.add(
+        H100,
+        MM,
+        [
+            TimedConfig(TRITON, 11.25),
+            TimedConfig(ATEN, 12.5),
+            TimedConfig.failure(KernelConfig("triton::mm", 256, 256, 128, 8, 5, 8)),
+        ],
+    )
     ds.add(H100, BADD, [TimedConfig(ATEN, 9.0, samples_us=(8.0, 9.0, 10.0)), TimedConfig(TRITON, 1 / 3)])
     ds.add(CPU, MM, [TimedConfig(ATEN, 500.0)])
     return ds
@@ -138,15 +169,30 @@ def _good() -> dict:
     "mutate, field",
     [
         (lambda d: d["hardware"][0]["ops"]["mm"][0]["problem"].pop("M"), "hardware[0].ops.mm[0].problem.M"),
-        (lambda d: d["hardware"][0]["ops"]["mm"][0]["problem"].__setitem__("K", "64"), "hardware[0].ops.mm[0].problem.K"),
-        (lambda d: d["hardware"][0]["ops"]["mm"][0]["problem"].__setitem__("N", True), "hardware[0].ops.mm[0].problem.N"),
-        (lambda d: d["hardware"][0]["ops"]["mm"][0]["problem"].__setitem__("dtype_a", "float17"), "hardware[0].ops.mm[0].problem.dtype_a"),
+        (
+            lambda d: d["hardware"][0]["ops"]["mm"][0]["problem"].__setitem__("K", "64"),
+            "hardware[0].ops.mm[0].problem.K",
+        ),
+        (
+            lambda d: d["hardware"][0]["ops"]["mm"][0]["problem"].__setitem__("N", True),
+            "hardware[0].ops.mm[0].problem.N",
+        ),
+        (
+            lambda d: d["hardware"][0]["ops"]["mm"][0]["problem"].__setitem__("dtype_a", "float17"),
+            "hardware[0].ops.mm[0].problem.dtype_a",
+        ),
         (lambda d: d["hardware"][0]["ops"]["mm"][0]["problem"].__setitem__("M", 0), "hardware[0].ops.mm[0].problem.M"),
         (lambda d: d["hardware"][0]["hardware"].pop("sm_count"), "hardware[0].hardware.sm_count"),
         (lambda d: d["configs"][0].__setitem__("block_m", 64.5), "configs[0].block_m"),
         (lambda d: d["configs"][0].pop("even_k"), "configs[0].even_k"),
-        (lambda d: d["hardware"][0]["ops"]["mm"][0]["time_us"].__setitem__(0, "fast"), "hardware[0].ops.mm[0].time_us[0]"),
-        (lambda d: d["hardware"][0]["ops"]["mm"][0]["time_us"].__setitem__(0, -1.0), "hardware[0].ops.mm[0].time_us[0]"),
+        (
+            lambda d: d["hardware"][0]["ops"]["mm"][0]["time_us"].__setitem__(0, "fast"),
+            "hardware[0].ops.mm[0].time_us[0]",
+        ),
+        (
+            lambda d: d["hardware"][0]["ops"]["mm"][0]["time_us"].__setitem__(0, -1.0),
+            "hardware[0].ops.mm[0].time_us[0]",
+        ),
         (lambda d: d["hardware"][0]["ops"]["mm"][0]["config"].__setitem__(0, 999), "hardware[0].ops.mm[0].config[0]"),
         (lambda d: d["hardware"][0]["ops"]["mm"][0]["failed"].pop(), "hardware[0].ops.mm[0].failed"),
         (lambda d: d["hardware"][0]["ops"].__setitem__("conv", []), "hardware[0].ops.conv"),
@@ -248,5 +294,9 @@ def test_misaligned_operands_follow_layout_strides_and_dtype():
     # one row per batch: the batch stride steps between rows (decode attention over 1025 keys)
     decode = Problem("bmm", 128, 1, 1025, 128, "bfloat16", "bfloat16", "bfloat16", transpose_b=True)
     assert decode.leading_dims == (128, 128, 1025) and decode.misaligned_operands == ("out",)
-    assert Problem("bmm", 4, 8, 64, 64, "float16", "float16", "float16", strides_a=(4000, 64, 1)).misaligned_operands == ()
-    assert Problem("bmm", 4, 8, 64, 64, "float16", "float16", "float16", strides_a=(4001, 64, 1)).misaligned_operands == ("a",)
+    assert (
+        Problem("bmm", 4, 8, 64, 64, "float16", "float16", "float16", strides_a=(4000, 64, 1)).misaligned_operands == ()
+    )
+    assert Problem(
+        "bmm", 4, 8, 64, 64, "float16", "float16", "float16", strides_a=(4001, 64, 1)
+    ).misaligned_operands == ("a",)

@@ -14,8 +14,9 @@ pytestmark = pytest.mark.slow
 
 def test_tutorial_script_runs_every_step(tmp_path):
     env = {**os.environ, "SHAPES": "4", "EPOCHS": "20", "DIODE": f"{sys.executable} -m torch_diode.cli"}
-    proc = subprocess.run(["bash", str(ROOT / "workflows" / "tutorial.sh"), str(tmp_path)], env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["bash", str(ROOT / "workflows" / "tutorial.sh"), str(tmp_path)], env=env, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     for name in ("train.json", "model.diode", "validation.json", "validate_model.json", "validate_max_autotune.json"):
         assert (tmp_path / name).stat().st_size > 0, name
@@ -23,8 +24,20 @@ def test_tutorial_script_runs_every_step(tmp_path):
 
 
 def test_bring_your_own_model_records_trains_and_installs(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "workflows" / "bring_your_own_model.py"), "--work", str(tmp_path),
-                           "--device", "cpu", "--epochs", "20"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "workflows" / "bring_your_own_model.py"),
+            "--work",
+            str(tmp_path),
+            "--device",
+            "cpu",
+            "--epochs",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "outputs match eager" in proc.stdout and "'fallbacks_total': 0" in proc.stdout
     assert (tmp_path / "my_model.diode").stat().st_size > 0
@@ -32,7 +45,9 @@ def test_bring_your_own_model_records_trains_and_installs(tmp_path):
 
 def test_demo_without_a_gpu_shows_the_shipped_model_against_max_autotune():
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    proc = subprocess.run([sys.executable, str(ROOT / "workflows" / "demo.py")], env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "workflows" / "demo.py")], env=env, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "NVIDIA-H100-matmul" in proc.stdout and "MODEL VS MAX-AUTOTUNE" in proc.stdout
     from torch_diode.types import load_datasets

@@ -36,7 +36,7 @@ class MyModel(nn.Module):
     def __init__(self, dim: int, heads: int):
         super().__init__()
         self.heads = heads
-        self.qkv = nn.Parameter(torch.randn(heads, dim, 3 * dim // heads) / dim ** 0.5)
+        self.qkv = nn.Parameter(torch.randn(heads, dim, 3 * dim // heads) / dim**0.5)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: [tokens, dim]
         h = torch.bmm(x.expand(self.heads, *x.shape), self.qkv)
@@ -75,15 +75,21 @@ def main() -> int:
     if gpu and "H100" in torch.cuda.get_device_name():
         sources.append(ROOT / "data" / "h100" / "train")
     print(f"== 2. training on {', '.join(map(str, sources))}")
-    trained, report = train_model(load_datasets(sources), TrainConfig(num_epochs=args.epochs, validation_fraction=0.0, seed=0))
+    trained, report = train_model(
+        load_datasets(sources), TrainConfig(num_epochs=args.epochs, validation_fraction=0.0, seed=0)
+    )
     path = write_model(work / "my_model.diode", trained)
     print(f"   model written to {path}")
 
     # 3. use it: install diode's choice handler with your model, compile again
     print("== 3. compiling again with diode choosing the kernels")
-    with torch_diode.diode_choices(path) as choices, \
-            inductor_config.patch(max_autotune_gemm=True, max_autotune_gemm_backends=autotune["max_autotune_gemm_backends"]), \
-            torch.no_grad():
+    with (
+        torch_diode.diode_choices(path) as choices,
+        inductor_config.patch(
+            max_autotune_gemm=True, max_autotune_gemm_backends=autotune["max_autotune_gemm_backends"]
+        ),
+        torch.no_grad(),
+    ):
         for x in example_inputs(args.device, dtype):
             torch._dynamo.reset()
             out = torch.compile(model, dynamic=False)(x)

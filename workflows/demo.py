@@ -35,8 +35,12 @@ def measure(method: str, model_name: str) -> dict:
     from torch_diode.integration.install import diode_choices
 
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 4096), nn.GELU(),
-                          nn.Linear(4096, 1024)).cuda().half().eval()
+    model = (
+        nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 4096), nn.GELU(), nn.Linear(4096, 1024))
+        .cuda()
+        .half()
+        .eval()
+    )
     x = torch.randn(512, 1024, device="cuda", dtype=torch.half)
     settings = {"force_disable_caches": True}
     if method == "max-autotune":
@@ -64,7 +68,9 @@ def gpu_demo(model_name: str) -> None:
     rows = []
     for method in METHODS:
         env = {**os.environ, "TRITON_CACHE_DIR": tempfile.mkdtemp(), "TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp()}
-        out = subprocess.run([sys.executable, __file__, "--measure", method, model_name], env=env, capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--measure", method, model_name], env=env, capture_output=True, text=True
+        )
         if out.returncode != 0:
             print(f"{method}: failed\n{out.stderr[-2000:]}")
             continue
@@ -78,8 +84,19 @@ def cpu_demo() -> None:
     print("No GPU with a shipped model here: the shipped H100 model, judged on measured H100 data.\n")
     subprocess.run([sys.executable, "-m", "torch_diode.cli", "list-models"], check=True)
     print()
-    subprocess.run([sys.executable, "-m", "torch_diode.cli", "validate-max-autotune", "--model", "NVIDIA-H100-matmul",
-                    "--data-dir", str(VALIDATION)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch_diode.cli",
+            "validate-max-autotune",
+            "--model",
+            "NVIDIA-H100-matmul",
+            "--data-dir",
+            str(VALIDATION),
+        ],
+        check=True,
+    )
 
 
 def main() -> int:

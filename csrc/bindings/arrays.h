@@ -33,12 +33,23 @@ inline std::string dtype_text(const nb::dlpack::dtype& t) {
   using Code = nb::dlpack::dtype_code;
   const char* kind = "unknown";
   switch (static_cast<Code>(t.code)) {
-    case Code::Int: kind = "int"; break;
-    case Code::UInt: kind = "uint"; break;
-    case Code::Float: kind = "float"; break;
-    case Code::Bfloat: kind = "bfloat"; break;
-    case Code::Complex: kind = "complex"; break;
-    case Code::Bool: return "bool";
+    case Code::Int:
+      kind = "int";
+      break;
+    case Code::UInt:
+      kind = "uint";
+      break;
+    case Code::Float:
+      kind = "float";
+      break;
+    case Code::Bfloat:
+      kind = "bfloat";
+      break;
+    case Code::Complex:
+      kind = "complex";
+      break;
+    case Code::Bool:
+      return "bool";
   }
   return std::string(kind) + std::to_string(t.bits);
 }

@@ -27,9 +27,11 @@ nb::dict ranking_metrics(ArrayArg measured_arg, ArrayArg predicted_arg, ArrayArg
   const auto measured = as_array<double>(measured_arg, "measured", 1);
   const auto predicted = as_array<double>(predicted_arg, "predicted", 1);
   const auto offsets = as_array<int64_t>(offsets_arg, "offsets", 1);
-  const std::span<const double> m(measured.data(), measured.size()), pr(predicted.data(), predicted.size());
+  const std::span<const double> m(measured.data(), measured.size()),
+      pr(predicted.data(), predicted.size());
   const std::span<const int64_t> off(offsets.data(), offsets.size());
-  if (off.empty()) throw std::invalid_argument("offsets must have P + 1 >= 1 entries, got an empty array");
+  if (off.empty())
+    throw std::invalid_argument("offsets must have P + 1 >= 1 entries, got an empty array");
   const size_t P = off.size() - 1;
   NumpyBuffer<double> best(P), slowdown(P), tau(P);
   NumpyBuffer<int64_t> count(P);
@@ -54,8 +56,8 @@ nb::dict ranking_metrics(ArrayArg measured_arg, ArrayArg predicted_arg, ArrayArg
 }  // namespace
 
 void bind_metrics(nb::module_& m) {
-  m.def("ranking_metrics", &ranking_metrics, nb::arg("measured").none(), nb::arg("predicted").none(),
-        nb::arg("offsets").none(), nb::arg("ks"),
+  m.def("ranking_metrics", &ranking_metrics, nb::arg("measured").none(),
+        nb::arg("predicted").none(), nb::arg("offsets").none(), nb::arg("ks"),
         "Per-problem ranking metrics of a runtime model.\n\n"
         "measured: float64[N] measured times >= 0 (+inf = failed candidate, ignored entirely);\n"
         "predicted: float64[N] predictions (only their order within a problem matters; NaN is\n"

@@ -62,7 +62,8 @@ F32Matrix features_one(ArrayArg problem_arg, ArrayArg configs, ArrayArg hardware
 
 nb::tuple feature_name_tuple() {
   nb::list names;
-  for (const auto& spec : diode::kFeatures) names.append(nb::str(spec.name.data(), spec.name.size()));
+  for (const auto& spec : diode::kFeatures)
+    names.append(nb::str(spec.name.data(), spec.name.size()));
   return nb::tuple(names);
 }
 
@@ -74,7 +75,8 @@ NB_MODULE(_C, m) {
   bind_metrics(m);
   m.attr("FEATURE_VERSION") = diode::kFeatureVersion;
   m.attr("FEATURE_NAMES") = feature_name_tuple();
-  m.def("feature_names", &diode::feature_names, "Names of the feature columns, in order (FEATURE_NAMES).");
+  m.def("feature_names", &diode::feature_names,
+        "Names of the feature columns, in order (FEATURE_NAMES).");
   m.def("problem_columns", &diode::problem_columns, "Columns of a problem row (int64).");
   m.def("config_columns", &diode::config_columns, "Columns of a config row (int64).");
   m.def("hardware_columns", &diode::hardware_columns, "Entries of the hardware row (int64).");
@@ -87,27 +89,28 @@ NB_MODULE(_C, m) {
         return diode::dtype_bytes(static_cast<int32_t>(code));
       },
       nb::arg("dtype_code"), "Bytes per element of a dtype code.");
-  m.def("row_alignment_log2", &diode::row_alignment_log2, nb::arg("leading_dim"), nb::arg("elem_bytes"),
+  m.def("row_alignment_log2", &diode::row_alignment_log2, nb::arg("leading_dim"),
+        nb::arg("elem_bytes"),
         "log2 of the byte alignment (0-4: 1 to 16 bytes) of rows of leading_dim elements.");
   m.def("op_names", &diode::op_names, "Op codes: index = code.");
   m.def("template_kind_names", &diode::template_kind_names, "Template-kind codes.");
   m.def(
-      "template_kind", [](const std::string& id) { return static_cast<int>(diode::template_kind(id)); },
+      "template_kind",
+      [](const std::string& id) { return static_cast<int>(diode::template_kind(id)); },
       nb::arg("template_id"), "Template-kind code of a template id such as 'triton::mm'.");
   // Static: nanobind keeps the docstring's pointer.
-  static const std::string shapes = "problem int64[" + std::to_string(diode::kNumProblemColumns) +
-                             "], configs int64[N, " + std::to_string(diode::kNumConfigColumns) +
-                             "], hardware int64[" + std::to_string(diode::kNumHardwareColumns) +
-                             "]";
+  static const std::string shapes =
+      "problem int64[" + std::to_string(diode::kNumProblemColumns) + "], configs int64[N, " +
+      std::to_string(diode::kNumConfigColumns) + "], hardware int64[" +
+      std::to_string(diode::kNumHardwareColumns) + "]";
   static const std::string shapes_doc = "Features of one problem with N configs on hardware (" +
                                         shapes +
                                         "): float32[N, F]. Bad input raises ValueError. Releases "
                                         "the GIL.";
   m.def("compute_features", &features_one, nb::arg("problem").none(), nb::arg("configs").none(),
-        nb::arg("hardware").none(),
-        shapes_doc.c_str());
-  m.def("compute_features_batch", &features_batch, nb::arg("problems").none(), nb::arg("problem_index").none(),
-        nb::arg("configs").none(), nb::arg("hardware").none(),
+        nb::arg("hardware").none(), shapes_doc.c_str());
+  m.def("compute_features_batch", &features_batch, nb::arg("problems").none(),
+        nb::arg("problem_index").none(), nb::arg("configs").none(), nb::arg("hardware").none(),
         "Features of config row i paired with problems[problem_index[i]]: float32[N, F]. Bad "
         "input raises ValueError. Releases the GIL.");
 }

@@ -18,9 +18,8 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 void check_range(int64_t value, int64_t lo, int64_t hi, const char* table, size_t row,
                  const std::string& column) {
   if (value < lo || value > hi) {
-    fail(std::string(table) + " row " + std::to_string(row) + ": column '" + column +
-         "' is " + std::to_string(value) + ", expected " + std::to_string(lo) + ".." +
-         std::to_string(hi));
+    fail(std::string(table) + " row " + std::to_string(row) + ": column '" + column + "' is " +
+         std::to_string(value) + ", expected " + std::to_string(lo) + ".." + std::to_string(hi));
   }
 }
 
@@ -29,16 +28,16 @@ constexpr int64_t kMaxDim = int64_t{1} << 40;
 }  // namespace
 
 const std::vector<std::string>& problem_columns() {
-  static const std::vector<std::string> v = {"op", "batch", "m", "n", "k", "dtype_a", "dtype_b",
-                                             "dtype_out", "transpose_a", "transpose_b",
-                                             "has_bias", "ld_a", "ld_b", "ld_out"};
+  static const std::vector<std::string> v = {
+      "op",        "batch",       "m",           "n",        "k",    "dtype_a", "dtype_b",
+      "dtype_out", "transpose_a", "transpose_b", "has_bias", "ld_a", "ld_b",    "ld_out"};
   return v;
 }
 
 const std::vector<std::string>& config_columns() {
-  static const std::vector<std::string> v = {"template_kind", "block_m", "block_n", "block_k",
-                                             "group_m", "num_stages", "num_warps", "even_k",
-                                             "allow_tf32", "use_fast_accum"};
+  static const std::vector<std::string> v = {
+      "template_kind", "block_m",   "block_n", "block_k",    "group_m",
+      "num_stages",    "num_warps", "even_k",  "allow_tf32", "use_fast_accum"};
   return v;
 }
 
@@ -94,14 +93,22 @@ TemplateKind template_kind(std::string_view id) {
 
 int dtype_bytes(int32_t code) {
   switch (static_cast<DType>(code)) {
-    case DType::float32: return 4;
-    case DType::float16: return 2;
-    case DType::bfloat16: return 2;
-    case DType::float8_e4m3fn: return 1;
-    case DType::float8_e5m2: return 1;
-    case DType::int8: return 1;
-    case DType::int32: return 4;
-    case DType::float64: return 8;
+    case DType::float32:
+      return 4;
+    case DType::float16:
+      return 2;
+    case DType::bfloat16:
+      return 2;
+    case DType::float8_e4m3fn:
+      return 1;
+    case DType::float8_e5m2:
+      return 1;
+    case DType::int8:
+      return 1;
+    case DType::int32:
+      return 4;
+    case DType::float64:
+      return 8;
   }
   fail("unknown dtype code " + std::to_string(code));
 }
@@ -234,7 +241,8 @@ void compute_features(std::span<const int64_t> problems, std::span<const int64_t
       f[kFSmemTotalKib] = static_cast<float>(smem_total / 1024.0);
       f[kFSmemFraction] = static_cast<float>(smem_total / static_cast<double>(smem_limit));
       f[kFSmemExceeds] = smem_total > static_cast<double>(smem_limit) ? 1.f : 0.f;
-      f[kFLog2AccRegsPerThread] = lg(static_cast<double>(bm * bn) / static_cast<double>(warps * 32));
+      f[kFLog2AccRegsPerThread] =
+          lg(static_cast<double>(bm * bn) / static_cast<double>(warps * 32));
       f[kFLog2TileIntensity] = lg(static_cast<double>(bm * bn) / static_cast<double>(bm + bn));
       f[kFLog2FlopsPerTile] = lg(2.0 * static_cast<double>(bm) * static_cast<double>(bn) * K);
       f[kFLog2TileBytesPerKIter] = lg(smem_stage);

@@ -24,10 +24,10 @@ std::string num(double v) {
 
 // Reusable scratch space, sized once for the largest problem.
 struct Scratch {
-  std::vector<size_t> rows;                        // finite rows of the problem, ascending
-  std::vector<size_t> order;                       // those rows by (predicted, row)
-  std::vector<std::pair<double, double>> pairs;    // (x, y) for Kendall
-  std::vector<double> ys, buf;                     // merge-sort buffers for Kendall
+  std::vector<size_t> rows;                      // finite rows of the problem, ascending
+  std::vector<size_t> order;                     // those rows by (predicted, row)
+  std::vector<std::pair<double, double>> pairs;  // (x, y) for Kendall
+  std::vector<double> ys, buf;                   // merge-sort buffers for Kendall
 };
 
 // Counts the pairs i < j with a[i] > a[j] (strict: equal values are no inversion) and leaves `a`
@@ -77,8 +77,8 @@ double kendall_pairs(Scratch& s) {
   if (n < 2) return kNaN;
   std::sort(v.begin(), v.end());  // by x, then y
   // Pairs tied in x, and pairs tied in both x and y.
-  const int64_t x_ties =
-      tied_pairs(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first == b.first; });
+  const int64_t x_ties = tied_pairs(
+      v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first == b.first; });
   const int64_t xy_ties = tied_pairs(v.begin(), v.end(), [](const auto& a, const auto& b) {
     return a.first == b.first && a.second == b.second;
   });
@@ -123,9 +123,9 @@ void validate(std::span<const double> measured, std::span<const double> predicte
   if (offsets[0] != 0) fail("offsets[0] must be 0, got " + std::to_string(offsets[0]));
   for (size_t p = 1; p < offsets.size(); ++p) {
     if (offsets[p] < offsets[p - 1])
-      fail("offsets must be non-decreasing: offsets[" + std::to_string(p) + "] = " +
-           std::to_string(offsets[p]) + " < offsets[" + std::to_string(p - 1) + "] = " +
-           std::to_string(offsets[p - 1]));
+      fail("offsets must be non-decreasing: offsets[" + std::to_string(p) +
+           "] = " + std::to_string(offsets[p]) + " < offsets[" + std::to_string(p - 1) +
+           "] = " + std::to_string(offsets[p - 1]));
     if (offsets[p] > static_cast<int64_t>(n))
       fail("offsets[" + std::to_string(p) + "] = " + std::to_string(offsets[p]) +
            " is out of range: measured has " + std::to_string(n) + " entries");
@@ -134,7 +134,8 @@ void validate(std::span<const double> measured, std::span<const double> predicte
     fail("offsets[-1] must equal the number of rows " + std::to_string(n) + ", got " +
          std::to_string(offsets.back()));
   for (size_t j = 0; j < ks.size(); ++j) {
-    if (ks[j] < 1) fail("ks[" + std::to_string(j) + "] = " + std::to_string(ks[j]) + ", expected k >= 1");
+    if (ks[j] < 1)
+      fail("ks[" + std::to_string(j) + "] = " + std::to_string(ks[j]) + ", expected k >= 1");
     for (size_t i = 0; i < j; ++i)
       if (ks[i] == ks[j]) fail("ks has the value " + std::to_string(ks[j]) + " twice");
   }

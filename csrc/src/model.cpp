@@ -21,7 +21,9 @@ class Reader {
     throw ModelFormatError(src_ + ": field '" + field + "': " + what);
   }
   void need(size_t n, const std::string& field) const {
-    if (pos_ + n > b_.size()) fail(field, "file is truncated (needs " + std::to_string(n) + " more bytes at offset " + std::to_string(pos_) + ")");
+    if (pos_ + n > b_.size())
+      fail(field, "file is truncated (needs " + std::to_string(n) + " more bytes at offset " +
+                      std::to_string(pos_) + ")");
   }
   template <class T>
   T scalar(const std::string& field) {
@@ -60,7 +62,11 @@ bool valid_utf8(const std::string& s) {
   size_t i = 0;
   while (i < s.size()) {
     const auto c = static_cast<uint8_t>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xE  ? 3
+                 : (c >> 3) == 0x1E ? 4
+                                    : 0;
     if (len == 0 || i + len > s.size()) return false;
     uint32_t cp = len == 1 ? c : c & (0x7F >> len);
     for (size_t k = 1; k < len; ++k) {
@@ -105,24 +111,34 @@ Model Model::from_bytes(const std::vector<uint8_t>& b, const std::string& source
   if (r.bytes(8, "magic") != "DIODEMDL") r.fail("magic", "not a torch-diode model file");
   const auto version = r.scalar<uint32_t>("format_version");
   if (version > kModelFormatVersion)
-    r.fail("format_version", "file has format version " + std::to_string(version) + ", this build reads up to " + std::to_string(kModelFormatVersion) + ": upgrade torch-diode");
+    r.fail("format_version", "file has format version " + std::to_string(version) +
+                                 ", this build reads up to " + std::to_string(kModelFormatVersion) +
+                                 ": upgrade torch-diode");
   if (version == 0) r.fail("format_version", "invalid version 0");
   const auto fv = r.scalar<uint32_t>("feature_version");
   if (fv != static_cast<uint32_t>(kFeatureVersion))
-    r.fail("feature_version", "model was trained on features version " + std::to_string(fv) + ", this build computes version " + std::to_string(kFeatureVersion));
+    r.fail("feature_version", "model was trained on features version " + std::to_string(fv) +
+                                  ", this build computes version " +
+                                  std::to_string(kFeatureVersion));
   const auto members = version >= 2 ? r.scalar<uint32_t>("num_members") : 1u;
-  if (members < 1 || members > 64) r.fail("num_members", "expected 1..64, got " + std::to_string(members));
+  if (members < 1 || members > 64)
+    r.fail("num_members", "expected 1..64, got " + std::to_string(members));
   const auto layers = r.scalar<uint32_t>("num_layers");
-  if (layers < 1 || layers > 64) r.fail("num_layers", "expected 1..64, got " + std::to_string(layers));
+  if (layers < 1 || layers > 64)
+    r.fail("num_layers", "expected 1..64, got " + std::to_string(layers));
   Model m;
   for (uint32_t i = 0; i <= layers; ++i) {
     const auto d = r.scalar<uint32_t>("dims");
-    if (d < 1 || d > 65536) r.fail("dims[" + std::to_string(i) + "]", "expected 1..65536, got " + std::to_string(d));
+    if (d < 1 || d > 65536)
+      r.fail("dims[" + std::to_string(i) + "]", "expected 1..65536, got " + std::to_string(d));
     m.dims_.push_back(d);
   }
   if (m.dims_.front() != static_cast<uint32_t>(diode::num_features()))
-    r.fail("dims[0]", "model takes " + std::to_string(m.dims_.front()) + " features, the extractor makes " + std::to_string(diode::num_features()));
-  if (m.dims_.back() != 1) r.fail("dims[" + std::to_string(layers) + "]", "the last layer must have 1 output");
+    r.fail("dims[0]", "model takes " + std::to_string(m.dims_.front()) +
+                          " features, the extractor makes " +
+                          std::to_string(diode::num_features()));
+  if (m.dims_.back() != 1)
+    r.fail("dims[" + std::to_string(layers) + "]", "the last layer must have 1 output");
   if (r.scalar<uint32_t>("activation") != 0) r.fail("activation", "unknown activation (0 = ReLU)");
   const auto meta_len = r.scalar<uint64_t>("metadata_bytes");
   if (meta_len > b.size()) r.fail("metadata_bytes", "larger than the file");
@@ -133,7 +149,8 @@ Model Model::from_bytes(const std::vector<uint8_t>& b, const std::string& source
   m.std_ = r.floats(nf, "feature_std");
   m.inv_std_.resize(nf);
   for (size_t i = 0; i < nf; ++i) {
-    if (!(m.std_[i] > 0.f)) r.fail("feature_std", "entry " + std::to_string(i) + " is not positive");
+    if (!(m.std_[i] > 0.f))
+      r.fail("feature_std", "entry " + std::to_string(i) + " is not positive");
     m.inv_std_[i] = 1.f / m.std_[i];
   }
   m.target_mean_ = r.floats(1, "target_mean")[0];
@@ -155,8 +172,10 @@ Model Model::from_bytes(const std::vector<uint8_t>& b, const std::string& source
   }
   const size_t body = r.pos();
   const auto stored = r.scalar<uint64_t>("checksum");
-  if (r.pos() != b.size()) r.fail("checksum", std::to_string(b.size() - r.pos()) + " unexpected bytes after the checksum");
-  if (fnv1a64(b.data(), body) != stored) r.fail("checksum", "does not match the contents (corrupt file)");
+  if (r.pos() != b.size())
+    r.fail("checksum", std::to_string(b.size() - r.pos()) + " unexpected bytes after the checksum");
+  if (fnv1a64(b.data(), body) != stored)
+    r.fail("checksum", "does not match the contents (corrupt file)");
   return m;
 }
 
@@ -170,13 +189,16 @@ std::vector<float> Model::weight(size_t layer, size_t member) const {
 }
 
 namespace detail {
-void dense_layer_avx2(const float*, size_t, size_t, const float*, const float*, size_t, float*, bool);
-void dense_layer_generic(const float*, size_t, size_t, const float*, const float*, size_t, float*, bool);
+void dense_layer_avx2(const float*, size_t, size_t, const float*, const float*, size_t, float*,
+                      bool);
+void dense_layer_generic(const float*, size_t, size_t, const float*, const float*, size_t, float*,
+                         bool);
 }  // namespace detail
 
 namespace {
 
-using DenseFn = void (*)(const float*, size_t, size_t, const float*, const float*, size_t, float*, bool);
+using DenseFn = void (*)(const float*, size_t, size_t, const float*, const float*, size_t, float*,
+                         bool);
 
 // The same kernel (dense_kernel.h) built for AVX2+FMA and for the baseline; the CPU decides.
 DenseFn pick_dense_layer() {
@@ -185,7 +207,8 @@ DenseFn pick_dense_layer() {
     return detail::dense_layer_generic;
 #if defined(__x86_64__) && defined(DIODE_HAVE_AVX2_KERNEL)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return detail::dense_layer_avx2;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return detail::dense_layer_avx2;
 #endif
   return detail::dense_layer_generic;
 }
@@ -196,9 +219,11 @@ const DenseFn dense_layer = pick_dense_layer();
 
 void Model::predict_members(std::span<const float> x, std::span<float> out) const {
   const size_t nf = dims_.front();
-  if (x.size() % nf != 0) throw std::invalid_argument("features must be an N x " + std::to_string(nf) + " matrix");
+  if (x.size() % nf != 0)
+    throw std::invalid_argument("features must be an N x " + std::to_string(nf) + " matrix");
   const size_t rows = x.size() / nf;
-  if (out.size() != rows * members_.size()) throw std::invalid_argument("output has the wrong size");
+  if (out.size() != rows * members_.size())
+    throw std::invalid_argument("output has the wrong size");
   size_t widest = 0;
   for (auto d : dims_) widest = std::max<size_t>(widest, d);
   constexpr size_t kBlock = 128;  // rows per block: activations stay in L1/L2
@@ -207,13 +232,14 @@ void Model::predict_members(std::span<const float> x, std::span<float> out) cons
   for (size_t r0 = 0; r0 < rows; r0 += kBlock) {
     const size_t nr = std::min(kBlock, rows - r0);
     for (size_t r = 0; r < nr; ++r)
-      for (size_t i = 0; i < nf; ++i) input[r * nf + i] = (x[(r0 + r) * nf + i] - mean_[i]) * inv_std_[i];
+      for (size_t i = 0; i < nf; ++i)
+        input[r * nf + i] = (x[(r0 + r) * nf + i] - mean_[i]) * inv_std_[i];
     for (size_t k = 0; k < members_.size(); ++k) {
       const Member& member = members_[k];
       const float* in = input.data();
       for (size_t l = 0; l < layers; ++l) {
-        dense_layer(in, nr, dims_[l], member.weight_t[l].data(), member.bias[l].data(), dims_[l + 1], next.data(),
-                    l + 1 < layers);
+        dense_layer(in, nr, dims_[l], member.weight_t[l].data(), member.bias[l].data(),
+                    dims_[l + 1], next.data(), l + 1 < layers);
         std::swap(a, next);
         in = a.data();
       }
@@ -224,7 +250,8 @@ void Model::predict_members(std::span<const float> x, std::span<float> out) cons
 
 void Model::predict_features(std::span<const float> x, std::span<float> out) const {
   const size_t nf = dims_.front();
-  if (x.size() % nf != 0) throw std::invalid_argument("features must be an N x " + std::to_string(nf) + " matrix");
+  if (x.size() % nf != 0)
+    throw std::invalid_argument("features must be an N x " + std::to_string(nf) + " matrix");
   const size_t rows = x.size() / nf;
   if (out.size() != rows) throw std::invalid_argument("output has the wrong size");
   if (members_.size() == 1) {

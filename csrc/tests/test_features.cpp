@@ -11,7 +11,8 @@ namespace {
 using diode::compute_features;
 
 // Row-major A (M x K), B (K x N), output (M x N): leading dimensions K, N, N.
-std::vector<int64_t> problem(int64_t op, int64_t b, int64_t m, int64_t n, int64_t k, int64_t dtype = 1) {
+std::vector<int64_t> problem(int64_t op, int64_t b, int64_t m, int64_t n, int64_t k,
+                             int64_t dtype = 1) {
   return {op, b, m, n, k, dtype, dtype, dtype, 0, 0, op == 1 || op == 3 ? 1 : 0, k, n, n};
 }
 
@@ -78,8 +79,10 @@ TEST(Features, AtenChoiceHasNoTileFeatures) {
 }
 
 TEST(Features, AllowTf32CountsOnlyForFloat32) {
-  std::vector<int64_t> off = {3, 128, 64, 32, 8, 3, 4, 1, 0, 0}, on = {3, 128, 64, 32, 8, 3, 4, 1, 1, 0};
-  EXPECT_EQ(run(problem(0, 1, 1024, 1024, 1024, 1), on), run(problem(0, 1, 1024, 1024, 1024, 1), off));  // fp16
+  std::vector<int64_t> off = {3, 128, 64, 32, 8, 3, 4, 1, 0, 0},
+                       on = {3, 128, 64, 32, 8, 3, 4, 1, 1, 0};
+  EXPECT_EQ(run(problem(0, 1, 1024, 1024, 1024, 1), on),
+            run(problem(0, 1, 1024, 1024, 1024, 1), off));                                // fp16
   EXPECT_FLOAT_EQ(run(problem(0, 1, 1024, 1024, 1024, 0), on)[col("allow_tf32")], 1.0f);  // fp32
   EXPECT_FLOAT_EQ(run(problem(0, 1, 1024, 1024, 1024, 0), off)[col("allow_tf32")], 0.0f);
 }

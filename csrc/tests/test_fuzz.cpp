@@ -40,14 +40,25 @@ class Fuzz : public ::testing::Test {
   }
   // A value in the valid range [lo, hi] most of the time, else one from the edges of int64.
   int64_t column(int64_t lo, int64_t hi) {
-    static constexpr int64_t kEdges[] = {std::numeric_limits<int64_t>::min(), -1, 0, 1,
-                                         int64_t{1} << 31, int64_t{1} << 40, (int64_t{1} << 40) + 1,
-                                         int64_t{1} << 62, std::numeric_limits<int64_t>::max()};
+    static constexpr int64_t kEdges[] = {std::numeric_limits<int64_t>::min(),
+                                         -1,
+                                         0,
+                                         1,
+                                         int64_t{1} << 31,
+                                         int64_t{1} << 40,
+                                         (int64_t{1} << 40) + 1,
+                                         int64_t{1} << 62,
+                                         std::numeric_limits<int64_t>::max()};
     if (!coin(8)) return uniform(lo, hi);
     return coin() ? kEdges[uniform(0, std::size(kEdges) - 1)] : static_cast<int64_t>(bits());
   }
   double real() {
-    static constexpr double kEdges[] = {0.0, -0.0, 1e-300, -1.0, 1e300, -1e300,
+    static constexpr double kEdges[] = {0.0,
+                                        -0.0,
+                                        1e-300,
+                                        -1.0,
+                                        1e300,
+                                        -1e300,
                                         std::numeric_limits<double>::infinity(),
                                         -std::numeric_limits<double>::infinity(),
                                         std::numeric_limits<double>::quiet_NaN(),
@@ -63,9 +74,9 @@ class Fuzz : public ::testing::Test {
 
   std::vector<int64_t> problem_row() {
     std::vector<int64_t> p(near(diode::kNumProblemColumns));
-    const int64_t bounds[][2] = {{0, 3}, {1, 64}, {1, 1 << 16}, {1, 1 << 16}, {1, 1 << 16},
-                                 {0, 7}, {0, 7}, {0, 7}, {0, 1}, {0, 1}, {0, 1},
-                                 {1, 1 << 16}, {1, 1 << 16}, {1, 1 << 16}};
+    const int64_t bounds[][2] = {{0, 3}, {1, 64},      {1, 1 << 16}, {1, 1 << 16}, {1, 1 << 16},
+                                 {0, 7}, {0, 7},       {0, 7},       {0, 1},       {0, 1},
+                                 {0, 1}, {1, 1 << 16}, {1, 1 << 16}, {1, 1 << 16}};
     for (size_t i = 0; i < p.size(); ++i) {
       const auto& b = bounds[i % std::size(bounds)];
       p[i] = column(b[0], b[1]);
@@ -76,12 +87,18 @@ class Fuzz : public ::testing::Test {
     std::vector<int64_t> c(near(rows * diode::kNumConfigColumns));
     for (size_t r = 0; r * diode::kNumConfigColumns < c.size(); ++r) {
       const bool tiled = !coin(4);
-      const int64_t v[] = {uniform(0, 8),          tiled ? 16 << uniform(0, 4) : 0,
-                           tiled ? 16 << uniform(0, 4) : 0, tiled ? 16 << uniform(0, 4) : 0,
-                           tiled ? uniform(1, 16) : 0, tiled ? uniform(1, 8) : 0,
-                           tiled ? 1 << uniform(0, 4) : 0, uniform(0, 1), uniform(0, 1),
+      const int64_t v[] = {uniform(0, 8),
+                           tiled ? 16 << uniform(0, 4) : 0,
+                           tiled ? 16 << uniform(0, 4) : 0,
+                           tiled ? 16 << uniform(0, 4) : 0,
+                           tiled ? uniform(1, 16) : 0,
+                           tiled ? uniform(1, 8) : 0,
+                           tiled ? 1 << uniform(0, 4) : 0,
+                           uniform(0, 1),
+                           uniform(0, 1),
                            uniform(0, 1)};
-      for (size_t j = 0; j < diode::kNumConfigColumns && r * diode::kNumConfigColumns + j < c.size(); ++j)
+      for (size_t j = 0;
+           j < diode::kNumConfigColumns && r * diode::kNumConfigColumns + j < c.size(); ++j)
         c[r * diode::kNumConfigColumns + j] = coin(30) ? column(0, 1) : v[j];
     }
     return c;
@@ -118,7 +135,8 @@ TEST_F(Fuzz, FeaturesAreFiniteOrTheInputIsRejected) {
     const size_t rows = static_cast<size_t>(uniform(0, 6));
     auto configs = config_rows(rows);
     std::vector<int64_t> index(near(rows));
-    for (auto& i : index) i = coin(20) ? column(0, 0) : uniform(0, static_cast<int64_t>(n_problems) - 1);
+    for (auto& i : index)
+      i = coin(20) ? column(0, 0) : uniform(0, static_cast<int64_t>(n_problems) - 1);
     const auto hw = hardware();
     const size_t out_rows = configs.size() / diode::kNumConfigColumns;
     // Filled with NaN: a column the extractor forgot to write stays NaN and fails below.
@@ -131,8 +149,9 @@ TEST_F(Fuzz, FeaturesAreFiniteOrTheInputIsRejected) {
     }
     ++accepted;
     for (size_t i = 0; i < out.size(); ++i)
-      ASSERT_TRUE(std::isfinite(out[i])) << "feature " << diode::kFeatures[i % diode::kNumFeatures].name
-                                         << " of row " << i / diode::kNumFeatures << " is " << out[i];
+      ASSERT_TRUE(std::isfinite(out[i]))
+          << "feature " << diode::kFeatures[i % diode::kNumFeatures].name << " of row "
+          << i / diode::kNumFeatures << " is " << out[i];
   }
   // Both outcomes are exercised.
   EXPECT_GT(accepted, 0);
@@ -148,7 +167,8 @@ TEST_F(Fuzz, RowAlignmentOfAnySizes) {
       continue;
     }
     // The reference: the largest power of two (up to 16) dividing the exact 128-bit product.
-    const unsigned __int128 bytes = static_cast<unsigned __int128>(ld) * static_cast<unsigned>(elem);
+    const unsigned __int128 bytes =
+        static_cast<unsigned __int128>(ld) * static_cast<unsigned>(elem);
     int expected = 0;
     while (expected < 4 && bytes % (static_cast<unsigned __int128>(2) << expected) == 0) ++expected;
     ASSERT_EQ(diode::row_alignment_log2(ld, elem), expected) << ld << " x " << elem;
@@ -181,13 +201,15 @@ TEST_F(Fuzz, MutatedModelFilesLoadOrRaiseModelFormatError) {
           b.resize(static_cast<size_t>(uniform(0, static_cast<int64_t>(b.size()))));
           break;
         case 3:  // bytes appended
-          for (int i = 0, n = static_cast<int>(uniform(1, 16)); i < n; ++i) b.push_back(static_cast<uint8_t>(bits()));
+          for (int i = 0, n = static_cast<int>(uniform(1, 16)); i < n; ++i)
+            b.push_back(static_cast<uint8_t>(bits()));
           break;
         case 4: {  // a float set to NaN, inf, 0 or a huge value
           if (b.size() < 8) break;
           const float edges[] = {std::nanf(""), INFINITY, -INFINITY, 0.f, -1.f, 3e38f, 1e-45f};
           const float v = edges[uniform(0, std::size(edges) - 1)];
-          const size_t at = static_cast<size_t>(uniform(0, static_cast<int64_t>(b.size()) - 4)) & ~size_t{3};
+          const size_t at =
+              static_cast<size_t>(uniform(0, static_cast<int64_t>(b.size()) - 4)) & ~size_t{3};
           std::memcpy(b.data() + at, &v, 4);
           break;
         }
@@ -244,8 +266,10 @@ TEST_F(Fuzz, RankingMetricsOfAnyInput) {
   for (int it = 0; it < iterations(2000); ++it) {
     const size_t n = static_cast<size_t>(uniform(0, 12));
     std::vector<double> measured(n), predicted(near(n));
-    for (auto& v : measured) v = coin(8) ? real() : std::uniform_real_distribution<double>(0, 10)(rng);
-    for (auto& v : predicted) v = coin(8) ? real() : std::uniform_real_distribution<double>(-5, 5)(rng);
+    for (auto& v : measured)
+      v = coin(8) ? real() : std::uniform_real_distribution<double>(0, 10)(rng);
+    for (auto& v : predicted)
+      v = coin(8) ? real() : std::uniform_real_distribution<double>(-5, 5)(rng);
     std::vector<int64_t> offsets = {0};
     while (offsets.back() < static_cast<int64_t>(n) && coin(8) == false)
       offsets.push_back(std::min<int64_t>(n, offsets.back() + uniform(0, 4)));

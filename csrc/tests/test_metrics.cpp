@@ -77,15 +77,18 @@ TEST(KendallTau, KnownValueWithTies) {
   EXPECT_NEAR(diode::kendall_tau_b(x, y), -0.47140452079103173, 1e-15);
   EXPECT_NEAR(diode::kendall_tau_b(y, x), -0.47140452079103173, 1e-15);
   // 4 items, one swapped pair out of 6: (5 - 1) / 6.
-  EXPECT_NEAR(diode::kendall_tau_b(std::vector<double>{1, 2, 3, 4}, std::vector<double>{1, 3, 2, 4}),
-              4.0 / 6.0, 1e-15);
+  EXPECT_NEAR(
+      diode::kendall_tau_b(std::vector<double>{1, 2, 3, 4}, std::vector<double>{1, 3, 2, 4}),
+      4.0 / 6.0, 1e-15);
 }
 
 TEST(KendallTau, DegenerateCasesAreNaN) {
   EXPECT_TRUE(std::isnan(diode::kendall_tau_b(std::vector<double>{}, std::vector<double>{})));
   EXPECT_TRUE(std::isnan(diode::kendall_tau_b(std::vector<double>{1}, std::vector<double>{2})));
-  EXPECT_TRUE(std::isnan(diode::kendall_tau_b(std::vector<double>{3, 3, 3}, std::vector<double>{1, 2, 3})));
-  EXPECT_TRUE(std::isnan(diode::kendall_tau_b(std::vector<double>{1, 2, 3}, std::vector<double>{7, 7, 7})));
+  EXPECT_TRUE(
+      std::isnan(diode::kendall_tau_b(std::vector<double>{3, 3, 3}, std::vector<double>{1, 2, 3})));
+  EXPECT_TRUE(
+      std::isnan(diode::kendall_tau_b(std::vector<double>{1, 2, 3}, std::vector<double>{7, 7, 7})));
   EXPECT_THROW(diode::kendall_tau_b(std::vector<double>{1, 2}, std::vector<double>{1}),
                std::invalid_argument);
   EXPECT_THROW(diode::kendall_tau_b(std::vector<double>{1, kNaN}, std::vector<double>{1, 2}),
@@ -102,7 +105,8 @@ TEST(KendallTau, MatchesBruteForceOnRandomDataWithTies) {
   std::mt19937_64 rng(12345);
   for (int trial = 0; trial < 200; ++trial) {
     const size_t n = 2 + rng() % (trial < 150 ? 40 : 600);
-    const int levels_x = 1 + static_cast<int>(rng() % 12), levels_y = 1 + static_cast<int>(rng() % 12);
+    const int levels_x = 1 + static_cast<int>(rng() % 12),
+              levels_y = 1 + static_cast<int>(rng() % 12);
     const bool continuous = trial % 3 == 0;
     std::vector<double> x(n), y(n);
     std::uniform_real_distribution<double> u(0, 1);

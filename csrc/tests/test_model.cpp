@@ -13,12 +13,19 @@ namespace {
 using diode::Model;
 using diode::ModelFormatError;
 
-void put_u32(std::vector<uint8_t>& b, uint32_t v) { b.insert(b.end(), reinterpret_cast<uint8_t*>(&v), reinterpret_cast<uint8_t*>(&v) + 4); }
-void put_u64(std::vector<uint8_t>& b, uint64_t v) { b.insert(b.end(), reinterpret_cast<uint8_t*>(&v), reinterpret_cast<uint8_t*>(&v) + 8); }
-void put_f32(std::vector<uint8_t>& b, float v) { b.insert(b.end(), reinterpret_cast<uint8_t*>(&v), reinterpret_cast<uint8_t*>(&v) + 4); }
+void put_u32(std::vector<uint8_t>& b, uint32_t v) {
+  b.insert(b.end(), reinterpret_cast<uint8_t*>(&v), reinterpret_cast<uint8_t*>(&v) + 4);
+}
+void put_u64(std::vector<uint8_t>& b, uint64_t v) {
+  b.insert(b.end(), reinterpret_cast<uint8_t*>(&v), reinterpret_cast<uint8_t*>(&v) + 8);
+}
+void put_f32(std::vector<uint8_t>& b, float v) {
+  b.insert(b.end(), reinterpret_cast<uint8_t*>(&v), reinterpret_cast<uint8_t*>(&v) + 4);
+}
 
 // A model F -> H -> 1 with weight[h][i] = (h + 1) * 0.01 * (i % 3), bias 0.1 * h; mean 0.5, std 2.
-std::vector<uint8_t> make_model(uint32_t hidden = 5, uint32_t feature_version = diode::kFeatureVersion) {
+std::vector<uint8_t> make_model(uint32_t hidden = 5,
+                                uint32_t feature_version = diode::kFeatureVersion) {
   const uint32_t nf = static_cast<uint32_t>(diode::num_features());
   std::vector<uint8_t> b = {'D', 'I', 'O', 'D', 'E', 'M', 'D', 'L'};
   put_u32(b, 1);
@@ -79,7 +86,8 @@ float reference(const std::vector<float>& x, uint32_t hidden) {
   float out = 0.05f;
   for (uint32_t h = 0; h < hidden; ++h) {
     float z = 0.1f * h - 0.15f;
-    for (size_t i = 0; i < nf; ++i) z += (h + 1) * 0.01f * static_cast<float>(i % 3) * ((x[i] - 0.5f) / 2.0f);
+    for (size_t i = 0; i < nf; ++i)
+      z += (h + 1) * 0.01f * static_cast<float>(i % 3) * ((x[i] - 0.5f) / 2.0f);
     out += (z > 0 ? z : 0) * (h % 2 ? 0.5f : -0.25f);
   }
   return out * 1.5f + 3.0f;
@@ -114,7 +122,8 @@ TEST(Model, CorruptFilesNameTheField) {
   auto bad = bytes;
   bad[0] = 'X';
   EXPECT_NE(error_of(bad).find("field 'magic'"), std::string::npos);
-  EXPECT_NE(error_of(make_model(5, diode::kFeatureVersion + 1)).find("field 'feature_version'"), std::string::npos);
+  EXPECT_NE(error_of(make_model(5, diode::kFeatureVersion + 1)).find("field 'feature_version'"),
+            std::string::npos);
   bad = bytes;
   bad[bad.size() - 20] ^= 0xFF;  // a weight byte
   EXPECT_NE(error_of(bad).find("field 'checksum'"), std::string::npos);
@@ -125,7 +134,8 @@ TEST(Model, CorruptFilesNameTheField) {
   EXPECT_NE(error_of(bad).find("unexpected bytes"), std::string::npos);
   EXPECT_NE(error_of({}).find("m.diode"), std::string::npos);
   bad = std::vector<uint8_t>(bytes.begin(), bytes.end() - 8);
-  bad[44] = 0xFF;  // the metadata's first byte (after magic, 3 + 3 u32, activation, length): not UTF-8
+  bad[44] =
+      0xFF;  // the metadata's first byte (after magic, 3 + 3 u32, activation, length): not UTF-8
   put_u64(bad, diode::fnv1a64(bad.data(), bad.size()));
   EXPECT_NE(error_of(bad).find("field 'metadata': not valid UTF-8"), std::string::npos);
   EXPECT_THROW(Model::load("/nonexistent/model.diode"), ModelFormatError);

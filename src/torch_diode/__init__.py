@@ -155,8 +155,12 @@ def autoregister(force: bool = False) -> str | None:
         return None
     name, path, _ = found
     register_model(str(path))
-    logger.info("torch-diode: %s detected; model %s registered, GEMM autotuning via diode enabled "
-                "(torch_diode.disable() undoes this)", hardware.device_name, name)
+    logger.info(
+        "torch-diode: %s detected; model %s registered, GEMM autotuning via diode enabled "
+        "(torch_diode.disable() undoes this)",
+        hardware.device_name,
+        name,
+    )
     _autoregistered = name
     return name
 

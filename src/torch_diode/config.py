@@ -34,8 +34,9 @@ import logging
 import math
 import os
 import warnings
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -87,8 +88,13 @@ def _env_int(name: str, default: int, minimum: int) -> int:
 
 def _env_float(name: str, default: float, minimum: float, inclusive: bool = True) -> float:
     above = (lambda v: v >= minimum) if inclusive else (lambda v: v > minimum)
-    return _from_env(name, default, float, lambda v: math.isfinite(v) and above(v),
-                     f"a finite number {'>=' if inclusive else '>'} {minimum:g}")
+    return _from_env(
+        name,
+        default,
+        float,
+        lambda v: math.isfinite(v) and above(v),
+        f"a finite number {'>=' if inclusive else '>'} {minimum:g}",
+    )
 
 
 enable_fallback: bool = _env_bool("TORCH_DIODE_ENABLE_FALLBACK", True)
@@ -100,8 +106,13 @@ unsure_heldout_slowdown: float = _env_float("TORCH_DIODE_UNSURE_HELDOUT_SLOWDOWN
 unsure_loss_probability: float = _env_float("TORCH_DIODE_UNSURE_LOSS_PROBABILITY", 0.2, minimum=0.0)
 min_dtype_problems: int = _env_int("TORCH_DIODE_MIN_DTYPE_PROBLEMS", 100, minimum=0)
 extern_preference: float = _env_float("TORCH_DIODE_EXTERN_PREFERENCE", 1.1, minimum=1.0)
-candidate_pool: str = _from_env("TORCH_DIODE_CANDIDATE_POOL", "EXHAUSTIVE", str.upper,
-                                lambda v: v in ("DEFAULT", "EXHAUSTIVE"), "DEFAULT or EXHAUSTIVE")
+candidate_pool: str = _from_env(
+    "TORCH_DIODE_CANDIDATE_POOL",
+    "EXHAUSTIVE",
+    str.upper,
+    lambda v: v in ("DEFAULT", "EXHAUSTIVE"),
+    "DEFAULT or EXHAUSTIVE",
+)
 cache_predictions: bool = _env_bool("TORCH_DIODE_CACHE_PREDICTIONS", True)
 enumerate_candidates: bool = _env_bool("TORCH_DIODE_ENUMERATE_CANDIDATES", True)
 allow_hardware_mismatch: bool = _env_bool("TORCH_DIODE_ALLOW_HARDWARE_MISMATCH", False)
@@ -118,9 +129,24 @@ autoregister: bool = not _env_bool("TORCH_DIODE_NO_AUTOREGISTER", False) and not
 fast_autotune: bool = _env_bool("TORCH_DIODE_FAST_AUTOTUNE", True)
 fallback_to_autotune: bool = _env_bool("TORCH_DIODE_FALLBACK_TO_AUTOTUNE", True)
 
-_NAMES = ("enable_fallback", "top_k_configs", "performance_threshold", "max_selected_configs", "unsure_top_k",
-          "unsure_heldout_slowdown", "unsure_loss_probability", "min_dtype_problems", "extern_preference", "candidate_pool", "cache_predictions", "enumerate_candidates", "allow_hardware_mismatch", "autoregister",
-          "fast_autotune", "fallback_to_autotune")
+_NAMES = (
+    "enable_fallback",
+    "top_k_configs",
+    "performance_threshold",
+    "max_selected_configs",
+    "unsure_top_k",
+    "unsure_heldout_slowdown",
+    "unsure_loss_probability",
+    "min_dtype_problems",
+    "extern_preference",
+    "candidate_pool",
+    "cache_predictions",
+    "enumerate_candidates",
+    "allow_hardware_mismatch",
+    "autoregister",
+    "fast_autotune",
+    "fallback_to_autotune",
+)
 
 
 def snapshot() -> dict[str, Any]:

@@ -23,8 +23,8 @@ empty; candidate kinds found in the data beyond them are added.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from .types import OPS, Dataset, Problem
 
@@ -65,8 +65,15 @@ REGIMES: dict[str, Callable[[Problem], bool]] = {
 # The candidate kinds Inductor offers for mm/addmm/bmm/baddbmm on an H100/H200 with the ATEN,TRITON
 # backends (data/README.md, "Candidates Inductor offers", gives the flags and the other kinds).
 REQUIRED_CANDIDATE_KINDS = (
-    "aten::mm", "aten::addmm", "aten::bias_addmm", "aten::bmm", "aten::baddbmm",
-    "triton::mm", "triton::bmm", "triton::mm_persistent_tma", "decompose_k",
+    "aten::mm",
+    "aten::addmm",
+    "aten::bias_addmm",
+    "aten::bmm",
+    "aten::baddbmm",
+    "triton::mm",
+    "triton::bmm",
+    "triton::mm_persistent_tma",
+    "decompose_k",
 )
 
 # problems per cell the training data should hold: by dtype column; candidate cells take the
@@ -133,7 +140,7 @@ class Coverage:
     _members: dict[str, set] = field(default_factory=dict)
     _problems: set = field(default_factory=set)
 
-    def add(self, dataset: Dataset) -> "Coverage":
+    def add(self, dataset: Dataset) -> Coverage:
         tf32_file = settings_say_tf32(dataset)
         for hardware, problem, timings in dataset.problems():
             ok = [t for t in timings if not t.failed]
@@ -150,7 +157,7 @@ class Coverage:
 
     def cells(self) -> dict[str, int]:
         """cell name -> problem count: every listed cell, then candidate kinds found beyond them."""
-        found = sorted(c[len("candidate/"):] for c in self._members if c.startswith("candidate/"))
+        found = sorted(c[len("candidate/") :] for c in self._members if c.startswith("candidate/"))
         names = all_cells([*REQUIRED_CANDIDATE_KINDS, *found])
         return {name: len(self._members.get(name, ())) for name in names}
 
@@ -158,8 +165,11 @@ class Coverage:
         """The `--report-json` contract: ``cells``, ``empty_cells``, ``num_problems``; with
         ``targets``, also ``missing`` (cell -> problems short of its target)."""
         cells = self.cells()
-        out = {"num_problems": self.num_problems, "cells": cells,
-               "empty_cells": [name for name, n in cells.items() if n == 0]}
+        out = {
+            "num_problems": self.num_problems,
+            "cells": cells,
+            "empty_cells": [name for name, n in cells.items() if n == 0],
+        }
         if targets is not None:
             out["targets"] = dict(targets)
             out["missing"] = missing_counts(cells, targets)
@@ -192,17 +202,21 @@ def format_report(report: dict) -> list[str]:
     lines = [f"{report['num_problems']} problems", f"{'op layout':22s}{head}"]
     for op in OPS:
         for lay in LAYOUTS:
-            lines.append(f"{op + ' ' + lay:22s}" + "".join(f"{cells[op_cell(op, d, lay)]:{width}d}" for d in DTYPE_COLUMNS))
+            lines.append(
+                f"{op + ' ' + lay:22s}" + "".join(f"{cells[op_cell(op, d, lay)]:{width}d}" for d in DTYPE_COLUMNS)
+            )
     lines.append(f"{'size regime':22s}{head}")
     for regime in REGIMES:
         lines.append(f"{regime:22s}" + "".join(f"{cells[regime_cell(regime, d)]:{width}d}" for d in DTYPE_COLUMNS))
     lines.append("candidate kinds (problems with a successful timing):")
-    lines += [f"  {name[len('candidate/'):]:36s}{n:7d}" for name, n in cells.items() if name.startswith("candidate/")]
+    lines += [f"  {name[len('candidate/') :]:36s}{n:7d}" for name, n in cells.items() if name.startswith("candidate/")]
     empty = report["empty_cells"]
     lines.append(f"empty cells ({len(empty)}): " + (", ".join(empty) if empty else "none"))
     if "missing" in report:
         missing = report["missing"]
         lines.append(f"cells short of their target ({len(missing)}, {sum(missing.values())} problems in all):")
-        lines += [f"  {name:44s} {short:5d} missing (target {cell_target(name, report['targets'])})"
-                  for name, short in missing.items()]
+        lines += [
+            f"  {name:44s} {short:5d} missing (target {cell_target(name, report['targets'])})"
+            for name, short in missing.items()
+        ]
     return lines

@@ -29,7 +29,9 @@ def dataset_stats(dataset: Dataset) -> dict[str, Any]:
                 dtypes[problem.dtype_a] += 1
                 templates.update(t.config.template_id for t in timings)
                 hw_problems += 1
-        hardware.append({**entry.hardware.to_dict(), "hardware_id": entry.hardware.hardware_id, "problems": hw_problems})
+        hardware.append(
+            {**entry.hardware.to_dict(), "hardware_id": entry.hardware.hardware_id, "problems": hw_problems}
+        )
     return {
         "num_problems": dataset.num_problems,
         "num_timed_configs": dataset.num_timed_configs,

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,16 +44,22 @@ class Predictions:
         keep = [p for p, (_, problem) in enumerate(self.problems) if problem.op == op]
         rows = [np.arange(self.offsets[p], self.offsets[p + 1]) for p in keep]
         index = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
-        return Predictions([self.problems[p] for p in keep], [self.configs[i] for i in index], self.measured_us[index],
-                           self.predicted_log_us[index], np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64))
+        return Predictions(
+            [self.problems[p] for p in keep],
+            [self.configs[i] for i in index],
+            self.measured_us[index],
+            self.predicted_log_us[index],
+            np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64),
+        )
 
     @property
     def ops(self) -> list[str]:
         return sorted({problem.op for _, problem in self.problems})
 
 
-def collect_predictions(model: str | os.PathLike, dataset: Dataset, hardware_name: str | None = None,
-                        op_name: str | None = None) -> Predictions:
+def collect_predictions(
+    model: str | os.PathLike, dataset: Dataset, hardware_name: str | None = None, op_name: str | None = None
+) -> Predictions:
     engine = load_model(model)
     problems, configs, measured, predicted, offsets = [], [], [], [], [0]
     for hardware, problem, timings in dataset.problems():
@@ -66,7 +73,9 @@ def collect_predictions(model: str | os.PathLike, dataset: Dataset, hardware_nam
         offsets.append(offsets[-1] + len(cfgs))
     if not problems:
         raise UserError(f"no problems to evaluate (hardware={hardware_name!r}, op={op_name!r})")
-    return Predictions(problems, configs, np.concatenate(measured), np.concatenate(predicted), np.array(offsets, np.int64))
+    return Predictions(
+        problems, configs, np.concatenate(measured), np.concatenate(predicted), np.array(offsets, np.int64)
+    )
 
 
 def _geomean(x: np.ndarray) -> float:
@@ -74,16 +83,26 @@ def _geomean(x: np.ndarray) -> float:
     return float(np.exp(np.mean(np.log(x)))) if len(x) else math.nan
 
 
-def validate_model(model: str | os.PathLike, dataset: Dataset, *, hardware_name: str | None = None,
-                   op_name: str | None = None, top_n_worst: int = 10) -> dict[str, Any]:
+def validate_model(
+    model: str | os.PathLike,
+    dataset: Dataset,
+    *,
+    hardware_name: str | None = None,
+    op_name: str | None = None,
+    top_n_worst: int = 10,
+) -> dict[str, Any]:
     """The validate-model report (keys listed in docs/architecture.md), with ``by_op``: the same
     figures (all but the per-problem and worst lists) for each op's problems alone."""
     pr = collect_predictions(model, dataset, hardware_name, op_name)
     if not np.isfinite(pr.measured_us).any():
-        raise UserError(f"no successful timing among the {len(pr.problems)} problems to evaluate "
-                        f"(hardware={hardware_name!r}, op={op_name!r}): every choice failed")
+        raise UserError(
+            f"no successful timing among the {len(pr.problems)} problems to evaluate "
+            f"(hardware={hardware_name!r}, op={op_name!r}): every choice failed"
+        )
     report = _report(pr, top_n_worst)
-    report["by_op"] = {op: {k: v for k, v in _report(pr.of_op(op), 0).items() if k not in _PER_PROBLEM_KEYS} for op in pr.ops}
+    report["by_op"] = {
+        op: {k: v for k, v in _report(pr.of_op(op), 0).items() if k not in _PER_PROBLEM_KEYS} for op in pr.ops
+    }
     report["calibration"] = loss_calibration(model, dataset, hardware_name=hardware_name, op_name=op_name)
     report["_predictions"] = pr  # for plots; dropped before writing JSON
     return report
@@ -120,7 +139,9 @@ def _report(pr: Predictions, top_n_worst: int) -> dict[str, Any]:
         "exp_rmse": math.exp(math.sqrt(mse)),
         "top1_perf_geomean": _geomean(np.asarray(rank["top1_perf"])),
         "top5_perf_geomean": _geomean(np.asarray(rank["top5_perf"])),
-        "kendall_tau_mean": float(np.nanmean(np.asarray(rank["kendall_tau"]))) if np.isfinite(rank["kendall_tau"]).any() else math.nan,
+        "kendall_tau_mean": float(np.nanmean(np.asarray(rank["kendall_tau"])))
+        if np.isfinite(rank["kendall_tau"]).any()
+        else math.nan,
         "within_5pct_fraction": float(np.mean(slowdown[valid] <= 1.05)) if valid.any() else math.nan,
         "worst_top1_slowdown": float(np.max(slowdown[valid])) if valid.any() else math.nan,
         "top1_slowdown_geomean": _geomean(slowdown),
@@ -135,8 +156,9 @@ def _report(pr: Predictions, top_n_worst: int) -> dict[str, Any]:
 CALIBRATION_BINS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 
 
-def loss_calibration(model: str | os.PathLike, dataset: Dataset, *, hardware_name: str | None = None,
-                     op_name: str | None = None) -> dict[str, Any] | None:
+def loss_calibration(
+    model: str | os.PathLike, dataset: Dataset, *, hardware_name: str | None = None, op_name: str | None = None
+) -> dict[str, Any] | None:
     """How well the model's estimated probability of a loss (its first pick, in the handler's
     order, measured more than LOSS_MARGIN times slower than the best ATen choice:
     :func:`torch_diode.selection.loss_probability`) matches what was measured: per bin of the
@@ -179,14 +201,25 @@ def loss_calibration(model: str | os.PathLike, dataset: Dataset, *, hardware_nam
     bins = []
     for lo, hi in zip(CALIBRATION_BINS[:-1], CALIBRATION_BINS[1:]):
         inside = (p >= lo) & ((p < hi) if hi < 1.0 else (p <= hi))
-        bins.append({"estimate_from": lo, "estimate_to": hi, "problems": int(inside.sum()),
-                     "estimate_mean": float(p[inside].mean()) if inside.any() else None,
-                     "observed_loss_fraction": float(y[inside].mean()) if inside.any() else None})
-    return {"margin": LOSS_MARGIN, "problems": len(p), "aten_first_picks": aten_picks,
-            "observed_loss_fraction": float(y.mean()) if len(y) else None,
-            "estimate_mean": float(p.mean()) if len(p) else None,
-            "brier": float(np.mean((p - y) ** 2)) if len(p) else None,
-            "calibration": contract.loss_calibration.to_dict(), "bins": bins}
+        bins.append(
+            {
+                "estimate_from": lo,
+                "estimate_to": hi,
+                "problems": int(inside.sum()),
+                "estimate_mean": float(p[inside].mean()) if inside.any() else None,
+                "observed_loss_fraction": float(y[inside].mean()) if inside.any() else None,
+            }
+        )
+    return {
+        "margin": LOSS_MARGIN,
+        "problems": len(p),
+        "aten_first_picks": aten_picks,
+        "observed_loss_fraction": float(y.mean()) if len(y) else None,
+        "estimate_mean": float(p.mean()) if len(p) else None,
+        "brier": float(np.mean((p - y) ** 2)) if len(p) else None,
+        "calibration": contract.loss_calibration.to_dict(),
+        "bins": bins,
+    }
 
 
 def plot_validation(report: dict[str, Any], out_dir: str | os.PathLike) -> list[Path]:
@@ -204,8 +237,13 @@ def plot_validation(report: dict[str, Any], out_dir: str | os.PathLike) -> list[
     ax.scatter(pr.measured_us[ok], np.exp(pr.predicted_log_us[ok]), s=3, alpha=0.4)
     lo, hi = pr.measured_us[ok].min(), pr.measured_us[ok].max()
     ax.plot([lo, hi], [lo, hi], "k--", lw=1)
-    ax.set(xscale="log", yscale="log", xlabel="measured time (us)", ylabel="predicted time (us)",
-           title=f"exp(RMSE) = {report['exp_rmse']:.3f}")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="measured time (us)",
+        ylabel="predicted time (us)",
+        title=f"exp(RMSE) = {report['exp_rmse']:.3f}",
+    )
     fig.tight_layout()
     scatter = out / "predicted_vs_measured.png"
     fig.savefig(scatter, dpi=120)
@@ -213,8 +251,11 @@ def plot_validation(report: dict[str, Any], out_dir: str | os.PathLike) -> list[
     slow = np.sort([p["top1_slowdown"] for p in report["per_problem"] if math.isfinite(p["top1_slowdown"])])
     fig, ax = plt.subplots(figsize=(5, 4))
     ax.step(slow, np.arange(1, len(slow) + 1) / max(1, len(slow)), where="post")
-    ax.set(xlabel="top-1 slowdown (model's pick / best measured)", ylabel="fraction of problems",
-           title=f"top-1 perf geomean {report['top1_perf_geomean']:.3f}")
+    ax.set(
+        xlabel="top-1 slowdown (model's pick / best measured)",
+        ylabel="fraction of problems",
+        title=f"top-1 perf geomean {report['top1_perf_geomean']:.3f}",
+    )
     ax.axvline(1.05, color="gray", ls=":", lw=1)
     fig.tight_layout()
     cdf = out / "top1_slowdown_cdf.png"
@@ -255,9 +296,16 @@ def _solution_matches(entry: dict, problem: Problem, config: KernelConfig) -> bo
     return "template_id" in entry or "block_m" in entry
 
 
-def validate_max_autotune(model: str | os.PathLike, dataset: Dataset, *, solution: str | os.PathLike | None = None,
-                          hardware_name: str | None = None, op_name: str | None = None,
-                          top_ns: Sequence[int] = TOP_NS, extern_preference: float | None = None) -> dict[str, Any]:
+def validate_max_autotune(
+    model: str | os.PathLike,
+    dataset: Dataset,
+    *,
+    solution: str | os.PathLike | None = None,
+    hardware_name: str | None = None,
+    op_name: str | None = None,
+    top_ns: Sequence[int] = TOP_NS,
+    extern_preference: float | None = None,
+) -> dict[str, Any]:
     """max-autotune's chosen kernel time / the best measured time among the model's top-N, per
     problem (> 1: diode's pick is faster). Without a solution file max-autotune's choice is the
     best measured of ATen + the DEFAULT list, as stock max-autotune chooses. The model's top-N is
@@ -305,25 +353,41 @@ def validate_max_autotune(model: str | os.PathLike, dataset: Dataset, *, solutio
             ratios[n].append(ma_time / diode_time)
             saved[n].append(ma_time - diode_time)
     if not used:
-        raise UserError("no problem of the dataset has a successful timing of max-autotune's choice"
-                        + (f" (none matches {solution})" if solution else ""))
-    out: dict[str, Any] = {"num_problems": used, "max_autotune_source": str(solution) if solution else "ATen + DEFAULT (derived)",
-                           "extern_preference": preference, "top_n": {}}
+        raise UserError(
+            "no problem of the dataset has a successful timing of max-autotune's choice"
+            + (f" (none matches {solution})" if solution else "")
+        )
+    out: dict[str, Any] = {
+        "num_problems": used,
+        "max_autotune_source": str(solution) if solution else "ATen + DEFAULT (derived)",
+        "extern_preference": preference,
+        "top_n": {},
+    }
     op_of = np.array(ops)
     out["top_n"] = {str(n): _ratio_summary(np.array(ratios[n]), np.array(saved[n])) for n in top_ns}
     # the same per op (the seeds' model_performance_analysis_by_op.json)
-    out["by_op"] = {op: {"num_problems": int((op_of == op).sum()),
-                         "top_n": {str(n): _ratio_summary(np.array(ratios[n])[op_of == op], np.array(saved[n])[op_of == op])
-                                   for n in top_ns}}
-                    for op in sorted(set(ops))}
+    out["by_op"] = {
+        op: {
+            "num_problems": int((op_of == op).sum()),
+            "top_n": {
+                str(n): _ratio_summary(np.array(ratios[n])[op_of == op], np.array(saved[n])[op_of == op])
+                for n in top_ns
+            },
+        }
+        for op in sorted(set(ops))
+    }
     return out
 
 
 def _ratio_summary(r: np.ndarray, saved_us: np.ndarray) -> dict[str, float]:
     return {
-        "ratio_geomean": _geomean(r), "ratio_mean": float(r.mean()), "ratio_median": float(np.median(r)),
-        "ratio_p10": float(np.quantile(r, 0.1)), "ratio_p90": float(np.quantile(r, 0.9)),
-        "ratio_min": float(r.min()), "ratio_max": float(r.max()),
+        "ratio_geomean": _geomean(r),
+        "ratio_mean": float(r.mean()),
+        "ratio_median": float(np.median(r)),
+        "ratio_p10": float(np.quantile(r, 0.1)),
+        "ratio_p90": float(np.quantile(r, 0.9)),
+        "ratio_min": float(r.min()),
+        "ratio_max": float(r.max()),
         "better_pct": float(100 * np.mean(r > 1 + EQUAL_TOLERANCE)),
         "equal_pct": float(100 * np.mean(np.abs(r - 1) <= EQUAL_TOLERANCE)),
         "worse_pct": float(100 * np.mean(r < 1 - EQUAL_TOLERANCE)),

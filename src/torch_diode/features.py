@@ -7,8 +7,8 @@ Training, validation, prediction and the Inductor choice handler all call :func:
 
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
+from functools import cache
 
 import numpy as np
 
@@ -24,7 +24,7 @@ _DTYPE_CODE = {name: i for i, name in enumerate(_C.dtype_names())}
 assert tuple(_C.op_names()) == OPS and tuple(_C.dtype_names()) == DTYPES, "C++/Python enums differ"
 
 
-@lru_cache(maxsize=None)
+@cache
 def template_kind(template_id: str) -> int:
     return _C.template_kind(template_id)
 
@@ -102,12 +102,14 @@ class Candidates:
 
     def __init__(self, parts: Sequence[tuple[np.ndarray, Callable[[int], KernelConfig]]]):
         columns = len(_C.config_columns())
-        self.rows = np.concatenate([r.reshape(-1, columns) for r, _ in parts]) if parts else np.zeros((0, columns), np.int64)
+        self.rows = (
+            np.concatenate([r.reshape(-1, columns) for r, _ in parts]) if parts else np.zeros((0, columns), np.int64)
+        )
         self._starts = np.cumsum([0] + [len(r) for r, _ in parts])[:-1]
         self._makers = [make for _, make in parts]
 
     @classmethod
-    def of(cls, configs: Sequence[KernelConfig]) -> "Candidates":
+    def of(cls, configs: Sequence[KernelConfig]) -> Candidates:
         return cls([(config_rows(configs), configs.__getitem__)])
 
     def __len__(self) -> int:
@@ -133,7 +135,9 @@ def featurize_many(
     """Features of ``configs[i]`` paired with ``problems[problem_index[i]]``, in one C++ call."""
     if not configs:
         return np.zeros((0, NUM_FEATURES), dtype=np.float32)
-    rows = np.stack([problem_row(p) for p in problems]) if problems else np.zeros((0, len(_C.problem_columns())), np.int64)
+    rows = (
+        np.stack([problem_row(p) for p in problems]) if problems else np.zeros((0, len(_C.problem_columns())), np.int64)
+    )
     return _C.compute_features_batch(
         rows, np.ascontiguousarray(problem_index, dtype=np.int64), config_rows(configs), hardware_row(hardware)
     )

@@ -27,7 +27,7 @@ def _versions() -> tuple[str, str | None, str | None]:
     return torch.__version__, triton_version, torch.version.cuda
 
 
-def detect_hardware(device: "str | int | None" = None) -> Hardware:
+def detect_hardware(device: str | int | None = None) -> Hardware:
     """The :class:`Hardware` record of a device (``"cuda"``, ``"cuda:1"``, ``"cpu"``...).
 
     ``None`` means the current CUDA device where CUDA is available, else the CPU. Only a CUDA
@@ -42,9 +42,7 @@ def detect_hardware(device: "str | int | None" = None) -> Hardware:
     if dev.type == "cuda":
         index = dev.index if dev.index is not None else torch.cuda.current_device()
         props = torch.cuda.get_device_properties(index)
-        smem = getattr(props, "shared_memory_per_block_optin", 0) or getattr(
-            props, "shared_memory_per_block", 0
-        )
+        smem = getattr(props, "shared_memory_per_block_optin", 0) or getattr(props, "shared_memory_per_block", 0)
         return Hardware(
             device_name=props.name,
             compute_capability=(props.major, props.minor),
@@ -105,7 +103,9 @@ def check_device(device: str) -> None:
     if dev.type == "cuda":
         if not torch.cuda.is_available():
             why = "this torch is built without CUDA" if torch.version.cuda is None else "no CUDA GPU is visible"
-            raise DeviceError(f"{device!r}: CUDA is not available here ({why}); measure with --device cpu or on a GPU machine")
+            raise DeviceError(
+                f"{device!r}: CUDA is not available here ({why}); measure with --device cpu or on a GPU machine"
+            )
         if dev.index is not None and dev.index >= torch.cuda.device_count():
             raise DeviceError(f"{device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
         return
@@ -127,7 +127,20 @@ def device_works(device: str) -> bool:
         return False
 
 
-_VENDOR_WORDS = {"NVIDIA", "AMD", "INTEL", "TESLA", "GEFORCE", "QUADRO", "RADEON", "INSTINCT", "RTX", "GTX", "DATA", "CENTER"}
+_VENDOR_WORDS = {
+    "NVIDIA",
+    "AMD",
+    "INTEL",
+    "TESLA",
+    "GEFORCE",
+    "QUADRO",
+    "RADEON",
+    "INSTINCT",
+    "RTX",
+    "GTX",
+    "DATA",
+    "CENTER",
+}
 
 
 def gpu_family(device_name: str) -> str | None:
@@ -156,7 +169,12 @@ def hardware_match(model_hardware: dict, hardware: Hardware) -> str | None:
         return "exact"
     capability = model_hardware.get("compute_capability")
     family = gpu_family(name)
-    if (capability and hardware.compute_capability and tuple(capability) == tuple(hardware.compute_capability)
-            and family is not None and family == gpu_family(hardware.device_name)):
+    if (
+        capability
+        and hardware.compute_capability
+        and tuple(capability) == tuple(hardware.compute_capability)
+        and family is not None
+        and family == gpu_family(hardware.device_name)
+    ):
         return "family"
     return None

@@ -66,7 +66,9 @@ class ModelFile:
                 raise ValueError(f"members[{k}]: {len(layers)} layers, the first member has {len(self.layers)}")
             for i, (w, b) in enumerate(layers):
                 if w.shape != (dims[i + 1], dims[i]) or b.shape != (dims[i + 1],):
-                    raise ValueError(f"members[{k}].layers[{i}]: weight {w.shape} / bias {b.shape} do not chain with dims {dims}")
+                    raise ValueError(
+                        f"members[{k}].layers[{i}]: weight {w.shape} / bias {b.shape} do not chain with dims {dims}"
+                    )
         meta = json.dumps(self.metadata, sort_keys=True).encode()
         parts = [
             MAGIC,
@@ -98,7 +100,7 @@ def write_model(path: str | os.PathLike, model: ModelFile) -> Path:
     return Path(path)
 
 
-def load_engine(path: str | os.PathLike) -> "_C.Model":
+def load_engine(path: str | os.PathLike) -> _C.Model:
     """The C++ engine for a model file (ModelFormatError naming the file and field if unusable)."""
     return _C.Model.load(str(path))
 
@@ -106,17 +108,26 @@ def load_engine(path: str | os.PathLike) -> "_C.Model":
 def read_model(path: str | os.PathLike) -> ModelFile:
     """Everything in a model file, through the C++ reader."""
     engine = load_engine(path)
-    members = [[(np.asarray(engine.weight(i, k)), np.asarray(engine.bias(i, k))) for i in range(len(engine.dims) - 1)]
-               for k in range(engine.num_members)]
-    return ModelFile(members[0], np.asarray(engine.feature_mean()), np.asarray(engine.feature_std()),
-                     float(engine.target_mean), float(engine.target_std), _metadata(engine, path), members[1:])
+    members = [
+        [(np.asarray(engine.weight(i, k)), np.asarray(engine.bias(i, k))) for i in range(len(engine.dims) - 1)]
+        for k in range(engine.num_members)
+    ]
+    return ModelFile(
+        members[0],
+        np.asarray(engine.feature_mean()),
+        np.asarray(engine.feature_std()),
+        float(engine.target_mean),
+        float(engine.target_std),
+        _metadata(engine, path),
+        members[1:],
+    )
 
 
 def model_metadata(path: str | os.PathLike) -> dict[str, Any]:
     return _metadata(load_engine(path), path)
 
 
-def _metadata(engine: "_C.Model", path: str | os.PathLike) -> dict[str, Any]:
+def _metadata(engine: _C.Model, path: str | os.PathLike) -> dict[str, Any]:
     """The engine's metadata as a dict; ModelFormatError naming the file if it is not a JSON object."""
     from .types import DatasetFormatError, decode_bytes
 
@@ -142,4 +153,3 @@ def read_validation_summary(path: str | os.PathLike) -> dict[str, Any] | None:
         if not isinstance(summary, dict) or not isinstance(summary.get(key), (int, float)):
             raise DatasetFormatError(validation, key, "missing or not a number")
     return summary
-

@@ -6,8 +6,8 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -15,13 +15,12 @@ from . import _C
 from .features import config_rows, hardware_row, problem_row
 from .types import Dataset, Hardware, KernelConfig, Problem, TimedConfig
 
-
-_ENGINES: OrderedDict[str, "_C.Model"] = OrderedDict()  # checksum -> engine, the latest used last
+_ENGINES: OrderedDict[str, _C.Model] = OrderedDict()  # checksum -> engine, the latest used last
 _ENGINES_SIZE = 16
 _ENGINES_LOCK = threading.Lock()
 
 
-def load_model_and_checksum(name_or_path: str | os.PathLike) -> tuple["_C.Model", str]:
+def load_model_and_checksum(name_or_path: str | os.PathLike) -> tuple[_C.Model, str]:
     """The C++ engine of a model name or path and the SHA-256 of the file's bytes it was built
     from. Engines are cached by that checksum: a file replaced in a running process gives the new
     weights, and the checksum (the FX-graph cache key's model identity) is always the engine's."""
@@ -43,12 +42,14 @@ def load_model_and_checksum(name_or_path: str | os.PathLike) -> tuple["_C.Model"
     return engine, checksum
 
 
-def load_model(name_or_path: str | os.PathLike) -> "_C.Model":
+def load_model(name_or_path: str | os.PathLike) -> _C.Model:
     """The C++ engine of a model name or path (cached by the file's content)."""
     return load_model_and_checksum(name_or_path)[0]
 
 
-def predict_log_time_us(model: "_C.Model", problem: Problem, configs: Sequence[KernelConfig], hardware: Hardware) -> np.ndarray:
+def predict_log_time_us(
+    model: _C.Model, problem: Problem, configs: Sequence[KernelConfig], hardware: Hardware
+) -> np.ndarray:
     """float32[len(configs)]: predicted ln(time_us), features and MLP in one C++ call."""
     if not configs:
         return np.zeros(0, dtype=np.float32)

@@ -57,10 +57,15 @@ def warn_family_match(model: str, trained_on: str, hardware: Hardware) -> None:
     key = (hardware.device_name, model)
     if key not in _warned_family:
         _warned_family.add(key)
-        logger.warning("torch-diode: no model for %s; using %s (trained on %s, the same compute capability %s and "
-                       "family): every decision is unsure and Inductor benchmarks its top candidates until a model "
-                       "for this GPU ships", hardware.device_name, model, trained_on,
-                       ".".join(map(str, hardware.compute_capability or ())))
+        logger.warning(
+            "torch-diode: no model for %s; using %s (trained on %s, the same compute capability %s and "
+            "family): every decision is unsure and Inductor benchmarks its top candidates until a model "
+            "for this GPU ships",
+            hardware.device_name,
+            model,
+            trained_on,
+            ".".join(map(str, hardware.compute_capability or ())),
+        )
 
 
 def model_for_hardware(hardware: Hardware) -> tuple[str, Path, str] | None:
@@ -79,8 +84,10 @@ def model_for_hardware(hardware: Hardware) -> tuple[str, Path, str] | None:
         if kind == "exact":
             exact.append((name, path))
         elif kind == "family":
-            distance = (abs(int(trained.get("sm_count") or 0) - hardware.sm_count),
-                        abs(int(trained.get("memory_bytes") or 0) - hardware.memory_bytes))
+            distance = (
+                abs(int(trained.get("sm_count") or 0) - hardware.sm_count),
+                abs(int(trained.get("memory_bytes") or 0) - hardware.memory_bytes),
+            )
             family.append((distance, name, path, trained.get("device_name", "?")))
     if exact:
         return exact[0][0], exact[0][1], "exact"

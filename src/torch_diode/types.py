@@ -43,10 +43,11 @@ import socket
 import statistics
 import tempfile
 import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import msgpack
 
@@ -111,7 +112,7 @@ class _Reader:
             return None
         return check_type(value, kind, self.source, self.path(key))
 
-    def sub(self, key: str) -> "_Reader":
+    def sub(self, key: str) -> _Reader:
         return _Reader(self.get(key, dict), self.path(key), self.source)
 
 
@@ -218,9 +219,11 @@ class Problem:
             steps = [abs(s) for s, n in zip(full, (self.B, rows, cols)) if n > 1 and abs(s) > 1]
             return math.gcd(*steps) if steps else 16
 
-        return (step(self.strides_a, self.M, self.K, self.transpose_a),
-                step(self.strides_b, self.K, self.N, self.transpose_b),
-                step(None, self.M, self.N, False))
+        return (
+            step(self.strides_a, self.M, self.K, self.transpose_a),
+            step(self.strides_b, self.K, self.N, self.transpose_b),
+            step(None, self.M, self.N, False),
+        )
 
     @property
     def misaligned_operands(self) -> tuple[str, ...]:
@@ -230,8 +233,11 @@ class Problem:
         from . import _C  # the core's alignment rule (DTYPES is in its code order)
 
         dtypes = (self.dtype_a, self.dtype_b, self.dtype_out)
-        return tuple(name for name, ld, dtype in zip(("a", "b", "out"), self.leading_dims, dtypes)
-                     if _C.row_alignment_log2(ld, _C.dtype_bytes(DTYPES.index(dtype))) < 4)
+        return tuple(
+            name
+            for name, ld, dtype in zip(("a", "b", "out"), self.leading_dims, dtypes)
+            if _C.row_alignment_log2(ld, _C.dtype_bytes(DTYPES.index(dtype))) < 4
+        )
 
     def short(self) -> str:
         batch = f"{self.B}x" if self.op in ("bmm", "baddbmm") else ""
@@ -258,7 +264,7 @@ class Problem:
         return d
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "problem", source: str | None = None) -> "Problem":
+    def from_dict(cls, data: Any, where: str = "problem", source: str | None = None) -> Problem:
         r = _Reader(data, where, source)
         kwargs = dict(
             op=_choice(r, "op", OPS),
@@ -350,7 +356,7 @@ class KernelConfig:
         return d
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "config", source: str | None = None) -> "KernelConfig":
+    def from_dict(cls, data: Any, where: str = "config", source: str | None = None) -> KernelConfig:
         r = _Reader(data, where, source)
         kwargs: dict[str, Any] = {"template_id": r.get("template_id", str)}
         for name in _CONFIG_INT_FIELDS:
@@ -394,10 +400,10 @@ class TimedConfig:
             raise ValueError(f"TimedConfig.time_us: expected a positive finite time, got {self.time_us!r}")
 
     @classmethod
-    def failure(cls, config: KernelConfig) -> "TimedConfig":
+    def failure(cls, config: KernelConfig) -> TimedConfig:
         return cls(config=config, time_us=math.inf, failed=True)
 
-    def merged_with(self, other: "TimedConfig") -> "TimedConfig":
+    def merged_with(self, other: TimedConfig) -> TimedConfig:
         samples = self.samples_us + other.samples_us
         if not samples:
             return self
@@ -435,7 +441,7 @@ class Hardware:
         }
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "hardware", source: str | None = None) -> "Hardware":
+    def from_dict(cls, data: Any, where: str = "hardware", source: str | None = None) -> Hardware:
         r = _Reader(data, where, source)
         cc = _int_tuple(r, "compute_capability", optional=True)
         if cc is not None and (len(cc) != 2 or not all(0 <= v < 1000 for v in cc)):
@@ -496,7 +502,7 @@ class Dataset:
             else:
                 existing[i] = existing[i].merged_with(timed)
 
-    def merge(self, other: "Dataset") -> "Dataset":
+    def merge(self, other: Dataset) -> Dataset:
         """Merges ``other`` into this dataset in place (see the module docstring) and returns it."""
         for entry in other.entries:
             for ops in entry.ops.values():
@@ -520,7 +526,7 @@ class Dataset:
     def num_timed_configs(self) -> int:
         return sum(len(t) for _, _, t in self.problems())
 
-    def subset(self, keep: "callable[[Hardware, Problem], bool]") -> "Dataset":
+    def subset(self, keep: callable[[Hardware, Problem], bool]) -> Dataset:
         """A new dataset with the problems for which ``keep(hardware, problem)`` is true."""
         out = Dataset(metadata={**self.metadata, "sources": list(self.metadata.get("sources", []))})
         for hardware, problem, timings in self.problems():
@@ -565,7 +571,7 @@ class Dataset:
         }
 
     @classmethod
-    def from_dict(cls, data: Any, source: str | None = None) -> "Dataset":
+    def from_dict(cls, data: Any, source: str | None = None) -> Dataset:
         r = _Reader(data, "", source)
         fmt = r.get("format", str)
         if fmt != FORMAT_NAME:
@@ -769,8 +775,10 @@ class DatasetLockedError(UserError):
 
     def __init__(self, path: str | os.PathLike, holder: str):
         self.path = str(path)
-        super().__init__(f"{path}: being written by another writer ({holder or 'holder unknown'}); "
-                         "wait for it to finish or write to another file")
+        super().__init__(
+            f"{path}: being written by another writer ({holder or 'holder unknown'}); "
+            "wait for it to finish or write to another file"
+        )
 
 
 class DatasetWriter:
@@ -817,8 +825,10 @@ class DatasetWriter:
                 current = os.stat(self.lock_path)
             except FileNotFoundError:
                 current = None
-            if current is not None and (current.st_ino, current.st_dev) == (os.fstat(lock.fileno()).st_ino,
-                                                                          os.fstat(lock.fileno()).st_dev):
+            if current is not None and (current.st_ino, current.st_dev) == (
+                os.fstat(lock.fileno()).st_ino,
+                os.fstat(lock.fileno()).st_dev,
+            ):
                 break
             lock.close()
             lock = open(self.lock_path, "a+")
@@ -828,11 +838,11 @@ class DatasetWriter:
         lock.flush()
         self._lock = lock
 
-    def load(self) -> "Dataset | None":
+    def load(self) -> Dataset | None:
         """The dataset now in the file (None where there is no file yet)."""
         return load_dataset(self.path) if self.path.exists() else None
 
-    def save(self, dataset: "Dataset") -> Path:
+    def save(self, dataset: Dataset) -> Path:
         """Writes atomically; the format follows the suffix (.json, .msgpack, each optionally .gz)."""
         if self._lock is None:
             raise RuntimeError(f"{self.path}: DatasetWriter.save after close")
@@ -847,7 +857,7 @@ class DatasetWriter:
             self._lock.close()
             self._lock = None
 
-    def __enter__(self) -> "DatasetWriter":
+    def __enter__(self) -> DatasetWriter:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -873,7 +883,9 @@ def dataset_files(path: str | os.PathLike, extensions: Iterable[str] | None = No
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: no such file or folder")
     suffixes = tuple("." + e.lstrip(".") for e in extensions) if extensions else DATASET_SUFFIXES
-    return sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(suffixes) and not p.name.startswith("."))
+    return sorted(
+        p for p in path.rglob("*") if p.is_file() and p.name.endswith(suffixes) and not p.name.startswith(".")
+    )
 
 
 def load_datasets(paths: Iterable[str | os.PathLike], extensions: Iterable[str] | None = None) -> Dataset:

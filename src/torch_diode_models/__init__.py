@@ -4,7 +4,14 @@ torch_diode's API."""
 
 import torch_diode
 from torch_diode import *  # noqa: F401,F403
-from torch_diode import disable, get_detected_hardware, get_prediction_stats, list_available_models  # noqa: F401
-from torch_diode import profile_predictions, register_model, set_log_level  # noqa: F401
+from torch_diode import (  # noqa: F401  # noqa: F401
+    disable,
+    get_detected_hardware,
+    get_prediction_stats,
+    list_available_models,
+    profile_predictions,
+    register_model,
+    set_log_level,
+)
 
 registered_model = torch_diode.autoregister(force=True)

@@ -6,14 +6,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from torch_diode.cli import build_parser
 from torch_diode.cli.collect import _draw, _held_keys
+from torch_diode.collection.shapes import (
+    HELDOUT_SHAPESETS,
+    ShapeSpec,
+    drop_heldout,
+    heldout_matches,
+    list_shapesets,
+    load_shapeset,
+    problem_identity,
+    random_problems,
+    unique_problems,
+)
 from torch_diode.collection.sweep_state import problem_key
-from torch_diode.collection.shapes import (HELDOUT_SHAPESETS, ShapeSpec, drop_heldout, heldout_matches,
-                                           list_shapesets, load_shapeset, problem_identity, random_problems,
-                                           unique_problems)
 from torch_diode.types import Problem
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,14 +35,20 @@ def test_realmodels_shapeset_is_its_generators_output_and_held_nowhere_else():
     spec.loader.exec_module(maker)
     entries = load_shapeset("realmodels_heldout")
     assert [(e.model, e.layer, e.problem, e.count) for e in entries] == [
-        (e.model, e.layer, e.problem, e.count) for e in load_shapeset(_written(maker, ROOT))]
+        (e.model, e.layer, e.problem, e.count) for e in load_shapeset(_written(maker, ROOT))
+    ]
     problems = unique_problems([e.problem for e in entries])
     assert 150 <= len(problems) <= 320
     assert len({e.model for e in entries}) >= 25
     assert max(p.flops for p in problems) <= 2e12
     ops = {p.op for p in problems}
     assert ops == {"mm", "addmm", "bmm", "baddbmm"}
-    assert {("T" if p.transpose_a else "N") + ("T" if p.transpose_b else "N") for p in problems} == {"NN", "NT", "TN", "TT"}
+    assert {("T" if p.transpose_a else "N") + ("T" if p.transpose_b else "N") for p in problems} == {
+        "NN",
+        "NT",
+        "TN",
+        "TT",
+    }
     assert {p.dtype_a for p in problems} == {"float16", "bfloat16", "float32"}
     assert any(p.N >= 250000 for p in problems) and any(p.N == 32768 for p in problems)
     others = set()
@@ -44,8 +56,22 @@ def test_realmodels_shapeset_is_its_generators_output_and_held_nowhere_else():
         if name not in HELDOUT_SHAPESETS:
             others |= {identity(e.problem) for e in load_shapeset(name)}
     for s in json.loads((ROOT / "benchmarks" / "e2e_shapes.json").read_text()):
-        others.add(identity(Problem(s["op"], s.get("B", 1), s["M"], s["N"], s["K"], s["dtype"], s["dtype"], s["dtype"],
-                                    s.get("transpose_a", False), s.get("transpose_b", False))))
+        others.add(
+            identity(
+                Problem(
+                    s["op"],
+                    s.get("B", 1),
+                    s["M"],
+                    s["N"],
+                    s["K"],
+                    s["dtype"],
+                    s["dtype"],
+                    s["dtype"],
+                    s.get("transpose_a", False),
+                    s.get("transpose_b", False),
+                )
+            )
+        )
     assert not {identity(p) for p in problems} & others
 
 
@@ -66,8 +92,21 @@ def _written(maker, root: Path) -> Path:
 def test_heldout_matches_ignore_recorded_strides_and_bias_shape():
     entry = next(e for e in load_shapeset("realmodels_heldout") if e.problem.op == "addmm")
     p = entry.problem
-    recorded = Problem(p.op, p.B, p.M, p.N, p.K, p.dtype_a, p.dtype_b, p.dtype_out, p.transpose_a, p.transpose_b,
-                       strides_a=(p.K, 1), strides_b=(1, p.K), bias_shape=(p.N,))
+    recorded = Problem(
+        p.op,
+        p.B,
+        p.M,
+        p.N,
+        p.K,
+        p.dtype_a,
+        p.dtype_b,
+        p.dtype_out,
+        p.transpose_a,
+        p.transpose_b,
+        strides_a=(p.K, 1),
+        strides_b=(1, p.K),
+        bias_shape=(p.N,),
+    )
     other = Problem(p.op, p.B, p.M + 1, p.N, p.K, p.dtype_a, p.dtype_b, p.dtype_out, p.transpose_a, p.transpose_b)
     assert [(m[0], m[1]) for m in heldout_matches([recorded, other])] == [(recorded, "realmodels_heldout")]
     assert drop_heldout([recorded, other]) == [other]
@@ -95,9 +134,25 @@ def test_exclude_accepts_shapeset_names_and_files(tmp_path):
     shipped = _held_keys(["realmodels_heldout"])
     assert shipped == {problem_key(problem_identity(e.problem)) for e in load_shapeset("realmodels_heldout")}
     path = tmp_path / "mine.json"
-    path.write_text(json.dumps({"name": "mine", "entries": [
-        {"model": "m", "layer": "l", "op": "mm", "M": 4096, "N": 128, "K": 4096, "dtype": "float32",
-         "transpose_b": True}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "name": "mine",
+                "entries": [
+                    {
+                        "model": "m",
+                        "layer": "l",
+                        "op": "mm",
+                        "M": 4096,
+                        "N": 128,
+                        "K": 4096,
+                        "dtype": "float32",
+                        "transpose_b": True,
+                    }
+                ],
+            }
+        )
+    )
     mine = Problem("mm", 1, 4096, 128, 4096, "float32", "float32", "float32", False, True)
     assert _held_keys([str(path)]) == {problem_key(mine)}
     drawn = _draw(_collect_args(*TWO_TOWER[:-1], "6"), _held_keys([str(path)]))
@@ -105,8 +160,22 @@ def test_exclude_accepts_shapeset_names_and_files(tmp_path):
 
 
 def test_exclude_names_an_unknown_shapeset_in_one_line():
-    proc = subprocess.run([sys.executable, "-m", "torch_diode.cli", "collect", "--device", "cpu", "--exclude",
-                           "no_such_shapeset", "--output", "never_written.json"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch_diode.cli",
+            "collect",
+            "--device",
+            "cpu",
+            "--exclude",
+            "no_such_shapeset",
+            "--output",
+            "never_written.json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "no_such_shapeset" in proc.stderr
     assert not Path("never_written.json").exists()

@@ -72,7 +72,9 @@ def test_every_field_is_recorded(recorded):
     assert extra_args >= 1  # torch >= 2.11 passes more than 4 arguments; the recorder accepts them
     ids = {t.config.template_id for t in timings}
     assert "aten::bmm" in ids
-    assert all("_0" not in i and "Wrapper" not in i for i in ids), ids  # ids come from the template, not the kernel name
+    assert all("_0" not in i and "Wrapper" not in i for i in ids), (
+        ids
+    )  # ids come from the template, not the kernel name
     measured = sorted(v * 1000 for v in raw_timings.values())
     assert sorted(t.time_us for t in timings) == pytest.approx(measured)
 
@@ -122,9 +124,32 @@ def test_resume_extends_an_existing_file(recorded, tmp_path):
 def test_kill_minus_9_then_resume(tmp_path):
     """kill -9 during `diode collect` loses at most the shape in flight; the same command resumes."""
     out = tmp_path / "sweep.json"
-    cmd = [sys.executable, "-m", "torch_diode.cli", "collect", "--device", "cpu", "--backends", "CPP,ATEN",
-           "--ops", "bmm", "--dtypes", "float32", "--num-shapes", "4", "--min-size", "16", "--max-size", "48",
-           "--max-batch", "4", "--seed", "5", "--output", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch_diode.cli",
+        "collect",
+        "--device",
+        "cpu",
+        "--backends",
+        "CPP,ATEN",
+        "--ops",
+        "bmm",
+        "--dtypes",
+        "float32",
+        "--num-shapes",
+        "4",
+        "--min-size",
+        "16",
+        "--max-size",
+        "48",
+        "--max-batch",
+        "4",
+        "--seed",
+        "5",
+        "--output",
+        str(out),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 300
     completed = []
@@ -141,8 +166,9 @@ def test_kill_minus_9_then_resume(tmp_path):
     done_before = killed.metadata["completed"]
     assert 1 <= len(done_before) < 4
     # the writer's lock file stays after kill -9 (no process holds its lock: the resume below takes it)
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".") and p.name != ".sweep.json.lock"], \
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".") and p.name != ".sweep.json.lock"], (
         "temporary files left behind"
+    )
 
     subprocess.run(cmd, check=True, capture_output=True)
     assert not (tmp_path / ".sweep.json.lock").exists()
@@ -161,16 +187,42 @@ def test_devices_shard_the_work_and_merge_joins_it(tmp_path):
     """--devices: one worker per device, each with every N-th shape in its own shard (two CPU
     workers here; GPUs work the same way); `diode dataset merge` joins the shards."""
     out = tmp_path / "multi.json"
-    cmd = [sys.executable, "-m", "torch_diode.cli", "collect", "--backends", "CPP,ATEN", "--ops", "bmm", "--dtypes", "float32",
-           "--num-shapes", "4", "--min-size", "16", "--max-size", "40", "--max-batch", "4", "--seed", "9",
-           "--output", str(out), "--devices", "cpu", "cpu"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch_diode.cli",
+        "collect",
+        "--backends",
+        "CPP,ATEN",
+        "--ops",
+        "bmm",
+        "--dtypes",
+        "float32",
+        "--num-shapes",
+        "4",
+        "--min-size",
+        "16",
+        "--max-size",
+        "40",
+        "--max-batch",
+        "4",
+        "--seed",
+        "9",
+        "--output",
+        str(out),
+        "--devices",
+        "cpu",
+        "cpu",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     shards = [tmp_path / "multi_shard0.json", tmp_path / "multi_shard1.json"]
     done = [load_dataset(s).metadata["completed"] for s in shards]
     assert len(done[0]) == len(done[1]) == 2 and not set(done[0]) & set(done[1])
     assert "diode dataset merge" in proc.stdout
-    subprocess.run([sys.executable, "-m", "torch_diode.cli", "dataset", "merge", *map(str, shards), "-o", str(out)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "torch_diode.cli", "dataset", "merge", *map(str, shards), "-o", str(out)], check=True
+    )
     assert len({problem_key(p) for _, p, _ in load_dataset(out).problems()}) == 4
 
 
@@ -181,8 +233,24 @@ def test_exclude_leaves_out_the_problems_of_other_datasets(tmp_path):
     from torch_diode.hardware import detect_hardware
     from torch_diode.types import Dataset, KernelConfig, TimedConfig, save_dataset
 
-    options = ["--backends", "CPP,ATEN", "--ops", "bmm", "--dtypes", "float32", "--num-shapes", "2",
-               "--min-size", "16", "--max-size", "40", "--max-batch", "4", "--seed", "9"]
+    options = [
+        "--backends",
+        "CPP,ATEN",
+        "--ops",
+        "bmm",
+        "--dtypes",
+        "float32",
+        "--num-shapes",
+        "2",
+        "--min-size",
+        "16",
+        "--max-size",
+        "40",
+        "--max-batch",
+        "4",
+        "--seed",
+        "9",
+    ]
     spec = ShapeSpec(num_shapes=2, min_size=16, max_size=40, ops=("bmm",), dtypes=("float32",), max_batch=4)
     held = Dataset()
     aten = KernelConfig(template_id="aten::bmm")
@@ -190,8 +258,19 @@ def test_exclude_leaves_out_the_problems_of_other_datasets(tmp_path):
         held.add(detect_hardware("cpu"), p, [TimedConfig(aten, 1.0)])
     save_dataset(held, tmp_path / "validation.json")
     out = tmp_path / "train.json"
-    cmd = [sys.executable, "-m", "torch_diode.cli", "collect", *options, "--device", "cpu",
-           "--exclude", str(tmp_path / "validation.json"), "--output", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch_diode.cli",
+        "collect",
+        *options,
+        "--device",
+        "cpu",
+        "--exclude",
+        str(tmp_path / "validation.json"),
+        "--output",
+        str(out),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     measured = {problem_key(p) for _, p, _ in load_dataset(out).problems()}

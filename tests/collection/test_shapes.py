@@ -33,10 +33,34 @@ def test_bad_spec():
 
 
 def test_shapeset_parsing_and_errors(tmp_path):
-    good = {"name": "t", "entries": [
-        {"model": "m", "layer": "l", "op": "addmm", "M": 8, "N": 16, "K": 32, "dtype": "float16", "transpose_b": True, "count": 2},
-        {"model": "m", "layer": "attn", "op": "bmm", "B": 12, "M": 128, "N": 128, "K": 64, "dtype_a": "bfloat16", "dtype_b": "bfloat16", "dtype_out": "float32"},
-    ]}
+    good = {
+        "name": "t",
+        "entries": [
+            {
+                "model": "m",
+                "layer": "l",
+                "op": "addmm",
+                "M": 8,
+                "N": 16,
+                "K": 32,
+                "dtype": "float16",
+                "transpose_b": True,
+                "count": 2,
+            },
+            {
+                "model": "m",
+                "layer": "attn",
+                "op": "bmm",
+                "B": 12,
+                "M": 128,
+                "N": 128,
+                "K": 64,
+                "dtype_a": "bfloat16",
+                "dtype_b": "bfloat16",
+                "dtype_out": "float32",
+            },
+        ],
+    }
     path = tmp_path / "s.json"
     path.write_text(json.dumps(good))
     entries = load_shapeset(path)
@@ -73,8 +97,16 @@ def test_shipped_shapesets_load():
 
 
 def test_size_pools_layouts_and_flop_cap():
-    spec = ShapeSpec(num_shapes=300, sizes=(64, 4096, 14336), m_sizes=(16, 8192), layouts=("NN", "NT"),
-                     ops=("mm", "bmm"), dtypes=("float16",), max_batch=32, max_gflop=200)
+    spec = ShapeSpec(
+        num_shapes=300,
+        sizes=(64, 4096, 14336),
+        m_sizes=(16, 8192),
+        layouts=("NN", "NT"),
+        ops=("mm", "bmm"),
+        dtypes=("float16",),
+        max_batch=32,
+        max_gflop=200,
+    )
     problems = random_problems(spec, 3)
     assert problems == random_problems(spec, 3)
     assert {p.M for p in problems} == {16, 8192}
@@ -104,7 +136,9 @@ def test_attention_shapeset_holds_no_gemm_of_the_e2e_benchmark():
     from torch_diode.collection.shapes import load_shapeset
 
     root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("make_attention_shapeset", root / "data" / "h100" / "make_attention_shapeset.py")
+    spec = importlib.util.spec_from_file_location(
+        "make_attention_shapeset", root / "data" / "h100" / "make_attention_shapeset.py"
+    )
     maker = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(maker)
     entries = load_shapeset("attention_odd_tokens")

@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from torch_diode.inductor.config_space import triton_configs
 from torch_diode.collection.fast_sweep import FastSweep, aten_launcher, choices_for
-from torch_diode.collection.operands import layout_tensors
 from torch_diode.collection.inductor_sweep import op_function
+from torch_diode.collection.operands import layout_tensors
+from torch_diode.inductor.config_space import triton_configs
 from torch_diode.types import Problem, load_dataset
 
 pytestmark = pytest.mark.gpu
@@ -42,7 +42,9 @@ def test_template_kernels_match_eager(problem):
         except Exception as e:  # out of shared memory is a legitimate failure, wrong results are not
             assert "resource" in str(e).lower(), e
             continue
-        torch.testing.assert_close(out.float(), expected, atol=tol * max(1.0, expected.abs().max().item() / 10), rtol=tol)
+        torch.testing.assert_close(
+            out.float(), expected, atol=tol * max(1.0, expected.abs().max().item() / 10), rtol=tol
+        )
     for config in choices_for(problem, 0, 0):
         if not config.is_tiled:
             out.zero_()
@@ -50,13 +52,17 @@ def test_template_kernels_match_eager(problem):
             torch.testing.assert_close(out.float(), expected, atol=tol * 10, rtol=tol)
 
 
-@pytest.mark.parametrize("problem", [
-    # an operand of 5.8e9 elements (11.5 GB) reached through the batch stride: an illegal memory
-    # access ended an H100 collection on this problem
-    Problem("bmm", 512, 4, 1024, 11008, "bfloat16", "bfloat16", "bfloat16", transpose_b=True),
-    # B of 2.15e9 elements reached through K offsets (row-major K x N)
-    Problem("mm", 1, 16, 65600, 32768, "bfloat16", "bfloat16", "bfloat16"),
-], ids=lambda p: p.short())
+@pytest.mark.parametrize(
+    "problem",
+    [
+        # an operand of 5.8e9 elements (11.5 GB) reached through the batch stride: an illegal memory
+        # access ended an H100 collection on this problem
+        Problem("bmm", 512, 4, 1024, 11008, "bfloat16", "bfloat16", "bfloat16", transpose_b=True),
+        # B of 2.15e9 elements reached through K offsets (row-major K x N)
+        Problem("mm", 1, 16, 65600, 32768, "bfloat16", "bfloat16", "bfloat16"),
+    ],
+    ids=lambda p: p.short(),
+)
 def test_template_kernels_index_operands_past_int32(problem):
     """int32 offsets would wrap; the kernels index in int64 and match eager."""
     from torch_diode.collection.triton_mm import make_launcher
@@ -66,7 +72,9 @@ def test_template_kernels_index_operands_past_int32(problem):
     for config in triton_configs(problem, "DEFAULT")[:3]:
         out.zero_()
         make_launcher(a, b, out, bias, config)()
-        torch.testing.assert_close(out.float(), expected, atol=5e-2 * max(1.0, expected.abs().max().item() / 10), rtol=5e-2)
+        torch.testing.assert_close(
+            out.float(), expected, atol=5e-2 * max(1.0, expected.abs().max().item() / 10), rtol=5e-2
+        )
     del a, b, out, bias
     torch.cuda.empty_cache()
 
@@ -94,8 +102,12 @@ def test_fast_sweep_on_second_gpu_matches_first(tmp_path):
     """A worker given cuda:1 (diode collect --devices cuda:0 cuda:1) must launch and time its
     kernels on cuda:1: the same problems fail the same configs (out of shared memory) on both."""
     problems = PROBLEMS[:2]
-    summaries = [FastSweep(exhaustive_sample=20, reps=3, workers=4, progress=False, device=device).run(problems, tmp_path / f"{i}.msgpack")
-                 for i, device in enumerate(("cuda:0", "cuda:1"))]
+    summaries = [
+        FastSweep(exhaustive_sample=20, reps=3, workers=4, progress=False, device=device).run(
+            problems, tmp_path / f"{i}.msgpack"
+        )
+        for i, device in enumerate(("cuda:0", "cuda:1"))
+    ]
     assert [s.problems_measured for s in summaries] == [2, 2]
     assert summaries[1].timed_configs == summaries[0].timed_configs
     assert summaries[1].failed_configs == summaries[0].failed_configs

@@ -4,19 +4,16 @@ or an exception recording the enumerated decision gives Inductor's stock candida
 reason, and the compiled result equals eager's; with ``enable_fallback=False`` the fault raises.
 The CPU version is tests/integration/test_fault_injection.py. Needs an H100 (the shipped model)."""
 
+import broken_models as faults
 import pytest
 import torch
 from torch._inductor import config as inductor_config
 from torch._inductor.virtualized import V
 
-import broken_models as faults
 from torch_diode import config
 from torch_diode.integration.choices import DiodeInductorChoices
 
 pytestmark = pytest.mark.gpu
-
-
-
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +28,11 @@ def compile_mm(choices):
     b = torch.randn(512, 384, device="cuda", dtype=torch.float16)
     torch._dynamo.reset()
     # a fallback hands Inductor the pool diode ranks: DEFAULT keeps its benchmarking short
-    with V.set_choices_handler(choices), config.patch(candidate_pool="DEFAULT"), \
-            inductor_config.patch(max_autotune_gemm=True, force_disable_caches=True):
+    with (
+        V.set_choices_handler(choices),
+        config.patch(candidate_pool="DEFAULT"),
+        inductor_config.patch(max_autotune_gemm=True, force_disable_caches=True),
+    ):
         out = torch.compile(torch.mm)(a, b)
     torch.testing.assert_close(out, torch.mm(a, b), atol=2e-2, rtol=2e-2)
 
@@ -49,7 +49,9 @@ def test_a_broken_model_gives_stock_choices(model, fault):
     choices = faults.broken(model, fault)
     compile_mm(choices)
     stats = choices.get_stats()
-    assert stats["fallbacks"] == {faults.FAULTS[fault][1]: 1} and stats["enumerated"] == stats["model_selections"] == 0, stats
+    assert (
+        stats["fallbacks"] == {faults.FAULTS[fault][1]: 1} and stats["enumerated"] == stats["model_selections"] == 0
+    ), stats
     with pytest.raises(Exception, match=faults.FAULTS[fault][1]):
         compile_mm(faults.broken(model, fault, enable_fallback=False))
 

@@ -6,15 +6,14 @@ Needs an H100 (the shipped model)."""
 
 from pathlib import Path
 
+import fx_cache_child as child
 import pytest
 import torch
 from torch._inductor import config as inductor_config
 
-import fx_cache_child as child
 from torch_diode.registry import resolve_model
 
 pytestmark = pytest.mark.gpu
-
 
 
 def test_a_second_process_hits_the_fx_graph_cache(tmp_path):

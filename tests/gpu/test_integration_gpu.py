@@ -36,10 +36,24 @@ def random_problems(op: str, n: int, seed: int) -> list[Problem]:
     out = []
     for _ in range(n):
         dtype = rng.choice(["float16", "bfloat16", "float32"])
-        size = lambda: rng.choice([rng.randint(1, 300), rng.randint(1, 2048), 64 * rng.randint(1, 32) + rng.choice([0, 1, 7])])
+        size = lambda: rng.choice(
+            [rng.randint(1, 300), rng.randint(1, 2048), 64 * rng.randint(1, 32) + rng.choice([0, 1, 7])]
+        )
         batch = rng.randint(2, 8) if op in ("bmm", "baddbmm") else 1
-        out.append(Problem(op, batch, size(), size(), size(), dtype, dtype, dtype,
-                           transpose_a=rng.random() < 0.3, transpose_b=rng.random() < 0.3))
+        out.append(
+            Problem(
+                op,
+                batch,
+                size(),
+                size(),
+                size(),
+                dtype,
+                dtype,
+                dtype,
+                transpose_a=rng.random() < 0.3,
+                transpose_b=rng.random() < 0.3,
+            )
+        )
     return out
 
 
@@ -74,11 +88,18 @@ def test_outputs_match_eager_and_the_model_decides(model):
                 mismatches += compile_and_compare(op, group)
                 checked += len(group)
         stats = choices.get_stats()
-    report = {"problems_checked": checked, "mismatches": len(mismatches), "mismatched_problems": mismatches,
-              "fallbacks": stats["fallbacks_total"], "fallbacks_by_reason": stats["fallbacks"],
-              "model_selections": stats["model_selections"], "torch": torch.__version__,
-              "device": torch.cuda.get_device_name(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "command": "pytest tests/gpu/test_integration_gpu.py"}
+    report = {
+        "problems_checked": checked,
+        "mismatches": len(mismatches),
+        "mismatched_problems": mismatches,
+        "fallbacks": stats["fallbacks_total"],
+        "fallbacks_by_reason": stats["fallbacks"],
+        "model_selections": stats["model_selections"],
+        "torch": torch.__version__,
+        "device": torch.cuda.get_device_name(),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": "pytest tests/gpu/test_integration_gpu.py",
+    }
     if os.environ.get("DIODE_RESULTS_DIR"):
         Path(os.environ["DIODE_RESULTS_DIR"], "correctness_h100.json").write_text(json.dumps(report, indent=1))
     assert not mismatches, mismatches
@@ -97,8 +118,11 @@ def test_k1_means_no_benchmarking(model):
     inputs = make_inputs(problem, "cuda")
     autotunes = {}
     for k in (1, 3):
-        with diode_choices(model) as choices, config.patch(top_k_configs=k, performance_threshold=1.0), \
-                inductor_config.patch(max_autotune=True, force_disable_caches=True):
+        with (
+            diode_choices(model) as choices,
+            config.patch(top_k_configs=k, performance_threshold=1.0),
+            inductor_config.patch(max_autotune=True, force_disable_caches=True),
+        ):
             torch._dynamo.reset()
             counters.clear()
             torch.compile(op_function("mm"))(*inputs)
@@ -114,8 +138,12 @@ def test_own_enumeration_decides_as_inductors_generators(model):
     decided, seconds = {}, {}
     for enumerate_candidates in (True, False):
         # one pick per GEMM, unsure or not: nothing is benchmarked (it ran out of time otherwise)
-        with diode_choices(model) as choices, config.patch(enumerate_candidates=enumerate_candidates, top_k_configs=1,
-                                                           unsure_top_k=1, performance_threshold=1.0):
+        with (
+            diode_choices(model) as choices,
+            config.patch(
+                enumerate_candidates=enumerate_candidates, top_k_configs=1, unsure_top_k=1, performance_threshold=1.0
+            ),
+        ):
             for op in ("mm", "addmm", "bmm", "baddbmm"):
                 mismatches = compile_and_compare(op, random_problems(op, 10, seed=7 + sum(map(ord, op))))
                 assert not mismatches, mismatches
@@ -127,8 +155,10 @@ def test_own_enumeration_decides_as_inductors_generators(model):
                 assert stats["enumerated"] == len(decided[True]) > 0, stats
             else:
                 assert stats["enumerated"] == 0, stats
-    print(f"decision seconds: enumerated {seconds[True]:.3f}, Inductor's generators {seconds[False]:.3f} "
-          f"({len(decided[True])} decisions)")
+    print(
+        f"decision seconds: enumerated {seconds[True]:.3f}, Inductor's generators {seconds[False]:.3f} "
+        f"({len(decided[True])} decisions)"
+    )
     assert decided[True] == decided[False]
 
 
@@ -137,10 +167,10 @@ def test_a_kind_without_training_data_is_never_chosen_alone(model):
     shipped model's contract (version 1: ATen and Triton's mm/bmm known) never makes one the first
     pick nor the ATen choice that rides along; the output equals eager's."""
     import numpy as np
+    from torch._inductor.virtualized import V
 
     from torch_diode.features import FEATURE_NAMES
     from torch_diode.integration.choices import DiodeInductorChoices
-    from torch._inductor.virtualized import V
 
     seen = []
 
@@ -154,14 +184,19 @@ def test_a_kind_without_training_data_is_never_chosen_alone(model):
     b = torch.randn(32768, 64, device="cuda", dtype=torch.bfloat16)
     spy = Spy(model)
     torch._dynamo.reset()
-    with config.patch(enumerate_candidates=False), V.set_choices_handler(spy), \
-            inductor_config.patch(max_autotune_gemm=True, force_disable_caches=True):
+    with (
+        config.patch(enumerate_candidates=False),
+        V.set_choices_handler(spy),
+        inductor_config.patch(max_autotune_gemm=True, force_disable_caches=True),
+    ):
         out = torch.compile(torch.mm, dynamic=False)(a, b)
     torch.testing.assert_close(out.float(), (a.float() @ b.float()), atol=1.0, rtol=4e-2)
-    (features, decision), = seen
+    ((features, decision),) = seen
     unknown = features[:, FEATURE_NAMES.index("template_is_decompose_k")] > 0.5
     if not unknown.any():
         pytest.skip("Inductor offered no decompose_k candidate for this problem")
     assert not unknown[decision.first]
     assert not any(unknown[i] for i in decision.chosen if i not in decision.widened), decision
-    assert np.count_nonzero(unknown[list(decision.chosen)]) <= 1 and (not unknown[list(decision.chosen)].any() or decision.unsure)
+    assert np.count_nonzero(unknown[list(decision.chosen)]) <= 1 and (
+        not unknown[list(decision.chosen)].any() or decision.unsure
+    )

@@ -30,7 +30,13 @@ def test_recorder_on_gpu(problem, tmp_path):
     assert collector.stats["errors"] == 0 and collector.stats["gemms"] == 1
     ((hw, recorded, timings),) = list(load_dataset(path).problems())
     assert hw.compute_capability is not None and hw.sm_count > 0 and hw.triton_version
-    assert (recorded.op, recorded.B, recorded.M, recorded.N, recorded.K) == (problem.op, problem.B, problem.M, problem.N, problem.K)
+    assert (recorded.op, recorded.B, recorded.M, recorded.N, recorded.K) == (
+        problem.op,
+        problem.B,
+        problem.M,
+        problem.N,
+        problem.K,
+    )
     assert recorded.transpose_b == problem.transpose_b and recorded.dtype_a == problem.dtype_a
     if problem.op == "addmm":
         assert recorded.bias_shape == (1, problem.N)

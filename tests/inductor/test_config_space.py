@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from torch_diode.inductor.config_space import aten_configs, scaled_configs, triton_configs
 from torch_diode.collection.fast_sweep import choices_for
+from torch_diode.inductor.config_space import aten_configs, scaled_configs, triton_configs
 from torch_diode.types import Problem, load_dataset
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "h100_sample.json.gz"
@@ -93,7 +93,8 @@ def test_compile_workers_write_the_callers_triton_cache(tmp_path):
     import textwrap
 
     script = tmp_path / "main.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import os, tempfile
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp()  # runs again in every spawned worker
         from torch_diode.collection.fast_sweep import KernelCompiler
@@ -102,7 +103,8 @@ def test_compile_workers_write_the_callers_triton_cache(tmp_path):
             with KernelCompiler(2) as compiler:
                 seen = {compiler.pool.submit(os.getenv, "TRITON_CACHE_DIR").result() for _ in range(4)}
             print(seen == {os.environ["TRITON_CACHE_DIR"]}, len(seen))
-    """))
+    """)
+    )
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=300)
     assert out.stdout.split() == ["True", "1"], out.stdout + out.stderr
 
@@ -111,12 +113,17 @@ def test_compile_workers_write_the_callers_triton_cache(tmp_path):
 def test_candidate_rows_are_the_configs_feature_rows(space):
     """The choice handler featurizes triton_candidates' rows and makes KernelConfigs only for what
     it chooses: rows and configs must be exactly those of triton_configs, in its order."""
-    from torch_diode.inductor.config_space import triton_candidates
     from torch_diode.features import config_rows
+    from torch_diode.inductor.config_space import triton_candidates
 
-    for op, (m, n, k), dtype in [("mm", (2048, 4096, 4096), "bfloat16"), ("addmm", (1024, 2304, 768), "float16"),
-                                 ("bmm", (197, 197, 64), "float16"), ("addmm", (32, 1000, 2048), "float32"),
-                                 ("mm", (5, 7, 9), "float16"), ("mm", (70000, 3, 300), "bfloat16")]:
+    for op, (m, n, k), dtype in [
+        ("mm", (2048, 4096, 4096), "bfloat16"),
+        ("addmm", (1024, 2304, 768), "float16"),
+        ("bmm", (197, 197, 64), "float16"),
+        ("addmm", (32, 1000, 2048), "float32"),
+        ("mm", (5, 7, 9), "float16"),
+        ("mm", (70000, 3, 300), "bfloat16"),
+    ]:
         problem = Problem(op, 4 if op == "bmm" else 1, m, n, k, dtype, dtype, dtype, transpose_b=True)
         configs = triton_configs(problem, space)
         rows, config_at = triton_candidates(problem, space)

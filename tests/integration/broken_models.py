@@ -10,8 +10,13 @@ from torch_diode.integration.choices import DiodeInductorChoices
 
 RAISES = object()
 # a broken model's predictions -> the reason its fallback is counted under
-FAULTS = {"nan": (math.nan, "bad_prediction"), "+inf": (math.inf, "bad_prediction"), "-inf": (-math.inf, "bad_prediction"),
-          "huge": (1e30, "bad_prediction"), "raises": (RAISES, "inference_error")}
+FAULTS = {
+    "nan": (math.nan, "bad_prediction"),
+    "+inf": (math.inf, "bad_prediction"),
+    "-inf": (-math.inf, "bad_prediction"),
+    "huge": (1e30, "bad_prediction"),
+    "raises": (RAISES, "inference_error"),
+}
 
 
 class BrokenEngine:

@@ -38,8 +38,11 @@ def main() -> None:
     for step in spec["steps"]:
         torch._dynamo.reset()
         before = {name: counters["inductor"][name] for name in COUNTERS}
-        with torch_diode.diode_choices(step["model"], enable_gemm_autotune=True) as choices, \
-                config.patch(**step.get("settings", {})), inductor_config.patch(spec["inductor"]):
+        with (
+            torch_diode.diode_choices(step["model"], enable_gemm_autotune=True) as choices,
+            config.patch(**step.get("settings", {})),
+            inductor_config.patch(spec["inductor"]),
+        ):
             out = torch.compile(fn)(a, b)
             calls = choices.get_stats()["total_calls"]
         result = {name: counters["inductor"][name] - before[name] for name in COUNTERS}
@@ -51,9 +54,17 @@ def main() -> None:
 def run_child(spec: dict, cache_dir: Path) -> list[dict]:
     """fx_cache_child.py's results in a fresh process using the cache in ``cache_dir``; its
     stderr holds no traceback and no pickling failure."""
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache_dir), "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
-           "TORCHINDUCTOR_AUTOGRAD_CACHE": "0", "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "0", "TORCH_DIODE_NO_AUTOREGISTER": "1"}
-    proc = subprocess.run([sys.executable, str(__file__), json.dumps(spec)], capture_output=True, text=True, env=env, timeout=600)
+    env = {
+        **os.environ,
+        "TORCHINDUCTOR_CACHE_DIR": str(cache_dir),
+        "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
+        "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
+        "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "0",
+        "TORCH_DIODE_NO_AUTOREGISTER": "1",
+    }
+    proc = subprocess.run(
+        [sys.executable, str(__file__), json.dumps(spec)], capture_output=True, text=True, env=env, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "Traceback" not in proc.stderr and "Failed to pickle" not in proc.stderr, proc.stderr[-4000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -69,10 +80,12 @@ def other_model(model_path: Path, directory: Path) -> Path:
 def check_cache_use(spec: dict, model: str, other: str, cache_dir: Path) -> None:
     """A cold process misses and caches; a warm one hits (diode is not even asked), then misses
     with another setting and with another model; every result equals eager's."""
-    cold, = run_child({**spec, "steps": [{"model": model}]}, cache_dir)
+    (cold,) = run_child({**spec, "steps": [{"model": model}]}, cache_dir)
     assert cold["fxgraph_cache_miss"] == 1 and cold["fxgraph_cache_hit"] == 0 and cold["calls"] >= 1, cold
-    hit, setting, weights = run_child({**spec, "steps": [{"model": model}, {"model": model, "settings": {"top_k_configs": 2}},
-                                                         {"model": other}]}, cache_dir)
+    hit, setting, weights = run_child(
+        {**spec, "steps": [{"model": model}, {"model": model, "settings": {"top_k_configs": 2}}, {"model": other}]},
+        cache_dir,
+    )
     assert hit["fxgraph_cache_hit"] == 1 and hit["fxgraph_cache_miss"] == 0 and hit["calls"] == 0, hit
     for missed in (setting, weights):
         assert missed["fxgraph_cache_miss"] == 1 and missed["fxgraph_cache_hit"] == 0 and missed["calls"] >= 1, missed

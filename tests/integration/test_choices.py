@@ -14,8 +14,13 @@ from torch._inductor import config as inductor_config
 
 from torch_diode import config
 from torch_diode.integration.choices import DiodeInductorChoices
+from torch_diode.integration.install import (
+    diode_choices,
+    install_diode_choices,
+    installed_choices,
+    uninstall_diode_choices,
+)
 from torch_diode.integration.stats import profile_predictions
-from torch_diode.integration.install import diode_choices, install_diode_choices, installed_choices, uninstall_diode_choices
 from torch_diode.model_file import read_model, write_model
 from torch_diode.predict import load_model, predict_log_time_us
 from torch_diode.types import KernelConfig, Problem
@@ -42,7 +47,9 @@ def test_install_and_uninstall_restore_everything(cpu_model):
     from torch._inductor.virtualized import _choices, threadlocal
 
     before_handler = getattr(threadlocal, _choices._key, None)
-    before_config = {k: getattr(inductor_config, k) for k in ("fx_graph_cache", "max_autotune_gemm") if hasattr(inductor_config, k)}
+    before_config = {
+        k: getattr(inductor_config, k) for k in ("fx_graph_cache", "max_autotune_gemm") if hasattr(inductor_config, k)
+    }
     has_class = hasattr(inductor_config, "inductor_choices_class")
     before_class = inductor_config.inductor_choices_class if has_class else None
     choices = install_diode_choices(cpu_model, enable_gemm_autotune=True)
@@ -69,7 +76,11 @@ def test_model_decides_and_caches(cpu_model):
         assert stats["total_calls"] == 1 and stats["model_selections"] == 1 and stats["fallbacks_total"] == 0
         assert stats["decision_seconds"] > 0
         (decision,) = choices.decisions
-        assert decision["problem"].startswith("bmm") and decision["chosen"] and decision["candidates"] >= len(decision["chosen"])
+        assert (
+            decision["problem"].startswith("bmm")
+            and decision["chosen"]
+            and decision["candidates"] >= len(decision["chosen"])
+        )
         assert len(decision["predicted_us"]) == len(decision["chosen"]) and all(t > 0 for t in decision["predicted_us"])
         compile_bmm(a, b)  # same problem: the decision comes from the cache
         assert choices.get_stats()["cache_hits"] == 1
@@ -85,7 +96,7 @@ def test_a_stale_cached_decision_goes_to_the_full_path(cpu_model):
     a, b = torch.randn(3, 40, 24), torch.randn(3, 24, 56)
     with diode_choices(cpu_model) as choices:
         compile_bmm(a, b)
-        (key, (configs, n)), = choices._cache.items()
+        ((key, (configs, n)),) = choices._cache.items()
         choices._cache[key] = ([KernelConfig("aten::not_this_one")] * len(configs), n)
         torch.testing.assert_close(compile_bmm(a, b), torch.bmm(a, b))
         stats = choices.get_stats()
@@ -133,7 +144,7 @@ def test_in_inductor_prediction_equals_diode_predict(cpu_model):
 
     with V.set_choices_handler(spy):
         compile_bmm(torch.randn(2, 33, 17), torch.randn(2, 17, 45))
-    (problem, features, predicted), = seen
+    ((problem, features, predicted),) = seen
     from torch_diode.features import featurize
     from torch_diode.hardware import detect_hardware
 
@@ -154,6 +165,7 @@ def test_fallbacks_are_counted_and_never_break_compilation(cpu_model, tmp_path):
     with diode_choices(other_path) as choices:
         torch.testing.assert_close(compile_bmm(a, b), torch.bmm(a, b))
         assert choices.get_stats()["fallbacks"] == {"no_model_for_hardware": 1}
+
     # an error inside diode: stock choices, counted; with enable_fallback=False it raises
     class Broken(DiodeInductorChoices):
         def _select(self, *args):
@@ -235,8 +247,11 @@ def test_ranges_of_the_problems_dtype_decide_when_recorded(cpu_model):
     from torch._inductor.virtualized import V
 
     a, b = torch.randn(3, 40, 24), torch.randn(3, 24, 56)
-    for by_dtype, widened in (({"float32": {"log2_m": [9.0, 12.0]}}, 1), ({"float16": {"log2_m": [4.0, 12.0]}}, 1),
-                              (None, 0)):
+    for by_dtype, widened in (
+        ({"float32": {"log2_m": [9.0, 12.0]}}, 1),
+        ({"float16": {"log2_m": [4.0, 12.0]}}, 1),
+        (None, 0),
+    ):
         choices = DiodeInductorChoices(cpu_model)
         assert "float32" in choices.metadata["training_data"]["problem_feature_ranges_by_dtype"]
         choices.metadata["training_data"]["problem_feature_ranges_by_dtype"] = by_dtype
@@ -259,7 +274,9 @@ def test_misaligned_problems_widen_the_selection_unless_trained_on(cpu_model):
         with V.set_choices_handler(choices):
             torch.testing.assert_close(compile_bmm(a, b), torch.bmm(a, b))
         stats = choices.get_stats()
-        assert stats["model_selections"] == 1 and stats["unsure_misaligned"] == widened == stats["unsure_widened"], stats
+        assert stats["model_selections"] == 1 and stats["unsure_misaligned"] == widened == stats["unsure_widened"], (
+            stats
+        )
 
 
 def test_slow_held_out_first_picks_of_the_problems_kind_widen_the_selection(cpu_model):
@@ -286,7 +303,11 @@ def test_slow_held_out_first_picks_of_the_problems_kind_widen_the_selection(cpu_
         with config.patch(unsure_heldout_slowdown=threshold), V.set_choices_handler(choices):
             torch.testing.assert_close(compile_bmm(a, b), torch.bmm(a, b))
         stats = choices.get_stats()
-        assert stats["model_selections"] == 1 and stats["unsure_widened"] == (reason is not None), (figures, threshold, stats)
+        assert stats["model_selections"] == 1 and stats["unsure_widened"] == (reason is not None), (
+            figures,
+            threshold,
+            stats,
+        )
         if reason:
             assert stats[f"unsure_{reason}"] == 1, stats
 
@@ -307,7 +328,10 @@ def test_a_dtype_with_few_training_problems_widens_the_selection(cpu_model):
         with config.patch(min_dtype_problems=minimum), V.set_choices_handler(choices):
             torch.testing.assert_close(compile_bmm(a, b), torch.bmm(a, b))
         stats = choices.get_stats()
-        assert stats["model_selections"] == 1 and stats["unsure_few_examples"] == widened == stats["unsure_widened"], (counts, minimum)
+        assert stats["model_selections"] == 1 and stats["unsure_few_examples"] == widened == stats["unsure_widened"], (
+            counts,
+            minimum,
+        )
 
 
 @contextmanager
@@ -344,8 +368,13 @@ def test_fp32_with_tf32_allowed_widens_the_selection_when_the_model_never_saw_it
 
 
 def run(code, env=None):
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True,
-                          env={**os.environ, **(env or {})}).stdout
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **(env or {})},
+    ).stdout
 
 
 def test_import_behaviour_on_a_cpu_machine():
@@ -364,9 +393,15 @@ def test_import_behaviour_on_a_cpu_machine():
 
 
 def test_config_from_environment():
-    out = run("import torch_diode.config as c; print(c.top_k_configs, c.performance_threshold, c.autoregister, c.cache_predictions)",
-              {"TORCH_DIODE_TOP_K": "3", "TORCH_DIODE_PERFORMANCE_THRESHOLD": "1.1", "TORCH_DIODE_NO_AUTOREGISTER": "1",
-               "TORCH_DIODE_CACHE_PREDICTIONS": "0"})
+    out = run(
+        "import torch_diode.config as c; print(c.top_k_configs, c.performance_threshold, c.autoregister, c.cache_predictions)",
+        {
+            "TORCH_DIODE_TOP_K": "3",
+            "TORCH_DIODE_PERFORMANCE_THRESHOLD": "1.1",
+            "TORCH_DIODE_NO_AUTOREGISTER": "1",
+            "TORCH_DIODE_CACHE_PREDICTIONS": "0",
+        },
+    )
     assert out.split() == ["3", "1.1", "False", "False"]
     with pytest.raises(AttributeError):
         with config.patch(no_such_setting=1):
@@ -383,4 +418,3 @@ def test_enumerated_allow_tf32_follows_inductor_for_every_dtype():
             for dtype in ("float16", "bfloat16", "float32"):
                 assert allow_tf32(Problem("mm", 1, 1024, 1024, 1024, dtype, dtype, dtype)) is large, (precision, dtype)
                 assert allow_tf32(Problem("mm", 1, 1024, 256, 1024, dtype, dtype, dtype)) is False
-

@@ -16,10 +16,10 @@ import shutil
 import numpy as np
 import pytest
 import torch
+from broken_models import FAULTS, BrokenEngine, broken
 from torch._inductor import config as inductor_config
 from torch._inductor.virtualized import V
 
-from broken_models import FAULTS, BrokenEngine, broken
 from torch_diode import config
 from torch_diode.hardware import detect_hardware
 from torch_diode.integration import choices as choices_module
@@ -129,7 +129,7 @@ def test_the_cache_path_falls_back_on_errors_and_a_broken_model(cpu_model, monke
     torch.testing.assert_close(compile_bmm(choices, a, b), torch.bmm(a, b))
     assert choices.get_stats()["cache_hits"] == 1 and choices.get_stats()["fallbacks_total"] == 0
 
-    (key, (configs, n)), = choices._cache.items()
+    ((key, (configs, n)),) = choices._cache.items()
     choices._cache[key] = ([KernelConfig("aten::not_this_one")] * len(configs), n)
     choices.reset_stats()
     assert_falls_back(choices, "bad_prediction", a, b, cache_stale=1, cache_hits=0)
@@ -146,11 +146,14 @@ def test_the_cache_path_falls_back_on_errors_and_a_broken_model(cpu_model, monke
 def test_an_error_while_widening_gives_stock_choices(cpu_model, monkeypatch):
     """M = 2000 is outside the model's training range: the unsure rule widens the choice, which
     asks which candidates are outside Inductor's DEFAULT list."""
+
     def fails(*args):
         raise ValueError("widening failed")
 
     monkeypatch.setattr(choices_module, "beyond_default_list", fails)
-    assert_falls_back(DiodeInductorChoices(cpu_model), "error_ValueError", torch.randn(2, 2000, 16), torch.randn(2, 16, 24))
+    assert_falls_back(
+        DiodeInductorChoices(cpu_model), "error_ValueError", torch.randn(2, 2000, 16), torch.randn(2, 16, 24)
+    )
 
 
 def test_a_replaced_model_file_gives_the_new_weights(cpu_model, tmp_path):

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.slow
-_spec = importlib.util.spec_from_file_location("guide_examples", Path(__file__).resolve().parents[1] / "guide_examples.py")
+_spec = importlib.util.spec_from_file_location(
+    "guide_examples", Path(__file__).resolve().parents[1] / "guide_examples.py"
+)
 guide = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(guide)
 
@@ -24,16 +26,21 @@ _spec.loader.exec_module(guide)
 def run(code: str, env: dict | None = None) -> str:
     """Runs ``code`` in a new interpreter on the CPU; its stdout (stderr on failure, in the message)."""
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1", **(env or {})}
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return proc.stdout
 
 
 def test_complete_example_compiles_with_stock_behaviour_without_a_model():
-    out = run(guide.on_cpu(guide.COMPLETE_EXAMPLE) + textwrap.dedent("""
+    out = run(
+        guide.on_cpu(guide.COMPLETE_EXAMPLE)
+        + textwrap.dedent("""
     torch.testing.assert_close(result, a @ b, rtol=1e-4, atol=1e-3)
     print(torch_diode_models.registered_model, config.max_autotune_gemm_backends, config.fast_autotune)
-    """))
+    """)
+    )
     assert out.split() == ["None", "DIODE", "True"]
 
 
@@ -52,7 +59,10 @@ def test_quick_start_steps_import_torch_diode_models_then_configure():
 
 
 def test_configuration_options_exist_and_set_torch_diode_config():
-    out = run("import torch_diode_models\n" + guide.CONFIGURATION_OPTIONS + textwrap.dedent("""
+    out = run(
+        "import torch_diode_models\n"
+        + guide.CONFIGURATION_OPTIONS
+        + textwrap.dedent("""
     from torch_diode.inductor.settings import decision_settings
     s = decision_settings()
     print(s["fast_autotune"], s["fallback_to_autotune"], round(s["unsure_heldout_slowdown"], 4), s["cache_predictions"])
@@ -60,7 +70,8 @@ def test_configuration_options_exist_and_set_torch_diode_config():
     f = torch.compile(lambda a, b: torch.addmm(a, a, b), mode="max-autotune")
     x = torch.randn(16, 16)
     torch.testing.assert_close(f(x, x), torch.addmm(x, x, x))
-    """))
+    """)
+    )
     assert out.split() == ["True", "True", str(round(1 / 0.95, 4)), "True"]
 
 
@@ -81,7 +92,9 @@ def test_inference_workflow_with_cudagraphs_setting():
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.Linear(128, 16))
     input_tensor = torch.randn(8, 64)
     """)
-    out = run(setup + guide.INFERENCE_WORKFLOW + "torch.testing.assert_close(output, model(input_tensor)); print('ok')\n")
+    out = run(
+        setup + guide.INFERENCE_WORKFLOW + "torch.testing.assert_close(output, model(input_tensor)); print('ok')\n"
+    )
     assert out.split() == ["ok"]
 
 
@@ -119,7 +132,11 @@ def test_manual_model_selection_on_other_hardware_falls_back():
 
 
 def test_troubleshooting_model_not_found_falls_back_with_a_warning():
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent("""
     import logging
     logging.basicConfig()
     import torch
@@ -134,7 +151,12 @@ def test_troubleshooting_model_not_found_falls_back_with_a_warning():
     x = torch.randn(32, 32)
     torch.testing.assert_close(f(x, x), torch.addmm(x, x, x))
     print(choices.get_stats()["fallbacks"])
-    """)], capture_output=True, text=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": "", "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"})
+    """),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": "", "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "{'model_load_error': 1}" in proc.stdout
     assert "NVIDIA-A100-matmul cannot be loaded" in proc.stderr  # logged at WARNING
@@ -158,10 +180,14 @@ def test_troubleshooting_performance_regression_settings():
 def test_troubleshooting_disable_diode_settings_exist():
     # "TRITON" alone offers nothing on a CPU (stock Inductor's NoValidChoicesError): the settings
     # are checked here, their compile on the GPU (tests/gpu).
-    out = run("import torch_diode_models\n" + guide.COMPILATION_ERRORS + textwrap.dedent("""
+    out = run(
+        "import torch_diode_models\n"
+        + guide.COMPILATION_ERRORS
+        + textwrap.dedent("""
     from torch_diode.inductor.settings import decision_settings
     print(decision_settings()["fast_autotune"])
-    """))
+    """)
+    )
     assert out.split() == ["False"]
 
 
@@ -263,12 +289,15 @@ def test_package_readme_import_torch_diode_adds_the_settings_without_importing_t
 
 
 def test_library_only_mode_adds_nothing():
-    out = run("""
+    out = run(
+        """
     import torch
     import torch_diode
     from torch._inductor import config
     print(hasattr(config, "fast_autotune"))
     torch_diode.enable_inductor_settings()
     print(hasattr(config, "fast_autotune"))
-    """, env={"TORCH_DIODE_NO_AUTOREGISTER": "1"})
+    """,
+        env={"TORCH_DIODE_NO_AUTOREGISTER": "1"},
+    )
     assert out.split() == ["False", "True"]

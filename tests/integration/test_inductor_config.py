@@ -13,8 +13,8 @@ from torch._inductor.virtualized import V
 
 from torch_diode import config
 from torch_diode.hardware import gpu_family, hardware_match
-from torch_diode.integration.choices import DiodeInductorChoices
 from torch_diode.inductor.settings import SETTINGS, add_settings, decision_settings
+from torch_diode.integration.choices import DiodeInductorChoices
 from torch_diode.integration.install import diode_choices
 from torch_diode.model_file import read_model, write_model
 from torch_diode.types import Hardware
@@ -45,9 +45,15 @@ def test_the_settings_are_inductor_config_entries_in_its_cache_key():
     with inductor_config.patch(fast_autotune=False):
         assert "fast_autotune" in inductor_config.save_config_portable()  # part of the FX-graph cache key
         assert decision_settings() == {"fast_autotune": False}
-    with inductor_config.patch(diode_confidence_threshold=0.8, diode_fallback_to_autotune=False, diode_cache_predictions=False):
-        assert decision_settings() == {"unsure_heldout_slowdown": 1 / 0.8, "fallback_to_autotune": False,
-                                       "cache_predictions": False, "unsure_top_k": 1}
+    with inductor_config.patch(
+        diode_confidence_threshold=0.8, diode_fallback_to_autotune=False, diode_cache_predictions=False
+    ):
+        assert decision_settings() == {
+            "unsure_heldout_slowdown": 1 / 0.8,
+            "fallback_to_autotune": False,
+            "cache_predictions": False,
+            "unsure_top_k": 1,
+        }
 
 
 def test_a_bad_confidence_threshold_is_ignored_with_one_line(caplog):
@@ -142,12 +148,16 @@ def test_disable_takes_the_settings_and_the_backend_out():
         except Exception as e:  # stock Inductor: "DIODE" is no backend it knows
             print("NoValidChoicesError" in str(e))
     """
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True
+    ).stdout
     assert out.split() == ["False", "True"]
 
 
 def test_gpu_families():
-    assert {gpu_family(n) for n in ("NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA H100")} == {"H100"}
+    assert {gpu_family(n) for n in ("NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA H100")} == {
+        "H100"
+    }
     assert gpu_family("NVIDIA A100-SXM4-80GB") == "A100" and gpu_family("AMD Instinct MI300X") == "MI300X"
     assert gpu_family("NVIDIA H200") == "H200" and gpu_family("CPU x86_64") is None
     sxm = {"device_name": "NVIDIA H100 80GB HBM3", "compute_capability": [9, 0]}
@@ -163,10 +173,18 @@ def test_registry_gives_another_sku_the_nearest_model_of_its_family(cpu_model, t
     from torch_diode import registry
 
     names = []
-    for name, device, sms in (("sxm", "NVIDIA H100 80GB HBM3", 132), ("nvl", "NVIDIA H100 NVL", 132), ("a100", "NVIDIA A100-SXM4-80GB", 108)):
+    for name, device, sms in (
+        ("sxm", "NVIDIA H100 80GB HBM3", 132),
+        ("nvl", "NVIDIA H100 NVL", 132),
+        ("a100", "NVIDIA A100-SXM4-80GB", 108),
+    ):
         m = read_model(cpu_model)
-        m.metadata["hardware"].update(device_name=device, compute_capability=[9, 0] if "H100" in device else [8, 0], sm_count=sms,
-                                      memory_bytes=(80 if name == "sxm" else 94) << 30)
+        m.metadata["hardware"].update(
+            device_name=device,
+            compute_capability=[9, 0] if "H100" in device else [8, 0],
+            sm_count=sms,
+            memory_bytes=(80 if name == "sxm" else 94) << 30,
+        )
         registry.register_model_path(f"test-{name}", write_model(tmp_path / f"{name}.diode", m))
         names.append(f"test-{name}")
     try:

@@ -21,9 +21,12 @@ def test_the_shipped_models_metadata_reads():
     assert contract.misaligned_problems == training["misaligned_problems"]
     assert contract.tf32_problems == training["tf32_problems"]
     for kind, figure in training["heldout_top1_slowdown"].items():
-        assert contract.heldout_top1_slowdown[kind] == HeldoutSlowdown(figure["geomean"], figure["problems"],
-                                                                       figure["extern_preference"])
-    assert contract.ranges_for("float16") == {k: tuple(v) for k, v in training["problem_feature_ranges_by_dtype"]["float16"].items()}
+        assert contract.heldout_top1_slowdown[kind] == HeldoutSlowdown(
+            figure["geomean"], figure["problems"], figure["extern_preference"]
+        )
+    assert contract.ranges_for("float16") == {
+        k: tuple(v) for k, v in training["problem_feature_ranges_by_dtype"]["float16"].items()
+    }
     assert contract.ranges_for("float64") is None  # never seen
 
 
@@ -41,15 +44,21 @@ def test_round_trip_and_an_empty_record():
     assert Confidence.from_dict(empty.to_dict()) == Confidence(feature_ranges_by_dtype={}, problems_by_dtype={})
 
 
-@pytest.mark.parametrize("record, field", [
-    ({"confidence_version": CONFIDENCE_VERSION + 1}, "confidence_version"),
-    ({"problems_by_dtype": {"float16": "many"}}, "problems_by_dtype.float16"),
-    ({"problem_feature_ranges": {"log2_m": [1.0]}}, "problem_feature_ranges.log2_m"),
-    ({"heldout_top1_slowdown": {"aligned": {"geomean": "x", "problems": 3}}}, "heldout_top1_slowdown.aligned.geomean"),
-    ({"misaligned_problems": 1.5}, "misaligned_problems"),
-    ({"loss_calibration": {"spread_scale": -1, "residual": 0.1, "problems": 3}}, "loss_calibration.spread_scale"),
-    ({"loss_calibration": {"spread_scale": 1, "residual": 0.1}}, "loss_calibration.problems"),
-])
+@pytest.mark.parametrize(
+    "record, field",
+    [
+        ({"confidence_version": CONFIDENCE_VERSION + 1}, "confidence_version"),
+        ({"problems_by_dtype": {"float16": "many"}}, "problems_by_dtype.float16"),
+        ({"problem_feature_ranges": {"log2_m": [1.0]}}, "problem_feature_ranges.log2_m"),
+        (
+            {"heldout_top1_slowdown": {"aligned": {"geomean": "x", "problems": 3}}},
+            "heldout_top1_slowdown.aligned.geomean",
+        ),
+        ({"misaligned_problems": 1.5}, "misaligned_problems"),
+        ({"loss_calibration": {"spread_scale": -1, "residual": 0.1, "problems": 3}}, "loss_calibration.spread_scale"),
+        ({"loss_calibration": {"spread_scale": 1, "residual": 0.1}}, "loss_calibration.problems"),
+    ],
+)
 def test_malformed_fields_are_named(record, field):
     with pytest.raises(ValueError, match=f"training_data.{field}"):
         Confidence.from_dict(record)
@@ -64,8 +73,15 @@ def test_decide_without_a_contract_trusts_the_model_and_with_one_judges_it():
     features[:2, FEATURE_NAMES.index("template_is_triton_mm")] = 1.0
     features[2, FEATURE_NAMES.index("template_is_aten_mm")] = 1.0
     pool = Pool(features, np.array([False, False, True]))
-    policy = Policy(top_k=1, performance_threshold=1.0, max_selected_configs=8, extern_preference=1.0, unsure_top_k=3,
-                    unsure_heldout_slowdown=1.05, min_dtype_problems=100)
+    policy = Policy(
+        top_k=1,
+        performance_threshold=1.0,
+        max_selected_configs=8,
+        extern_preference=1.0,
+        unsure_top_k=3,
+        unsure_heldout_slowdown=1.05,
+        min_dtype_problems=100,
+    )
     sure = decide(problem, pool, np.log([2.0, 1.0, 3.0]), policy)
     assert sure.chosen == (1,) and sure.unsure is None and sure.first == 1
     narrow = Confidence(feature_ranges={"log2_m": (4.0, 8.0)})

@@ -45,15 +45,29 @@ def test_usable_candidates_leave_out_configs_that_cannot_compile_or_must_spill()
     from torch_diode.types import Hardware, KernelConfig, Problem
 
     h100 = Hardware("NVIDIA H100 80GB HBM3", (9, 0), 132, 80 << 30, 232448, "2.11.0", "3.6.0", "13.0")
-    problem = Problem(op="bmm", B=8, M=464, N=152, K=2355, dtype_a="bfloat16", dtype_b="bfloat16",
-                      dtype_out="bfloat16", transpose_a=True)
+    problem = Problem(
+        op="bmm",
+        B=8,
+        M=464,
+        N=152,
+        K=2355,
+        dtype_a="bfloat16",
+        dtype_b="bfloat16",
+        dtype_out="bfloat16",
+        transpose_a=True,
+    )
 
     def tiled(m, n, k, stages, warps):
-        return KernelConfig(template_id="triton::bmm", block_m=m, block_n=n, block_k=k, group_m=8,
-                            num_stages=stages, num_warps=warps)
+        return KernelConfig(
+            template_id="triton::bmm", block_m=m, block_n=n, block_k=k, group_m=8, num_stages=stages, num_warps=warps
+        )
 
-    configs = [KernelConfig(template_id="aten::bmm"), tiled(128, 128, 64, 3, 4), tiled(32, 256, 128, 2, 2),
-               tiled(256, 256, 128, 5, 8)]
+    configs = [
+        KernelConfig(template_id="aten::bmm"),
+        tiled(128, 128, 64, 3, 4),
+        tiled(32, 256, 128, 2, 2),
+        tiled(256, 256, 128, 5, 8),
+    ]
     features = featurize(problem, configs, h100)
     regs = features[:, FEATURE_NAMES.index("log2_regs_per_thread")]
     assert regs[2] >= SPILL_LOG2_REGS > regs[1]
@@ -127,8 +141,15 @@ def test_unknown_template_kinds_are_never_the_first_pick_nor_the_safety_net():
     extern = np.array([True, True, False, False, False])
     pool = Pool(features, extern, np.zeros(5, dtype=bool))
     predicted = np.log([1.0, 3.0, 2.0, 2.5, 0.5])
-    policy = Policy(top_k=2, performance_threshold=1.0, max_selected_configs=8, extern_preference=1.0, unsure_top_k=3,
-                    unsure_heldout_slowdown=1.05, min_dtype_problems=0)
+    policy = Policy(
+        top_k=2,
+        performance_threshold=1.0,
+        max_selected_configs=8,
+        extern_preference=1.0,
+        unsure_top_k=3,
+        unsure_heldout_slowdown=1.05,
+        min_dtype_problems=0,
+    )
     sure = decide(problem, pool, predicted, policy, Confidence(template_kinds=KNOWN_BEFORE_V2))
     assert sure.unsure is None and sure.chosen == (2, 3, 1) and sure.extern_added  # aten::mm, not decompose_k
     assert decide(problem, pool, predicted, policy).first == 4  # no contract: every kind is trusted
@@ -180,8 +201,16 @@ def test_a_risky_first_pick_is_unsure_and_the_rules_can_be_switched_off():
     pool = Pool(features, np.array([True, False, False]), np.zeros(3, dtype=bool))
     # the members agree that candidate 1 is 30% faster than ATen on average, but not on how much
     members = np.log([[1.0, 0.5, 2.0], [1.0, 0.95, 2.0]])
-    policy = Policy(top_k=1, performance_threshold=1.0, max_selected_configs=8, extern_preference=1.1, unsure_top_k=3,
-                    unsure_heldout_slowdown=1.05, min_dtype_problems=0, unsure_loss_probability=0.1)
+    policy = Policy(
+        top_k=1,
+        performance_threshold=1.0,
+        max_selected_configs=8,
+        extern_preference=1.1,
+        unsure_top_k=3,
+        unsure_heldout_slowdown=1.05,
+        min_dtype_problems=0,
+        unsure_loss_probability=0.1,
+    )
     contract = Confidence(loss_calibration=LossCalibration(1.0, 0.1, 30), template_kinds=("aten_mm", "triton_mm"))
     decision = decide(problem, pool, members, policy, contract)
     assert decision.first == 1 and 0.1 < decision.loss_risk < 0.2  # P(Z > 1.05)

@@ -79,7 +79,9 @@ def test_training_records_held_out_first_picks_by_alignment():
         with torch.no_grad():
             predicted = regressor(torch.from_numpy(features)).numpy()
         usable = np.flatnonzero(features[:, names.index("smem_exceeds")] == 0)
-        pick = selection_order(predicted, features[:, names.index("is_tiled")] == 0, config.extern_preference, usable)[0]
+        pick = selection_order(predicted, features[:, names.index("is_tiled")] == 0, config.extern_preference, usable)[
+            0
+        ]
         times = np.exp(arrays.log_time_us[rows].astype(np.float64))
         kind = "misaligned" if arrays.problems[g][1].misaligned_operands else "aligned"
         expected.setdefault(kind, []).append(times[pick] / times[usable].min())
@@ -97,16 +99,41 @@ def test_training_records_held_out_first_picks_by_alignment():
 def test_train_cli_then_validate_and_predict(tmp_path):
     model = tmp_path / "m.diode"
     cmd = [sys.executable, "-m", "torch_diode.cli"]
-    subprocess.run([*cmd, "train", "--dataset", SAMPLE, "--model", model, "--model-type", "deep", "--hidden-dim", "32",
-                    "--num-layers", "2", "--num-epochs", "20", "--seed", "1", "--validation-fraction", "0.25"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            *cmd,
+            "train",
+            "--dataset",
+            SAMPLE,
+            "--model",
+            model,
+            "--model-type",
+            "deep",
+            "--hidden-dim",
+            "32",
+            "--num-layers",
+            "2",
+            "--num-epochs",
+            "20",
+            "--seed",
+            "1",
+            "--validation-fraction",
+            "0.25",
+        ],
+        check=True,
+        capture_output=True,
+    )
     meta = model_metadata(model)
     assert meta["hidden_dim"] == 32 and meta["num_layers"] == 2 and meta["training"]["seed"] == 1
     assert read_model(model).dims == [meta["feature_version"] and len(meta["feature_names"]), 32, 32, 1]
     out = tmp_path / "pred.msgpack"
-    subprocess.run([*cmd, "predict", "--model", model, "--dataset", SAMPLE, "--output", out], check=True, capture_output=True)
+    subprocess.run(
+        [*cmd, "predict", "--model", model, "--dataset", SAMPLE, "--output", out], check=True, capture_output=True
+    )
     pred, src = load_dataset(out), load_dataset(SAMPLE)
-    assert [(p, [t.config for t in ts]) for _, p, ts in pred.problems()] == [(p, [t.config for t in ts]) for _, p, ts in src.problems()]
+    assert [(p, [t.config for t in ts]) for _, p, ts in pred.problems()] == [
+        (p, [t.config for t in ts]) for _, p, ts in src.problems()
+    ]
     assert all(t.time_us > 0 and not t.failed for _, _, ts in pred.problems() for t in ts)
 
 
@@ -153,8 +180,18 @@ def test_train_refuses_data_holding_a_heldout_problem(tmp_path):
     bad = Dataset()
     bad.add(hardware, held, timings)
     save_dataset(bad, data / "b_held.json.gz")
-    cmd = [sys.executable, "-m", "torch_diode.cli", "train", "--data-dir", data, "--model", tmp_path / "m.diode",
-           "--num-epochs", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch_diode.cli",
+        "train",
+        "--data-dir",
+        data,
+        "--model",
+        tmp_path / "m.diode",
+        "--num-epochs",
+        "2",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 2 and not (tmp_path / "m.diode").exists()
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -180,8 +217,9 @@ def test_an_ensemble_and_the_listwise_loss_train_and_the_engine_predicts_the_sam
     with torch.no_grad():
         members = Ensemble.from_model_file(model).members(torch.from_numpy(arrays.features)).numpy()
     assert float(np.mean((members.mean(axis=0) - arrays.log_time_us) ** 2)) == pytest.approx(report.train_mse, rel=1e-4)
-    first, _ = train_model(ds, TrainConfig(num_epochs=30, patience=30, validation_fraction=0.0, seed=3, loss="mse"),
-                           progress=False)
+    first, _ = train_model(
+        ds, TrainConfig(num_epochs=30, patience=30, validation_fraction=0.0, seed=3, loss="mse"), progress=False
+    )
     assert np.array_equal(first.layers[0][0], model.members[0][0][0])  # member 0 is the single model of the seed
     import tempfile
 
@@ -208,7 +246,9 @@ def test_the_listwise_loss_is_the_cross_entropy_of_softmaxes_within_each_problem
         expected += -(p * torch.log_softmax(-predicted[rows] / LISTWISE_TEMPERATURE, 0)).sum() / 2
     assert float(_listwise(predicted, target, group)) == pytest.approx(float(expected), rel=1e-5)
     # shifting a problem's predictions changes nothing; reordering them does
-    assert float(_listwise(predicted + torch.tensor([1.0, 1.0, 1.0, -2.0, -2.0]), target, group)) == pytest.approx(float(expected), rel=1e-5)
+    assert float(_listwise(predicted + torch.tensor([1.0, 1.0, 1.0, -2.0, -2.0]), target, group)) == pytest.approx(
+        float(expected), rel=1e-5
+    )
     assert float(_listwise(predicted[[1, 0, 2, 3, 4]], target, group)) != pytest.approx(float(expected), rel=1e-3)
 
 

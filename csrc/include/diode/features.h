@@ -48,7 +48,7 @@ enum class TemplateKind : int32_t {
   triton_tma = 4,       // triton::mm_persistent_tma and other TMA templates
   decompose_k = 5,
   contiguous_mm = 6,
-  cpp = 7,              // Inductor's CPP GEMM template (CPU)
+  cpp = 7,  // Inductor's CPP GEMM template (CPU)
   other = 8,
 };
 inline constexpr int kNumTemplateKinds = 9;
@@ -59,13 +59,35 @@ inline constexpr int kNumTemplateKinds = 9;
 // batches, 16 where nothing steps (Python's Problem.leading_dims). It decides the byte alignment
 // and so the vector width cuBLAS and Triton can load with.
 enum ProblemColumn : int {
-  kPOp = 0, kPBatch, kPM, kPN, kPK, kPDTypeA, kPDTypeB, kPDTypeOut,
-  kPTransposeA, kPTransposeB, kPHasBias, kPLdA, kPLdB, kPLdOut, kNumProblemColumns
+  kPOp = 0,
+  kPBatch,
+  kPM,
+  kPN,
+  kPK,
+  kPDTypeA,
+  kPDTypeB,
+  kPDTypeOut,
+  kPTransposeA,
+  kPTransposeB,
+  kPHasBias,
+  kPLdA,
+  kPLdB,
+  kPLdOut,
+  kNumProblemColumns
 };
 // Columns of the int64 config rows. Block sizes are 0 for choices that are not tiled (ATen).
 enum ConfigColumn : int {
-  kCTemplateKind = 0, kCBlockM, kCBlockN, kCBlockK, kCGroupM, kCNumStages, kCNumWarps,
-  kCEvenK, kCAllowTF32, kCUseFastAccum, kNumConfigColumns
+  kCTemplateKind = 0,
+  kCBlockM,
+  kCBlockN,
+  kCBlockK,
+  kCGroupM,
+  kCNumStages,
+  kCNumWarps,
+  kCEvenK,
+  kCAllowTF32,
+  kCUseFastAccum,
+  kNumConfigColumns
 };
 // Columns of the int64 hardware row.
 enum HardwareColumn : int { kHSmCount = 0, kHSmemPerBlockBytes, kNumHardwareColumns };
@@ -75,31 +97,80 @@ inline constexpr std::array<std::string_view, kNumOps> kOpNames = {"mm", "addmm"
 inline constexpr std::array<std::string_view, kNumDTypes> kDTypeNames = {
     "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "int8", "int32", "float64"};
 inline constexpr std::array<std::string_view, kNumTemplateKinds> kTemplateKindNames = {
-    "aten_mm", "aten_addmm", "aten_bias_addmm", "triton_mm", "triton_tma", "decompose_k",
-    "contiguous_mm", "cpp", "other"};
+    "aten_mm",       "aten_addmm", "aten_bias_addmm",
+    "triton_mm",     "triton_tma", "decompose_k",
+    "contiguous_mm", "cpp",        "other"};
 
 // The feature columns, in order: compute_features writes every column through these names and
 // kFeatures below pairs each with the name Python and model files see. A feature's index is its
 // meaning: reordering, inserting or removing one needs a new kFeatureVersion.
 enum Feature : int {
   // problem
-  kFLog2Batch, kFLog2M, kFLog2N, kFLog2K, kFLog2Flops, kFLog2MinBytes, kFLog2ArithIntensity,
-  kFBytesA, kFBytesB, kFBytesOut, kFDTypeIsFp32, kFDTypeIsFp16, kFDTypeIsBf16, kFDTypeIsFp8,
-  kFTransposeA, kFTransposeB, kFAlignA, kFAlignB, kFAlignOut,
-  kFOpIsMm, kFOpIsAddmm, kFOpIsBmm, kFOpIsBaddbmm,  // one-hot of Op: kFOpIsMm + code
+  kFLog2Batch,
+  kFLog2M,
+  kFLog2N,
+  kFLog2K,
+  kFLog2Flops,
+  kFLog2MinBytes,
+  kFLog2ArithIntensity,
+  kFBytesA,
+  kFBytesB,
+  kFBytesOut,
+  kFDTypeIsFp32,
+  kFDTypeIsFp16,
+  kFDTypeIsBf16,
+  kFDTypeIsFp8,
+  kFTransposeA,
+  kFTransposeB,
+  kFAlignA,
+  kFAlignB,
+  kFAlignOut,
+  kFOpIsMm,
+  kFOpIsAddmm,
+  kFOpIsBmm,
+  kFOpIsBaddbmm,  // one-hot of Op: kFOpIsMm + code
   kFHasBias,
   // config; one-hot of TemplateKind: kFTemplateIsAtenMm + code
-  kFTemplateIsAtenMm, kFTemplateIsAtenAddmm, kFTemplateIsAtenBiasAddmm, kFTemplateIsTritonMm,
-  kFTemplateIsTritonTma, kFTemplateIsDecomposeK, kFTemplateIsContiguousMm, kFTemplateIsCpp,
+  kFTemplateIsAtenMm,
+  kFTemplateIsAtenAddmm,
+  kFTemplateIsAtenBiasAddmm,
+  kFTemplateIsTritonMm,
+  kFTemplateIsTritonTma,
+  kFTemplateIsDecomposeK,
+  kFTemplateIsContiguousMm,
+  kFTemplateIsCpp,
   kFTemplateIsOther,
   // config, 0 for choices that are not tiled (from kFIsTiled to the end)
-  kFIsTiled, kFLog2BlockM, kFLog2BlockN, kFLog2BlockK, kFLog2GroupM, kFNumStages, kFNumWarps,
-  kFEvenK, kFAllowTf32, kFUseFastAccum,
+  kFIsTiled,
+  kFLog2BlockM,
+  kFLog2BlockN,
+  kFLog2BlockK,
+  kFLog2GroupM,
+  kFNumStages,
+  kFNumWarps,
+  kFEvenK,
+  kFAllowTf32,
+  kFUseFastAccum,
   // problem x config
-  kFLog2TilesM, kFLog2TilesN, kFLog2TilesTotal, kFLog2Waves, kFWaveEfficiency, kFWasteM,
-  kFWasteN, kFLog2KIters, kFWasteK, kFSmemPerStageKib, kFSmemTotalKib, kFSmemFraction,
-  kFSmemExceeds, kFLog2AccRegsPerThread, kFLog2TileIntensity, kFLog2FlopsPerTile,
-  kFLog2TileBytesPerKIter, kFLog2OperandRegsPerThread, kFLog2RegsPerThread,
+  kFLog2TilesM,
+  kFLog2TilesN,
+  kFLog2TilesTotal,
+  kFLog2Waves,
+  kFWaveEfficiency,
+  kFWasteM,
+  kFWasteN,
+  kFLog2KIters,
+  kFWasteK,
+  kFSmemPerStageKib,
+  kFSmemTotalKib,
+  kFSmemFraction,
+  kFSmemExceeds,
+  kFLog2AccRegsPerThread,
+  kFLog2TileIntensity,
+  kFLog2FlopsPerTile,
+  kFLog2TileBytesPerKIter,
+  kFLog2OperandRegsPerThread,
+  kFLog2RegsPerThread,
   kNumFeatures
 };
 

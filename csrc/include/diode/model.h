@@ -11,8 +11,8 @@
 //   u64      metadata_bytes         length of the JSON metadata that follows
 //   u8       metadata[metadata_bytes]   UTF-8 JSON for Python and people; the engine skips it
 //   f32      feature_mean[dims[0]], feature_std[dims[0]], target_mean, target_std (shared)
-//   per member, per layer l: f32 weight[dims[l+1]][dims[l]] (row-major, out x in), f32 bias[dims[l+1]]
-//   u64      FNV-1a 64-bit hash of every byte before it
+//   per member, per layer l: f32 weight[dims[l+1]][dims[l]] (row-major, out x in), f32
+//   bias[dims[l+1]] u64      FNV-1a 64-bit hash of every byte before it
 // Format version 1 is the same without num_members (one member); this build reads both.
 // Member k's prediction for a feature row x is
 //   mlp_k((x - feature_mean) / feature_std) * target_std + target_mean = predicted ln(time_us);
@@ -52,7 +52,9 @@ class Model {
   size_t num_members() const { return members_.size(); }
   // out x in, row-major, as stored in the file
   std::vector<float> weight(size_t layer, size_t member = 0) const;
-  const std::vector<float>& bias(size_t layer, size_t member = 0) const { return members_.at(member).bias.at(layer); }
+  const std::vector<float>& bias(size_t layer, size_t member = 0) const {
+    return members_.at(member).bias.at(layer);
+  }
 
   // ln(time_us) for each row of a rows x num_features() matrix: the mean over members.
   // Thread-safe (const).

@@ -36,11 +36,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = Parser(prog="diode", description="torch-diode: learned GEMM kernel selection for torch.compile.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
-    parser.add_argument("--debug", action="store_true",
-                        help="show the traceback of an input error too (also TORCH_DIODE_DEBUG=1)")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of an input error too (also TORCH_DIODE_DEBUG=1)"
+    )
     # moved behind the subcommand by hoist_global_options; here for --help
-    parser.add_argument("--format", metavar="FMT", dest="global_format",
-                        help="the subcommand's --format (collect, collect-shapeset, create-validation)")
+    parser.add_argument(
+        "--format",
+        metavar="FMT",
+        dest="global_format",
+        help="the subcommand's --format (collect, collect-shapeset, create-validation)",
+    )
     parser.add_argument("--seed", metavar="N", dest="global_seed", help="the subcommand's --seed")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_dataset_commands(sub)
@@ -74,7 +79,7 @@ def hoist_global_options(parser: argparse.ArgumentParser, argv: list[str]) -> li
         name = word.split("=", 1)[0]
         if name in GLOBAL_SUBCOMMAND_OPTIONS:
             take = 1 if "=" in word else 2
-            moved.extend(argv[i:i + take])
+            moved.extend(argv[i : i + take])
             i += take
         else:
             rest.append(word)
@@ -83,19 +88,25 @@ def hoist_global_options(parser: argparse.ArgumentParser, argv: list[str]) -> li
     if not moved or found is None:  # argparse reports a missing or unknown command
         return rest + moved + argv[i:]
     sub, used = found
-    after = argv[i + used:]
+    after = argv[i + used :]
     for name in [w.split("=", 1)[0] for w in moved]:
         if name not in GLOBAL_SUBCOMMAND_OPTIONS:
             continue  # a value
         if name not in sub._option_string_actions:
             parser.error(f"argument {name}: `{sub.prog}` has no {name} option")
         if any(w == name or w.startswith(name + "=") for w in after):
-            parser.error(f"argument {name}: given both before and after `{' '.join(argv[i:i + used])}`")
-    return rest + argv[i:i + used] + moved + after
+            parser.error(f"argument {name}: given both before and after `{' '.join(argv[i : i + used])}`")
+    return rest + argv[i : i + used] + moved + after
 
 
 def _debug(argv: Sequence[str]) -> bool:
-    return "--debug" in argv or os.environ.get("TORCH_DIODE_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off")
+    return "--debug" in argv or os.environ.get("TORCH_DIODE_DEBUG", "").strip().lower() not in (
+        "",
+        "0",
+        "false",
+        "no",
+        "off",
+    )
 
 
 def _user_error(e: BaseException) -> bool:
@@ -119,13 +130,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = hoist_global_options(parser, argv)
     args = parser.parse_args(argv)
     args.argv = argv  # the words as given, for commands that start workers with them
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="[%(levelname)s] %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="[%(levelname)s] %(name)s: %(message)s"
+    )
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        print("diode: interrupted; files are written whole or not at all, a collection resumes where it stopped",
-              file=sys.stderr)
+        print(
+            "diode: interrupted; files are written whole or not at all, a collection resumes where it stopped",
+            file=sys.stderr,
+        )
         return 130
     except BrokenPipeError:  # `diode dataset stats ... | head`: the reader has gone
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

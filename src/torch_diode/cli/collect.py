@@ -30,8 +30,10 @@ def _output_path(output: str, fmt: str | None) -> str:
         if not (name.endswith(".json") or name.endswith(".msgpack")):
             output = output + suffix
     if not output.endswith(DATASET_SUFFIXES):
-        raise OptionError("--output", f"{output!r}: expected a dataset file name ending in {', '.join(DATASET_SUFFIXES)} "
-                                      "(or give --format)")
+        raise OptionError(
+            "--output",
+            f"{output!r}: expected a dataset file name ending in {', '.join(DATASET_SUFFIXES)} (or give --format)",
+        )
     return output
 
 
@@ -84,13 +86,24 @@ def _spawn_devices(args: argparse.Namespace) -> int:
     base = argv[:i] + argv[j:]
     workers = []
     for index, device in enumerate(args.devices):
-        cmd = [sys.executable, "-m", "torch_diode.cli", *base, "--device", device, "--shard", f"{index}/{len(args.devices)}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch_diode.cli",
+            *base,
+            "--device",
+            device,
+            "--shard",
+            f"{index}/{len(args.devices)}",
+        ]
         workers.append(subprocess.Popen(cmd))
     codes = [w.wait() for w in workers]
     output = _output_path(args.output, args.format)
     shards = " ".join(shard_path(output, i) for i in range(len(args.devices)))
-    print(f"{len(args.devices)} workers finished (exit codes {codes}); join the shards with:\n"
-          f"  diode dataset merge {shards} -o {output}")
+    print(
+        f"{len(args.devices)} workers finished (exit codes {codes}); join the shards with:\n"
+        f"  diode dataset merge {shards} -o {output}"
+    )
     return next((c for c in codes if c != 0), 0)
 
 
@@ -136,17 +149,34 @@ def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict) ->
     if args.search_mode == "fast":
         from ..collection.fast_sweep import FastSweep
 
-        sweep = FastSweep(exhaustive_sample=args.exhaustive_sample, seed=getattr(args, "seed", 0), reps=args.reps,
-                          workers=args.workers, device=args.device)
+        sweep = FastSweep(
+            exhaustive_sample=args.exhaustive_sample,
+            seed=getattr(args, "seed", 0),
+            reps=args.reps,
+            workers=args.workers,
+            device=args.device,
+        )
         total = sweep.run(problems, output, chunk_size=args.chunk_size or 25, settings_record=record)
         print(f"summary: {len(problems)} shapes: {total.line()} -> {output}")
         return 0
     total = SweepSummary()
     for chunk, path in chunked(problems, output, args.chunk_size):
-        s = sweep_inductor(chunk, path, device=args.device, search_space=args.search_space,
-                           backends=args.backends, settings_record=record)
-        for field in ("problems_measured", "problems_resumed", "problems_skipped", "timed_configs",
-                      "failed_configs", "seconds"):
+        s = sweep_inductor(
+            chunk,
+            path,
+            device=args.device,
+            search_space=args.search_space,
+            backends=args.backends,
+            settings_record=record,
+        )
+        for field in (
+            "problems_measured",
+            "problems_resumed",
+            "problems_skipped",
+            "timed_configs",
+            "failed_configs",
+            "seconds",
+        ):
             setattr(total, field, getattr(total, field) + getattr(s, field))
     print(f"summary: {len(problems)} shapes: {total.line()} -> {output}")
     return 0
@@ -171,13 +201,25 @@ def _spec(args: argparse.Namespace):
 
     with _named_options():
         return ShapeSpec(
-            num_shapes=args.num_shapes, min_size=args.min_size, max_size=args.max_size,
-            power_of_two=args.power_of_two, log_normal=args.log_normal, log_normal_mean=args.log_normal_mean,
-            log_normal_sigma=args.log_normal_sigma, ops=tuple(args.ops), dtypes=tuple(args.dtypes),
-            max_batch=args.max_batch, min_batch=args.min_batch, transpose_probability=args.transpose_probability,
-            alignment=args.alignment, aligned_fraction=args.aligned_fraction,
-            sizes=tuple(args.sizes or ()), m_sizes=tuple(args.m_sizes or ()),
-            n_sizes=tuple(args.n_sizes or ()), k_sizes=tuple(args.k_sizes or ()), layouts=tuple(args.layouts or ()),
+            num_shapes=args.num_shapes,
+            min_size=args.min_size,
+            max_size=args.max_size,
+            power_of_two=args.power_of_two,
+            log_normal=args.log_normal,
+            log_normal_mean=args.log_normal_mean,
+            log_normal_sigma=args.log_normal_sigma,
+            ops=tuple(args.ops),
+            dtypes=tuple(args.dtypes),
+            max_batch=args.max_batch,
+            min_batch=args.min_batch,
+            transpose_probability=args.transpose_probability,
+            alignment=args.alignment,
+            aligned_fraction=args.aligned_fraction,
+            sizes=tuple(args.sizes or ()),
+            m_sizes=tuple(args.m_sizes or ()),
+            n_sizes=tuple(args.n_sizes or ()),
+            k_sizes=tuple(args.k_sizes or ()),
+            layouts=tuple(args.layouts or ()),
             max_gflop=args.max_gflop,
         )
 
@@ -245,18 +287,25 @@ def _cmd_collect(args: argparse.Namespace) -> int:
 
     _check_files(args, {"--exclude": args.exclude})
     spec = _spec(args)
-    record = {"command": "collect", "seed": args.seed, "shape_spec": _spec_record(spec),
-              "heldout_excluded": list(HELDOUT_SHAPESETS)}
+    record = {
+        "command": "collect",
+        "seed": args.seed,
+        "shape_spec": _spec_record(spec),
+        "heldout_excluded": list(HELDOUT_SHAPESETS),
+    }
     if not args.exclude:  # the plain draw, as runs before --exclude drew (their resumes depend on it)
         drawn = _random_problems(spec, args.seed)
         problems = drop_heldout(drawn)
         if len(problems) < len(drawn):
-            print(f"collect: {len(drawn) - len(problems)} drawn problems left out, held out by "
-                  f"{' '.join(HELDOUT_SHAPESETS)}")
+            print(
+                f"collect: {len(drawn) - len(problems)} drawn problems left out, held out by "
+                f"{' '.join(HELDOUT_SHAPESETS)}"
+            )
         return _run(problems, args, record)
     problems = _draw(args, _held_keys(args.exclude))
-    print(f"collect: {len(problems)} problems, none of them in {' '.join(args.exclude)} "
-          f"nor {' '.join(HELDOUT_SHAPESETS)}")
+    print(
+        f"collect: {len(problems)} problems, none of them in {' '.join(args.exclude)} nor {' '.join(HELDOUT_SHAPESETS)}"
+    )
     return _run(problems, args, {**record, "exclude": args.exclude})
 
 
@@ -269,8 +318,10 @@ def _cmd_collect_shapeset(args: argparse.Namespace) -> int:
     problems = unique_problems([e.problem for e in entries])
     excluded = _held_keys(args.exclude)
     kept = [p for p in problems if problem_key(p) not in excluded]
-    print(f"shapeset {args.shapeset}: {len(entries)} entries, {len(problems)} distinct problems"
-          + (f", {len(problems) - len(kept)} of them left out by --exclude" if args.exclude else ""))
+    print(
+        f"shapeset {args.shapeset}: {len(entries)} entries, {len(problems)} distinct problems"
+        + (f", {len(problems) - len(kept)} of them left out by --exclude" if args.exclude else "")
+    )
     record = {"command": "collect-shapeset", "shapeset": str(args.shapeset)}
     if args.exclude:
         record["exclude"] = args.exclude
@@ -284,37 +335,72 @@ def _cmd_create_validation(args: argparse.Namespace) -> int:
     spec = _spec(args)
     problems = _draw(args, _held_keys(args.train_dataset))
     print(f"validation: {len(problems)} problems sharing none with the training set nor {' '.join(HELDOUT_SHAPESETS)}")
-    return _run(problems, args, {"command": "create-validation", "seed": args.seed, "shape_spec": _spec_record(spec),
-                                 "train_dataset": [str(p) for p in args.train_dataset or []],
-                                 "heldout_excluded": list(HELDOUT_SHAPESETS)})
+    return _run(
+        problems,
+        args,
+        {
+            "command": "create-validation",
+            "seed": args.seed,
+            "shape_spec": _spec_record(spec),
+            "train_dataset": [str(p) for p in args.train_dataset or []],
+            "heldout_excluded": list(HELDOUT_SHAPESETS),
+        },
+    )
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", "-o", required=True, help="dataset file to write (resumed if it exists)")
     p.add_argument("--format", choices=["json", "msgpack"], help="file format (default: from the suffix)")
-    p.add_argument("--search-space", choices=["DEFAULT", "EXHAUSTIVE"], default="DEFAULT",
-                   help="Inductor's Triton config space to benchmark (default DEFAULT)")
-    p.add_argument("--search-mode", choices=["max-autotune", "fast"], default="max-autotune",
-                   help="max-autotune: each shape compiled by Inductor, which benchmarks its choices; fast: "
-                        "Inductor's kernels compiled once per config and timed on every shape (GPU only), "
-                        "ATen + DEFAULT + a sample of EXHAUSTIVE")
-    p.add_argument("--exhaustive-sample", type=int_at_least(-1), default=350,
-                   help="fast mode: EXHAUSTIVE configs per shape besides ATen and DEFAULT (-1: all; default 350)")
+    p.add_argument(
+        "--search-space",
+        choices=["DEFAULT", "EXHAUSTIVE"],
+        default="DEFAULT",
+        help="Inductor's Triton config space to benchmark (default DEFAULT)",
+    )
+    p.add_argument(
+        "--search-mode",
+        choices=["max-autotune", "fast"],
+        default="max-autotune",
+        help="max-autotune: each shape compiled by Inductor, which benchmarks its choices; fast: "
+        "Inductor's kernels compiled once per config and timed on every shape (GPU only), "
+        "ATen + DEFAULT + a sample of EXHAUSTIVE",
+    )
+    p.add_argument(
+        "--exhaustive-sample",
+        type=int_at_least(-1),
+        default=350,
+        help="fast mode: EXHAUSTIVE configs per shape besides ATen and DEFAULT (-1: all; default 350)",
+    )
     p.add_argument("--reps", type=positive_int, default=10, help="fast mode: timed repetitions per choice (default 10)")
-    p.add_argument("--workers", type=positive_int, default=max(1, min(16, (os.cpu_count() or 2) - 1)),
-                   help="fast mode: parallel compile processes")
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        default=max(1, min(16, (os.cpu_count() or 2) - 1)),
+        help="fast mode: parallel compile processes",
+    )
     p.add_argument("--backends", default="ATEN,TRITON", help="max_autotune_gemm_backends (default ATEN,TRITON)")
     p.add_argument("--device", default="cuda", help="device to measure on (default cuda)")
-    p.add_argument("--devices", nargs="+", metavar="DEV",
-                   help="several devices (e.g. cuda:0 cuda:1): one worker process each, every N-th shape, "
-                        "each writing <output stem>_shardI; join them with `diode dataset merge` "
-                        "(a torchrun launch shards by RANK/WORLD_SIZE the same way)")
+    p.add_argument(
+        "--devices",
+        nargs="+",
+        metavar="DEV",
+        help="several devices (e.g. cuda:0 cuda:1): one worker process each, every N-th shape, "
+        "each writing <output stem>_shardI; join them with `diode dataset merge` "
+        "(a torchrun launch shards by RANK/WORLD_SIZE the same way)",
+    )
     p.add_argument("--shard", metavar="I/N", help="measure only shapes I, I+N, I+2N, ... into <output stem>_shardI")
-    p.add_argument("--float32-matmul-precision", choices=["highest", "high"],
-                   help="torch.set_float32_matmul_precision for the run: 'high' times fp32 GEMMs with TF32 "
-                        "(ATen and the Triton configs' ALLOW_TF32), 'highest' without (default: as the process is)")
-    p.add_argument("--chunk-size", type=positive_int, default=None,
-                   help="write every N shapes to their own file <stem>_chunkNNNN<suffix> (fast mode: 25)")
+    p.add_argument(
+        "--float32-matmul-precision",
+        choices=["highest", "high"],
+        help="torch.set_float32_matmul_precision for the run: 'high' times fp32 GEMMs with TF32 "
+        "(ATen and the Triton configs' ALLOW_TF32), 'highest' without (default: as the process is)",
+    )
+    p.add_argument(
+        "--chunk-size",
+        type=positive_int,
+        default=None,
+        help="write every N shapes to their own file <stem>_chunkNNNN<suffix> (fast mode: 25)",
+    )
 
 
 def _random_shape_options(p: argparse.ArgumentParser) -> None:
@@ -326,52 +412,95 @@ def _random_shape_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-normal-mean", type=finite_float, default=6.5, help="mean of ln(size) (default 6.5)")
     p.add_argument("--log-normal-sigma", type=positive_float, default=1.5, help="sigma of ln(size) (default 1.5)")
     p.add_argument("--ops", nargs="+", choices=OPS, default=["mm", "addmm", "bmm"], help="ops to draw from")
-    p.add_argument("--dtypes", nargs="+", choices=DTYPES, default=["float16", "bfloat16", "float32"],
-                   metavar="DTYPE", help=f"dtypes to draw from ({', '.join(DTYPES)})")
+    p.add_argument(
+        "--dtypes",
+        nargs="+",
+        choices=DTYPES,
+        default=["float16", "bfloat16", "float32"],
+        metavar="DTYPE",
+        help=f"dtypes to draw from ({', '.join(DTYPES)})",
+    )
     p.add_argument("--max-batch", type=positive_int, default=64, help="largest batch of bmm/baddbmm (default 64)")
     p.add_argument("--min-batch", type=positive_int, default=1, help="smallest batch of bmm/baddbmm (default 1)")
-    p.add_argument("--transpose-probability", type=probability, default=0.0,
-                   help="probability that an operand is stored transposed (default 0)")
+    p.add_argument(
+        "--transpose-probability",
+        type=probability,
+        default=0.0,
+        help="probability that an operand is stored transposed (default 0)",
+    )
     p.add_argument("--alignment", type=positive_int, default=1, help="round sizes to multiples of this (default 1)...")
     p.add_argument("--aligned-fraction", type=probability, default=0.0, help="...for this share of sizes (default 0)")
-    p.add_argument("--sizes", type=positive_int, nargs="+", metavar="S",
-                   help="draw N and K (and M, unless --m-sizes) from these values instead of a distribution")
+    p.add_argument(
+        "--sizes",
+        type=positive_int,
+        nargs="+",
+        metavar="S",
+        help="draw N and K (and M, unless --m-sizes) from these values instead of a distribution",
+    )
     p.add_argument("--m-sizes", type=positive_int, nargs="+", metavar="S", help="draw M from these values")
-    p.add_argument("--n-sizes", type=positive_int, nargs="+", metavar="S", help="draw N from these values (instead of --sizes)")
-    p.add_argument("--k-sizes", type=positive_int, nargs="+", metavar="S", help="draw K from these values (instead of --sizes)")
-    p.add_argument("--layouts", nargs="+", choices=["NN", "NT", "TN", "TT"],
-                   help="operand layouts to draw from (T: stored transposed, e.g. NT is nn.Linear's x @ W.T); "
-                        "overrides --transpose-probability")
-    p.add_argument("--max-gflop", type=nonnegative_float, default=0.0,
-                   help="redraw shapes needing more than this many GFLOP, 2*B*M*N*K/1e9 (default 0: no limit)")
+    p.add_argument(
+        "--n-sizes", type=positive_int, nargs="+", metavar="S", help="draw N from these values (instead of --sizes)"
+    )
+    p.add_argument(
+        "--k-sizes", type=positive_int, nargs="+", metavar="S", help="draw K from these values (instead of --sizes)"
+    )
+    p.add_argument(
+        "--layouts",
+        nargs="+",
+        choices=["NN", "NT", "TN", "TT"],
+        help="operand layouts to draw from (T: stored transposed, e.g. NT is nn.Linear's x @ W.T); "
+        "overrides --transpose-probability",
+    )
+    p.add_argument(
+        "--max-gflop",
+        type=nonnegative_float,
+        default=0.0,
+        help="redraw shapes needing more than this many GFLOP, 2*B*M*N*K/1e9 (default 0: no limit)",
+    )
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
 
 def _exclude_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--exclude", nargs="+", metavar="DATASET_OR_SHAPESET",
-                   help="dataset files/folders (e.g. a validation set) or shapesets (a shipped name or a shapeset "
-                        "JSON file) whose problems are never measured here")
+    p.add_argument(
+        "--exclude",
+        nargs="+",
+        metavar="DATASET_OR_SHAPESET",
+        help="dataset files/folders (e.g. a validation set) or shapesets (a shipped name or a shapeset "
+        "JSON file) whose problems are never measured here",
+    )
 
 
 def add_collection_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("collect", help="measure random GEMM shapes through torch.compile",
-                       description="Draw random problems and record every autotuned choice's time.")
+    p = sub.add_parser(
+        "collect",
+        help="measure random GEMM shapes through torch.compile",
+        description="Draw random problems and record every autotuned choice's time.",
+    )
     _random_shape_options(p)
     _exclude_option(p)
     _common(p)
     p.set_defaults(func=_cmd_collect)
 
-    p = sub.add_parser("collect-shapeset", help="measure the GEMMs of a shapeset (public models)",
-                       description="Measure every problem of a shapeset file or shipped shapeset name.")
+    p = sub.add_parser(
+        "collect-shapeset",
+        help="measure the GEMMs of a shapeset (public models)",
+        description="Measure every problem of a shapeset file or shipped shapeset name.",
+    )
     p.add_argument("--shapeset", required=True, help="shapeset JSON file, or the name of a shipped one")
     _exclude_option(p)
     _common(p)
     p.set_defaults(func=_cmd_collect_shapeset)
 
-    p = sub.add_parser("create-validation", help="measure random shapes that a training set does not hold",
-                       description="Like collect, but never a problem of --train-dataset.")
+    p = sub.add_parser(
+        "create-validation",
+        help="measure random shapes that a training set does not hold",
+        description="Like collect, but never a problem of --train-dataset.",
+    )
     _random_shape_options(p)
-    p.add_argument("--train-dataset", nargs="+",
-                   help="training dataset files/folders (or shapesets) whose problems are never drawn here")
+    p.add_argument(
+        "--train-dataset",
+        nargs="+",
+        help="training dataset files/folders (or shapesets) whose problems are never drawn here",
+    )
     _common(p)
     p.set_defaults(func=_cmd_create_validation)

@@ -21,8 +21,9 @@ class Parser(argparse.ArgumentParser):
 
 
 # ----- option types: argparse names the option in front of their message -------------------------
-def _number(kind: type, lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
-            hi_open: bool = False) -> Callable[[str], float]:
+def _number(
+    kind: type, lo: float | None = None, hi: float | None = None, *, lo_open: bool = False, hi_open: bool = False
+) -> Callable[[str], float]:
     """An argparse type: ``kind`` (int or float, finite) within the bounds."""
     if lo is not None and hi is not None:
         span = f"in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
@@ -35,9 +36,14 @@ def _number(kind: type, lo: float | None = None, hi: float | None = None, *, lo_
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") from None
-        ok = math.isfinite(value) and (lo is None or (value > lo if lo_open else value >= lo)) \
+            raise argparse.ArgumentTypeError(
+                f"expected {'an integer' if kind is int else 'a number'}, got {text!r}"
+            ) from None
+        ok = (
+            math.isfinite(value)
+            and (lo is None or (value > lo if lo_open else value >= lo))
             and (hi is None or (value < hi if hi_open else value <= hi))
+        )
         if not ok:
             raise argparse.ArgumentTypeError(f"must be {span}, got {text!r}")
         return value
@@ -78,9 +84,13 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def check_outputs(inputs: Mapping[str, Iterable[str | os.PathLike] | str | os.PathLike | None],
-                  outputs: Mapping[str, str | os.PathLike | None], *, dataset_outputs: Sequence[str] = (),
-                  extensions: Iterable[str] | None = None) -> None:
+def check_outputs(
+    inputs: Mapping[str, Iterable[str | os.PathLike] | str | os.PathLike | None],
+    outputs: Mapping[str, str | os.PathLike | None],
+    *,
+    dataset_outputs: Sequence[str] = (),
+    extensions: Iterable[str] | None = None,
+) -> None:
     """OptionError unless every output (option -> path) is a new place: not an input (option ->
     paths), not another output, not an existing folder. A dataset output (an option in
     ``dataset_outputs``) may not lie inside an input folder either, where reading the folder again
@@ -106,11 +116,17 @@ def check_outputs(inputs: Mapping[str, Iterable[str | os.PathLike] | str | os.Pa
                 raise OptionError(option, f"{given} is also the {other_option} output: each output needs its own file")
         for in_option, source in ins:
             if _same_file(out, source):
-                raise OptionError(option, f"{given} is also an input ({in_option}): writing it would replace that "
-                                          "input; give another output file")
+                raise OptionError(
+                    option,
+                    f"{given} is also an input ({in_option}): writing it would replace that "
+                    "input; give another output file",
+                )
             if option in dataset_outputs and source.is_dir() and source in out.parents and out.name.endswith(suffixes):
-                raise OptionError(option, f"{given} lies inside the input folder {source} ({in_option}): reading "
-                                          "that folder again would read this output too and count its rows twice")
+                raise OptionError(
+                    option,
+                    f"{given} lies inside the input folder {source} ({in_option}): reading "
+                    "that folder again would read this output too and count its rows twice",
+                )
 
 
 def dataset_output(text: str) -> str:
@@ -118,14 +134,21 @@ def dataset_output(text: str) -> str:
     from ..types import DATASET_SUFFIXES
 
     if not text.endswith(DATASET_SUFFIXES):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a dataset file name ending in {', '.join(DATASET_SUFFIXES)}")
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected a dataset file name ending in {', '.join(DATASET_SUFFIXES)}"
+        )
     return text
 
 
 def add_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", help="dataset files or folders of them")
-    p.add_argument("--file-extensions", nargs="+", default=None, metavar="EXT",
-                   help="in folders, read only files with these suffixes (e.g. msgpack json.gz)")
+    p.add_argument(
+        "--file-extensions",
+        nargs="+",
+        default=None,
+        metavar="EXT",
+        help="in folders, read only files with these suffixes (e.g. msgpack json.gz)",
+    )
 
 
 def write_report(path: str | None, report: dict) -> None:

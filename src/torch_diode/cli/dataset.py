@@ -16,18 +16,26 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     check_outputs({"inputs": args.inputs}, {"--report-json": args.report_json})
     dataset = load_datasets(args.inputs, args.file_extensions)
     stats = dataset_stats(dataset)
-    print(f"{stats['num_problems']} problems, {stats['num_timed_configs']} timed configs, {stats['num_failures']} failures")
+    print(
+        f"{stats['num_problems']} problems, {stats['num_timed_configs']} timed configs, {stats['num_failures']} failures"
+    )
     for hw in stats["hardware"]:
-        print(f"hardware: {hw['device_name']} (sm {hw['sm_count']}, torch {hw['torch_version']}, "
-              f"triton {hw['triton_version']}): {hw['problems']} problems")
+        print(
+            f"hardware: {hw['device_name']} (sm {hw['sm_count']}, torch {hw['torch_version']}, "
+            f"triton {hw['triton_version']}): {hw['problems']} problems"
+        )
     for op, counts in stats["ops"].items():
-        print(f"  op {op:8s} {counts['problems']:6d} problems {counts['timed_configs']:9d} timed configs "
-              f"{counts['failures']:7d} failures")
+        print(
+            f"  op {op:8s} {counts['problems']:6d} problems {counts['timed_configs']:9d} timed configs "
+            f"{counts['failures']:7d} failures"
+        )
     print("  dtypes: " + ", ".join(f"{k} {v}" for k, v in stats["dtypes"].items()))
     print("  templates: " + ", ".join(f"{k} {v}" for k, v in stats["templates"].items()))
     if args.problems:
-        print(f"\n{'problem':36s} {'choices':>7s}  {'fastest measured config':36s} {'time_us':>9s} "
-              f"{'best ATen us':>12s} {'ATen/best':>9s}")
+        print(
+            f"\n{'problem':36s} {'choices':>7s}  {'fastest measured config':36s} {'time_us':>9s} "
+            f"{'best ATen us':>12s} {'ATen/best':>9s}"
+        )
         for _, problem, best, n, aten in best_configs(dataset):
             aten_us = f"{aten.time_us:12.1f}" if aten else f"{'-':>12s}"
             ratio = f"{aten.time_us / best.time_us:9.2f}" if aten else f"{'-':>9s}"
@@ -58,12 +66,18 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
 def _cmd_merge(args: argparse.Namespace) -> int:
     from ..types import load_datasets, save_dataset
 
-    check_outputs({"inputs": args.inputs}, {"--output": args.output}, dataset_outputs=["--output"],
-                  extensions=args.file_extensions)
+    check_outputs(
+        {"inputs": args.inputs},
+        {"--output": args.output},
+        dataset_outputs=["--output"],
+        extensions=args.file_extensions,
+    )
     merged = load_datasets(args.inputs, args.file_extensions)
     save_dataset(merged, args.output)
-    print(f"merged {len(args.inputs)} input(s): {merged.num_problems} problems, "
-          f"{merged.num_timed_configs} timed configs -> {args.output}")
+    print(
+        f"merged {len(args.inputs)} input(s): {merged.num_problems} problems, "
+        f"{merged.num_timed_configs} timed configs -> {args.output}"
+    )
     return 0
 
 
@@ -71,7 +85,9 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     from ..types import load_dataset, save_dataset
 
     if Path(args.input).is_dir():
-        raise OptionError("input", f"{args.input} is a folder: convert rewrites one file (`diode dataset merge` reads folders)")
+        raise OptionError(
+            "input", f"{args.input} is a folder: convert rewrites one file (`diode dataset merge` reads folders)"
+        )
     check_outputs({"input": [args.input]}, {"output": args.output})
     save_dataset(load_dataset(args.input), args.output)
     print(f"{args.input} -> {args.output}")
@@ -82,58 +98,94 @@ def _cmd_split(args: argparse.Namespace) -> int:
     from ..dataset_tools import split_dataset
     from ..types import load_datasets, save_dataset
 
-    check_outputs({"inputs": args.inputs}, {"--train": args.train, "--validation": args.validation},
-                  dataset_outputs=["--train", "--validation"], extensions=args.file_extensions)
+    check_outputs(
+        {"inputs": args.inputs},
+        {"--train": args.train, "--validation": args.validation},
+        dataset_outputs=["--train", "--validation"],
+        extensions=args.file_extensions,
+    )
     train, val = split_dataset(load_datasets(args.inputs, args.file_extensions), args.validation_fraction, args.seed)
     save_dataset(train, args.train)
     save_dataset(val, args.validation)
-    print(f"train: {train.num_problems} problems -> {args.train}; "
-          f"validation: {val.num_problems} problems -> {args.validation}")
+    print(
+        f"train: {train.num_problems} problems -> {args.train}; "
+        f"validation: {val.num_problems} problems -> {args.validation}"
+    )
     return 0
 
 
 def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
-    ds = sub.add_parser("dataset", help="inspect, merge, convert and split dataset files",
-                        description="Work on dataset files (.json, .msgpack, optionally .gz) and folders of them.")
+    ds = sub.add_parser(
+        "dataset",
+        help="inspect, merge, convert and split dataset files",
+        description="Work on dataset files (.json, .msgpack, optionally .gz) and folders of them.",
+    )
     ds_sub = ds.add_subparsers(dest="dataset_command", required=True, metavar="ACTION")
 
-    p = ds_sub.add_parser("stats", help="counts per hardware, op, dtype and template",
-                          description="Print what a dataset holds; --report-json writes the figures as JSON.")
+    p = ds_sub.add_parser(
+        "stats",
+        help="counts per hardware, op, dtype and template",
+        description="Print what a dataset holds; --report-json writes the figures as JSON.",
+    )
     add_inputs(p)
     p.add_argument("--report-json", metavar="R", help="write the statistics to this JSON file")
     p.add_argument("--problems", action="store_true", help="list every problem with its fastest measured config")
     p.set_defaults(func=_cmd_stats)
 
-    p = ds_sub.add_parser("coverage", help="problem counts per op x dtype x layout, size regime and candidate kind",
-                          description="Count the problems of each cell (data/README.md, 'Coverage'); empty cells are "
-                                      "listed; --report-json writes {cells, empty_cells, ...}.")
+    p = ds_sub.add_parser(
+        "coverage",
+        help="problem counts per op x dtype x layout, size regime and candidate kind",
+        description="Count the problems of each cell (data/README.md, 'Coverage'); empty cells are "
+        "listed; --report-json writes {cells, empty_cells, ...}.",
+    )
     add_inputs(p)
     p.add_argument("--report-json", metavar="R", help="write the counts to this JSON file")
-    p.add_argument("--targets", action="store_true",
-                   help="also print (and write as 'missing') how many problems each cell lacks to reach its target "
-                        "(fp16/bf16 and candidate kinds 30, fp32 and fp32-TF32 15)")
+    p.add_argument(
+        "--targets",
+        action="store_true",
+        help="also print (and write as 'missing') how many problems each cell lacks to reach its target "
+        "(fp16/bf16 and candidate kinds 30, fp32 and fp32-TF32 15)",
+    )
     p.set_defaults(func=_cmd_coverage)
 
-    p = ds_sub.add_parser("merge", help="merge files/folders into one dataset",
-                          description="Merge datasets. Different hardware stays apart; repeated (problem, config) "
-                                      "measurements keep all samples, time_us = their median.")
+    p = ds_sub.add_parser(
+        "merge",
+        help="merge files/folders into one dataset",
+        description="Merge datasets. Different hardware stays apart; repeated (problem, config) "
+        "measurements keep all samples, time_us = their median.",
+    )
     add_inputs(p)
-    p.add_argument("-o", "--output", required=True, type=dataset_output,
-                   help="output file (.json/.msgpack, optionally .gz); not an input, nor inside an input folder")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=dataset_output,
+        help="output file (.json/.msgpack, optionally .gz); not an input, nor inside an input folder",
+    )
     p.set_defaults(func=_cmd_merge)
 
-    p = ds_sub.add_parser("convert", help="convert between JSON and msgpack (by suffix)",
-                          description="Rewrite a dataset in the format its output suffix names.")
+    p = ds_sub.add_parser(
+        "convert",
+        help="convert between JSON and msgpack (by suffix)",
+        description="Rewrite a dataset in the format its output suffix names.",
+    )
     p.add_argument("input")
     p.add_argument("output", type=dataset_output)
     p.set_defaults(func=_cmd_convert)
 
-    p = ds_sub.add_parser("split", help="split into train/validation by problem",
-                          description="Split by problem, never by row, deterministically for a seed.")
+    p = ds_sub.add_parser(
+        "split",
+        help="split into train/validation by problem",
+        description="Split by problem, never by row, deterministically for a seed.",
+    )
     add_inputs(p)
     p.add_argument("--train", required=True, type=dataset_output, help="output file of the training part")
     p.add_argument("--validation", required=True, type=dataset_output, help="output file of the validation part")
-    p.add_argument("--validation-fraction", type=open_fraction(), default=0.2,
-                   help="share of problems held out, in (0, 1) (default 0.2)")
+    p.add_argument(
+        "--validation-fraction",
+        type=open_fraction(),
+        default=0.2,
+        help="share of problems held out, in (0, 1) (default 0.2)",
+    )
     p.add_argument("--seed", type=int, default=0, help="shuffle seed (default 0)")
     p.set_defaults(func=_cmd_split)

@@ -65,11 +65,16 @@ def _without_heldout(dataset, args: argparse.Namespace):
         return dataset.subset(lambda hw, p: problem_identity(p) not in held)
     problem, name, entry = matches[0]
     files = [f for path in _input_paths(args) for f in dataset_files(path, args.file_extensions)]
-    source = next(f for f in files if any(problem_identity(p) == problem_identity(problem)
-                                          for _, p, _ in load_dataset(f).problems()))
-    raise UserError(f"{source}: holds {problem.short()}, a problem of the held-out shapeset {name} "
-                    f"({entry.model}, {entry.layer}), {len(held)} such problems in all: models are judged on "
-                    "them and never trained on them (--drop-heldout leaves them out)")
+    source = next(
+        f
+        for f in files
+        if any(problem_identity(p) == problem_identity(problem) for _, p, _ in load_dataset(f).problems())
+    )
+    raise UserError(
+        f"{source}: holds {problem.short()}, a problem of the held-out shapeset {name} "
+        f"({entry.model}, {entry.layer}), {len(held)} such problems in all: models are judged on "
+        "them and never trained on them (--drop-heldout leaves them out)"
+    )
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -78,16 +83,30 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     check_outputs(_inputs(args), {"--model": args.model})
     dataset = _without_heldout(_load(args), args)
-    config = TrainConfig(model_type=args.model_type, hidden_dim=args.hidden_dim, num_layers=args.num_layers,
-                         batch_size=args.batch_size, num_epochs=args.num_epochs, learning_rate=args.learning_rate,
-                         weight_decay=args.weight_decay, patience=args.patience,
-                         validation_fraction=args.validation_fraction, seed=args.seed, lr_schedule=args.lr_schedule,
-                         loss=args.loss, ensemble=args.ensemble)
-    model, report = train_model(dataset, config, hardware_name=args.hardware_name, op_name=args.op_name, log_dir=args.log_dir)
+    config = TrainConfig(
+        model_type=args.model_type,
+        hidden_dim=args.hidden_dim,
+        num_layers=args.num_layers,
+        batch_size=args.batch_size,
+        num_epochs=args.num_epochs,
+        learning_rate=args.learning_rate,
+        weight_decay=args.weight_decay,
+        patience=args.patience,
+        validation_fraction=args.validation_fraction,
+        seed=args.seed,
+        lr_schedule=args.lr_schedule,
+        loss=args.loss,
+        ensemble=args.ensemble,
+    )
+    model, report = train_model(
+        dataset, config, hardware_name=args.hardware_name, op_name=args.op_name, log_dir=args.log_dir
+    )
     write_model(args.model, model)
     val = f"{report.validation_mse:.4f}" if report.validation_mse is not None else "-"
-    print(f"trained {args.model_type} ({model.dims}) on {report.train_problems} problems, {report.rows} rows: "
-          f"train MSE {report.train_mse:.4f}, held-out MSE {val} (ln time_us), best epoch {report.best_epoch + 1}/{report.epochs_run}")
+    print(
+        f"trained {args.model_type} ({model.dims}) on {report.train_problems} problems, {report.rows} rows: "
+        f"train MSE {report.train_mse:.4f}, held-out MSE {val} (ln time_us), best epoch {report.best_epoch + 1}/{report.epochs_run}"
+    )
     print(f"model written to {args.model}")
     return 0
 
@@ -96,8 +115,9 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     from ..predict import predict_dataset
     from ..types import save_dataset
 
-    check_outputs(_inputs(args), {"--output": args.output}, dataset_outputs=["--output"],
-                  extensions=args.file_extensions)
+    check_outputs(
+        _inputs(args), {"--output": args.output}, dataset_outputs=["--output"], extensions=args.file_extensions
+    )
     out = predict_dataset(args.model, _load(args))
     save_dataset(out, args.output)
     print(f"predicted {out.num_timed_configs} (problem, config) times for {out.num_problems} problems -> {args.output}")
@@ -110,33 +130,46 @@ def _cmd_validate_model(args: argparse.Namespace) -> int:
     check_outputs(_inputs(args), {"--report-json": args.report_json, "--by-op-json": args.by_op_json})
     if args.plot and Path(args.plot).exists() and not Path(args.plot).is_dir():
         raise OptionError("--plot", f"{args.plot} is a file; give a folder for the plots")
-    r = validate_model(args.model, _load(args), hardware_name=args.hardware_name, op_name=args.op_name,
-                       top_n_worst=args.top_n_worst)
+    r = validate_model(
+        args.model, _load(args), hardware_name=args.hardware_name, op_name=args.op_name, top_n_worst=args.top_n_worst
+    )
     print(f"problems: {r['num_problems']}, timed configs: {r['num_timed_configs']}")
     print(f"Validation Loss (MSE): {r['mse']:.6f}")
     print(f"Validation RMSE: {r['rmse']:.6f}")
     print(f"Validation RMSE (exp): {r['exp_rmse']:.6f}")
     print(f"top-1 perf geomean: {r['top1_perf_geomean']:.4f}   top-5 perf geomean: {r['top5_perf_geomean']:.4f}")
-    print(f"Kendall tau mean: {r['kendall_tau_mean']:.4f}   top-1 within 5%: {100 * r['within_5pct_fraction']:.1f}%   "
-          f"worst top-1 slowdown: {r['worst_top1_slowdown']:.3f}")
+    print(
+        f"Kendall tau mean: {r['kendall_tau_mean']:.4f}   top-1 within 5%: {100 * r['within_5pct_fraction']:.1f}%   "
+        f"worst top-1 slowdown: {r['worst_top1_slowdown']:.3f}"
+    )
     c = r["calibration"]
     if c is None or not c["problems"]:
-        print("calibration: none (the model's contract records no loss calibration, or no first pick here is a template)")
+        print(
+            "calibration: none (the model's contract records no loss calibration, or no first pick here is a template)"
+        )
     else:
-        print(f"\ncalibration: estimated vs observed probability that the first pick is > {c['margin']:g}x slower than the "
-              f"best ATen choice ({c['problems']} problems; {c['aten_first_picks']} more picked ATen): Brier {c['brier']:.4f}")
+        print(
+            f"\ncalibration: estimated vs observed probability that the first pick is > {c['margin']:g}x slower than the "
+            f"best ATen choice ({c['problems']} problems; {c['aten_first_picks']} more picked ATen): Brier {c['brier']:.4f}"
+        )
         for b in c["bins"]:
             if b["problems"]:
-                print(f"  estimate {b['estimate_from']:.2f}-{b['estimate_to']:.2f}: {b['problems']:4d} problems, "
-                      f"mean estimate {b['estimate_mean']:.3f}, observed {b['observed_loss_fraction']:.3f}")
+                print(
+                    f"  estimate {b['estimate_from']:.2f}-{b['estimate_to']:.2f}: {b['problems']:4d} problems, "
+                    f"mean estimate {b['estimate_mean']:.3f}, observed {b['observed_loss_fraction']:.3f}"
+                )
     if r["worst_predictions"]:
         print(f"\nTop {len(r['worst_predictions'])} worst predictions:")
         for i, w in enumerate(r["worst_predictions"], 1):
-            print(f"Error {i}: Predicted: {w['predicted_us']:.1f} us, Actual: {w['measured_us']:.1f} us "
-                  f"({w['ratio']:.2f}x ratio)  {w['problem']}  {w['config']}")
+            print(
+                f"Error {i}: Predicted: {w['predicted_us']:.1f} us, Actual: {w['measured_us']:.1f} us "
+                f"({w['ratio']:.2f}x ratio)  {w['problem']}  {w['config']}"
+            )
     for op, o in r["by_op"].items():
-        print(f"  {op}: {o['num_problems']} problems, exp(RMSE) {o['exp_rmse']:.3f}, top-1 {o['top1_perf_geomean']:.4f}, "
-              f"top-5 {o['top5_perf_geomean']:.4f}, worst top-1 slowdown {o['worst_top1_slowdown']:.3f}")
+        print(
+            f"  {op}: {o['num_problems']} problems, exp(RMSE) {o['exp_rmse']:.3f}, top-1 {o['top1_perf_geomean']:.4f}, "
+            f"top-5 {o['top5_perf_geomean']:.4f}, worst top-1 slowdown {o['worst_top1_slowdown']:.3f}"
+        )
     if args.plot:
         for path in plot_validation(r, args.plot):
             print(f"plot written to {path}")
@@ -156,19 +189,32 @@ def _cmd_validate_max_autotune(args: argparse.Namespace) -> int:
     from ..evaluation import validate_max_autotune
 
     check_outputs(_inputs(args), {"--report-json": args.report_json, "--by-op-json": args.by_op_json})
-    r = validate_max_autotune(args.model, _load(args), solution=args.max_autotune_solution,
-                              hardware_name=args.hardware_name, op_name=args.op_name,
-                              extern_preference=args.extern_preference)
+    r = validate_max_autotune(
+        args.model,
+        _load(args),
+        solution=args.max_autotune_solution,
+        hardware_name=args.hardware_name,
+        op_name=args.op_name,
+        extern_preference=args.extern_preference,
+    )
     print("MODEL VS MAX-AUTOTUNE COMPARISON RESULTS")
     print(f"problems: {r['num_problems']}; max-autotune's choice: {r['max_autotune_source']}")
-    print("ratio = max-autotune's kernel time / best of the model's top-N (> 1: the model's pick is faster); "
-          f"the model's order as diode's handler uses it (extern preference {r['extern_preference']:g})")
-    print(f"{'top-N':>6s} {'geomean':>8s} {'median':>8s} {'p10':>7s} {'p90':>7s} {'better':>7s} {'equal':>7s} {'worse':>7s} {'saved us':>10s}")
+    print(
+        "ratio = max-autotune's kernel time / best of the model's top-N (> 1: the model's pick is faster); "
+        f"the model's order as diode's handler uses it (extern preference {r['extern_preference']:g})"
+    )
+    print(
+        f"{'top-N':>6s} {'geomean':>8s} {'median':>8s} {'p10':>7s} {'p90':>7s} {'better':>7s} {'equal':>7s} {'worse':>7s} {'saved us':>10s}"
+    )
     for n, s in r["top_n"].items():
-        print(f"{n:>6s} {s['ratio_geomean']:8.3f} {s['ratio_median']:8.3f} {s['ratio_p10']:7.3f} {s['ratio_p90']:7.3f} "
-              f"{s['better_pct']:6.1f}% {s['equal_pct']:6.1f}% {s['worse_pct']:6.1f}% {s['time_saved_us_total']:10.1f}")
+        print(
+            f"{n:>6s} {s['ratio_geomean']:8.3f} {s['ratio_median']:8.3f} {s['ratio_p10']:7.3f} {s['ratio_p90']:7.3f} "
+            f"{s['better_pct']:6.1f}% {s['equal_pct']:6.1f}% {s['worse_pct']:6.1f}% {s['time_saved_us_total']:10.1f}"
+        )
     for op, o in r["by_op"].items():
-        print(f"  {op}: {o['num_problems']} problems, top-1 ratio geomean {o['top_n'][min(o['top_n'], key=int)]['ratio_geomean']:.3f}")
+        print(
+            f"  {op}: {o['num_problems']} problems, top-1 ratio geomean {o['top_n'][min(o['top_n'], key=int)]['ratio_geomean']:.3f}"
+        )
     write_report(args.report_json, r)
     _write_by_op(args.by_op_json, r)
     return 0
@@ -184,13 +230,17 @@ def _cmd_list_models(args: argparse.Namespace) -> int:
     for name, path in models.items():
         meta = model_metadata(path)
         data = meta.get("training_data", {})
-        print(f"{name}: {meta.get('hardware', {}).get('device_name')} {meta.get('model_family')} "
-              f"{data.get('problems')} problems ({', '.join(data.get('ops', []))}) -> {path}")
+        print(
+            f"{name}: {meta.get('hardware', {}).get('device_name')} {meta.get('model_family')} "
+            f"{data.get('problems')} problems ({', '.join(data.get('ops', []))}) -> {path}"
+        )
         v = read_validation_summary(path)
         if v is not None:
-            print(f"  validated on {v.get('dataset', v.get('num_problems'))}: top-1 {v['top1_perf_geomean']:.3f}, "
-                  f"top-5 {v['top5_perf_geomean']:.3f}, exp(RMSE) {v['exp_rmse']:.3f}, "
-                  f"worst top-1 slowdown {v['worst_top1_slowdown']:.3f}")
+            print(
+                f"  validated on {v.get('dataset', v.get('num_problems'))}: top-1 {v['top1_perf_geomean']:.3f}, "
+                f"top-5 {v['top5_perf_geomean']:.3f}, exp(RMSE) {v['exp_rmse']:.3f}, "
+                f"worst top-1 slowdown {v['worst_top1_slowdown']:.3f}"
+            )
     return 0
 
 
@@ -201,53 +251,93 @@ def _data_options(p: argparse.ArgumentParser, required_model: bool = True) -> No
     p.add_argument("--file-extensions", nargs="+", metavar="EXT", help="in --data-dir, read only these suffixes")
     p.add_argument("--hardware-name", help="only problems measured on hardware whose name contains this")
     p.add_argument("--op-name", choices=["mm", "addmm", "bmm", "baddbmm"], help="only this op")
-    p.add_argument("--batch-size", type=positive_int, default=512,
-                   help="rows per training step (train; the other commands accept it, as the seeds' did, and "
-                        "score whole problems at once)")
+    p.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=512,
+        help="rows per training step (train; the other commands accept it, as the seeds' did, and "
+        "score whole problems at once)",
+    )
 
 
 def _seed_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=0,
-                   help="accepted as the seeds' toolkit did (`diode --seed 42 validate-model ...`); "
-                        "this command is deterministic and draws nothing at random")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="accepted as the seeds' toolkit did (`diode --seed 42 validate-model ...`); "
+        "this command is deterministic and draws nothing at random",
+    )
 
 
 def add_model_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train a runtime model on datasets",
-                       description="Train an MLP predicting ln(time_us) of (problem, config) pairs; split by problem.")
+    p = sub.add_parser(
+        "train",
+        help="train a runtime model on datasets",
+        description="Train an MLP predicting ln(time_us) of (problem, config) pairs; split by problem.",
+    )
     _data_options(p)
     p.add_argument("--model-type", choices=["base", "deep"], default="base", help="model family (default base)")
     p.add_argument("--hidden-dim", type=positive_int, help="hidden width (default: the family's)")
     p.add_argument("--num-layers", type=positive_int, help="hidden layers (default: the family's)")
     p.add_argument("--num-epochs", type=positive_int, default=50, help="training epochs, >= 1 (default 50)")
-    p.add_argument("--learning-rate", type=positive_float, default=1e-3, help="AdamW learning rate, > 0 (default 0.001)")
-    p.add_argument("--weight-decay", type=nonnegative_float, default=1e-5, help="AdamW weight decay, >= 0 (default 1e-5)")
-    p.add_argument("--lr-schedule", choices=["cosine", "constant"], default="cosine",
-                   help="cosine: the learning rate decays to 0 over --num-epochs (default); constant: it stays")
-    p.add_argument("--loss", choices=["mse", "listwise"], default="mse",
-                   help="mse: squared error of ln time (default); listwise: that plus a softmax cross-entropy over each "
-                        "problem's candidates (the loss sees them together)")
-    p.add_argument("--ensemble", type=_number(int, 1, 64), default=1,
-                   help="members (seeds --seed, --seed + 1, ...): their spread is the model's uncertainty (default 1)")
+    p.add_argument(
+        "--learning-rate", type=positive_float, default=1e-3, help="AdamW learning rate, > 0 (default 0.001)"
+    )
+    p.add_argument(
+        "--weight-decay", type=nonnegative_float, default=1e-5, help="AdamW weight decay, >= 0 (default 1e-5)"
+    )
+    p.add_argument(
+        "--lr-schedule",
+        choices=["cosine", "constant"],
+        default="cosine",
+        help="cosine: the learning rate decays to 0 over --num-epochs (default); constant: it stays",
+    )
+    p.add_argument(
+        "--loss",
+        choices=["mse", "listwise"],
+        default="mse",
+        help="mse: squared error of ln time (default); listwise: that plus a softmax cross-entropy over each "
+        "problem's candidates (the loss sees them together)",
+    )
+    p.add_argument(
+        "--ensemble",
+        type=_number(int, 1, 64),
+        default=1,
+        help="members (seeds --seed, --seed + 1, ...): their spread is the model's uncertainty (default 1)",
+    )
     p.add_argument("--patience", type=positive_int, default=10, help="epochs without improvement before stopping")
-    p.add_argument("--validation-fraction", type=open_fraction(lo_open=False), default=0.15,
-                   help="share of problems held out, in [0, 1) (default 0.15; 0: none)")
+    p.add_argument(
+        "--validation-fraction",
+        type=open_fraction(lo_open=False),
+        default=0.15,
+        help="share of problems held out, in [0, 1) (default 0.15; 0: none)",
+    )
     p.add_argument("--log-dir", help="write TensorBoard logs here")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--drop-heldout", action="store_true",
-                   help="leave out the problems of the held-out shapesets (realmodels_heldout) instead of refusing "
-                        "a dataset that holds one")
+    p.add_argument(
+        "--drop-heldout",
+        action="store_true",
+        help="leave out the problems of the held-out shapesets (realmodels_heldout) instead of refusing "
+        "a dataset that holds one",
+    )
     p.set_defaults(func=_cmd_train)
 
-    p = sub.add_parser("predict", help="write predicted times for every (problem, config) of a dataset",
-                       description="Predict time_us for every (problem, config) of a dataset, in the dataset format.")
+    p = sub.add_parser(
+        "predict",
+        help="write predicted times for every (problem, config) of a dataset",
+        description="Predict time_us for every (problem, config) of a dataset, in the dataset format.",
+    )
     _data_options(p)
     _seed_option(p)
     p.add_argument("--output", "-o", required=True, type=dataset_output, help="dataset file of predictions")
     p.set_defaults(func=_cmd_predict)
 
-    p = sub.add_parser("validate-model", help="error and ranking metrics of a model on a dataset",
-                       description="MSE/RMSE of ln time, the worst predictions, and per-problem ranking metrics.")
+    p = sub.add_parser(
+        "validate-model",
+        help="error and ranking metrics of a model on a dataset",
+        description="MSE/RMSE of ln time, the worst predictions, and per-problem ranking metrics.",
+    )
     _data_options(p)
     _seed_option(p)
     p.add_argument("--top-n-worst", type=nonnegative_int, default=10, help="how many worst predictions to list")
@@ -256,20 +346,34 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--by-op-json", metavar="F", help="write the per-op figures (the report's by_op) as JSON")
     p.set_defaults(func=_cmd_validate_model)
 
-    p = sub.add_parser("validate-max-autotune", help="the model's top-N picks vs max-autotune's choice",
-                       description="For N in 1, 5, 10, 20, 50: max-autotune's chosen time / best of the model's top-N.")
+    p = sub.add_parser(
+        "validate-max-autotune",
+        help="the model's top-N picks vs max-autotune's choice",
+        description="For N in 1, 5, 10, 20, 50: max-autotune's chosen time / best of the model's top-N.",
+    )
     _data_options(p)
     _seed_option(p)
-    p.add_argument("--max-autotune-solution", metavar="F", help="JSON of max-autotune's chosen configs (default: derived)")
-    p.add_argument("--extern-preference", type=factor, default=None,
-                   help="ATen/cuBLAS leads unless a Triton config is predicted this factor (>= 1) faster, as in the "
-                        "handler (default: torch_diode.config.extern_preference; 1.0: the model's plain order)")
+    p.add_argument(
+        "--max-autotune-solution", metavar="F", help="JSON of max-autotune's chosen configs (default: derived)"
+    )
+    p.add_argument(
+        "--extern-preference",
+        type=factor,
+        default=None,
+        help="ATen/cuBLAS leads unless a Triton config is predicted this factor (>= 1) faster, as in the "
+        "handler (default: torch_diode.config.extern_preference; 1.0: the model's plain order)",
+    )
     p.add_argument("--report-json", metavar="R", help="write the report as JSON")
-    p.add_argument("--by-op-json", metavar="F", help="write the per-op figures (the report's by_op) as JSON, e.g. "
-                                                     "model_performance_analysis_by_op.json")
+    p.add_argument(
+        "--by-op-json",
+        metavar="F",
+        help="write the per-op figures (the report's by_op) as JSON, e.g. model_performance_analysis_by_op.json",
+    )
     p.set_defaults(func=_cmd_validate_max_autotune)
 
-    p = sub.add_parser("list-models", help="models installed with torch-diode or registered",
-                       description="List the models found by name.")
+    p = sub.add_parser(
+        "list-models",
+        help="models installed with torch-diode or registered",
+        description="List the models found by name.",
+    )
     p.set_defaults(func=_cmd_list_models)
-

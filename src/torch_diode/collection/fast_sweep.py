@@ -25,12 +25,13 @@ import logging
 import math
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..hardware import DeviceError, current_device
-from ..types import KernelConfig, Problem, TimedConfig
 from ..inductor.config_space import aten_configs, scaled_configs, triton_configs
+from ..types import KernelConfig, Problem, TimedConfig
 from .operands import layout_tensors
 from .recorder import Collector
 from .sweep_state import SweepSummary, begin, chunked, done_keys, mark, problem_key, skip_crashed
@@ -162,8 +163,12 @@ class KernelCompiler:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
-            self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                            initializer=_worker_init, initargs=(_triton_cache_dir(),))
+            self.pool = ProcessPoolExecutor(
+                max_workers=workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_worker_init,
+                initargs=(_triton_cache_dir(),),
+            )
 
     def submit(self, problem: Problem, config: KernelConfig) -> tuple:
         key = variant_key(problem, config)
@@ -187,7 +192,9 @@ class KernelCompiler:
                 error = future.result()
             except Exception as e:  # BrokenProcessPool: compile here from now on
                 if not self.pool_broken:
-                    logger.warning("compile worker pool failed (%s: %s); compiling in this process", type(e).__name__, e)
+                    logger.warning(
+                        "compile worker pool failed (%s: %s); compiling in this process", type(e).__name__, e
+                    )
                 self.pool_broken = True
                 error = _warmup_one(problem, config)
         self.results[key] = error
@@ -198,14 +205,16 @@ class KernelCompiler:
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
 
-    def __enter__(self) -> "KernelCompiler":
+    def __enter__(self) -> KernelCompiler:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
 
-def precompile(pairs: Sequence[tuple[Problem, KernelConfig]], workers: int, progress: bool = True) -> dict[tuple, str | None]:
+def precompile(
+    pairs: Sequence[tuple[Problem, KernelConfig]], workers: int, progress: bool = True
+) -> dict[tuple, str | None]:
     """Compiles every distinct variant of ``pairs`` with ``workers`` processes; variant -> error."""
     from tqdm import tqdm
 
@@ -229,8 +238,9 @@ def _queue(fn: Callable[[], Any], reps: int, flush: Any) -> list[tuple[Any, Any]
     return pairs
 
 
-def time_launchers(launchers: Sequence[Callable[[], Any] | None], reps: int, flush: Any,
-                   long_ms: float = 1.0) -> list[float | None]:
+def time_launchers(
+    launchers: Sequence[Callable[[], Any] | None], reps: int, flush: Any, long_ms: float = 1.0
+) -> list[float | None]:
     """Milliseconds per launcher (min over the repetitions), Inductor's method: flush the cache
     (see :func:`flush_buffer`), then events around one launch. Two repetitions each first; those
     under ``long_ms`` get ``reps - 2`` more (long kernels vary little and cost the most).
@@ -269,8 +279,13 @@ class FastSweep:
     progress: bool = True
 
     def settings(self) -> dict[str, Any]:
-        return {"mode": "fast", "exhaustive_sample": self.exhaustive_sample, "seed": self.seed, "reps": self.reps,
-                "timing": "min over reps of CUDA events around one launch after an L2 flush (Inductor's method)"}
+        return {
+            "mode": "fast",
+            "exhaustive_sample": self.exhaustive_sample,
+            "seed": self.seed,
+            "reps": self.reps,
+            "timing": "min over reps of CUDA events around one launch after an L2 flush (Inductor's method)",
+        }
 
     def run(
         self,
@@ -283,8 +298,10 @@ class FastSweep:
         import torch
 
         if not self.device.startswith("cuda") or not torch.cuda.is_available():
-            raise DeviceError(f"--search-mode fast runs Triton kernels on a CUDA GPU; device {self.device!r} is not one "
-                              "(use --search-mode max-autotune on this machine)")
+            raise DeviceError(
+                f"--search-mode fast runs Triton kernels on a CUDA GPU; device {self.device!r} is not one "
+                "(use --search-mode max-autotune on this machine)"
+            )
         try:
             import triton  # noqa: F401
         except ImportError:
@@ -321,8 +338,10 @@ class FastSweep:
             release.callback(lambda: current is not None and current.close())
             # every variant is queued up front, in problem order: the workers compile ahead while
             # this process times the problems whose kernels are ready
-            variants = {problem_key(p): [compiler.submit(p, c) if c.is_tiled else None for c in plan[problem_key(p)]]
-                        for _, p in todo}
+            variants = {
+                problem_key(p): [compiler.submit(p, c) if c.is_tiled else None for c in plan[problem_key(p)]]
+                for _, p in todo
+            }
             summary.kernels_compiled = len(compiler.futures)
             logger.info("%d problems to measure, %d kernel variants to compile", len(todo), summary.kernels_compiled)
             for col, problem in tqdm(todo, desc="collect", unit="shape", disable=not self.progress):
@@ -355,7 +374,9 @@ class FastSweep:
                 finally:
                     a = b = out = bias = None  # noqa: F841  free before the next problem
                 timed = [
-                    TimedConfig(c, t * 1000.0) if t is not None and t > 0 and math.isfinite(t) else TimedConfig.failure(c)
+                    TimedConfig(c, t * 1000.0)
+                    if t is not None and t > 0 and math.isfinite(t)
+                    else TimedConfig.failure(c)
                     for c, t in zip(configs, times_ms)
                 ]
                 col.dataset.add(hardware, problem, timed)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..hardware import DeviceError, check_device, current_device, device_works
 from ..types import Problem
@@ -99,8 +100,10 @@ def sweep_inductor(
             except Exception as e:  # OOM, unsupported dtype on this device, compile failure
                 reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
                 if not device_works(device):
-                    raise DeviceError(f"{device!r} stopped working while measuring {problem.short()} ({reason}); "
-                                      "the problem is not marked done") from e
+                    raise DeviceError(
+                        f"{device!r} stopped working while measuring {problem.short()} ({reason}); "
+                        "the problem is not marked done"
+                    ) from e
                 logger.warning("skipping %s: %s", problem.short(), reason)
                 mark(collector, problem, reason)
                 summary.problems_skipped += 1

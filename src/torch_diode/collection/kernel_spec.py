@@ -33,8 +33,10 @@ _INT32_MAX = 2**31 - 1
 def needs_int64_index(*tensors: Any) -> bool:
     """Whether one of the tensors spans more elements than int32 indexes (Inductor then indexes in
     int64: a 512 x 11008 x 1024 bmm operand holds 5.8e9 elements)."""
-    return any(t is not None and 1 + sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride())) > _INT32_MAX
-               for t in tensors)
+    return any(
+        t is not None and 1 + sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride())) > _INT32_MAX
+        for t in tensors
+    )
 
 
 def launch_spec(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> tuple[bool, tuple, dict]:
@@ -48,10 +50,16 @@ def launch_spec(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> tu
         A_CONTIG=contig(a.stride(-2), a.stride(-1), m, k, bm),
         B_CONTIG=contig(b.stride(-1), b.stride(-2), n, k, bn),
         HAS_BIAS=bias is not None,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=config.block_k, GROUP_M=config.group_m or 8,
-        EVEN_K=config.even_k, ALLOW_TF32=config.allow_tf32, USE_FAST_ACCUM=config.use_fast_accum,
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_K=config.block_k,
+        GROUP_M=config.group_m or 8,
+        EVEN_K=config.even_k,
+        ALLOW_TF32=config.allow_tf32,
+        USE_FAST_ACCUM=config.use_fast_accum,
         INDEX_64=needs_int64_index(a, b, out, bias),
-        num_stages=config.num_stages, num_warps=config.num_warps,
+        num_stages=config.num_stages,
+        num_warps=config.num_warps,
     )
     bias_t = bias if bias is not None else out
     bias_strides = tuple(bias.stride()) if bias is not None else (0,) * out.dim()

@@ -76,7 +76,7 @@ class Collector:
         self._saver = self._on_feedback
 
     # ----- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> "Collector":
+    def start(self) -> Collector:
         if self._active:
             return self
         savers = feedback_savers()  # an unsupported torch fails here, before anything changes
@@ -118,7 +118,7 @@ class Collector:
             finally:
                 self._writer.close()
 
-    def __enter__(self) -> "Collector":
+    def __enter__(self) -> Collector:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -21,11 +21,22 @@ from __future__ import annotations
 import math
 import os
 import random
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
-from ..types import DTYPES, MAX_SIZE, OPS, DatasetFormatError, Problem, _Reader, check_type, decode_bytes, read_input_bytes
+from ..types import (
+    DTYPES,
+    MAX_SIZE,
+    OPS,
+    DatasetFormatError,
+    Problem,
+    _Reader,
+    check_type,
+    decode_bytes,
+    read_input_bytes,
+)
 
 SHAPESET_DIR = Path(__file__).resolve().parent.parent / "shapesets"
 
@@ -58,7 +69,9 @@ class ShapeSpec:
     def __post_init__(self) -> None:
         # messages start with the field's name: `diode collect` names the option of the same name
         if not 1 <= self.min_size <= self.max_size <= MAX_SIZE:
-            raise ValueError(f"max_size: sizes need 1 <= min_size <= max_size <= {MAX_SIZE}, got {self.min_size}, {self.max_size}")
+            raise ValueError(
+                f"max_size: sizes need 1 <= min_size <= max_size <= {MAX_SIZE}, got {self.min_size}, {self.max_size}"
+            )
         for name in ("sizes", "m_sizes", "n_sizes", "k_sizes"):
             if any(not 1 <= v <= MAX_SIZE for v in getattr(self, name)):
                 raise ValueError(f"{name}: sizes must be in [1, {MAX_SIZE}], got {getattr(self, name)}")
@@ -68,9 +81,13 @@ class ShapeSpec:
         for name in ("transpose_probability", "aligned_fraction"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name}: must be in [0, 1], got {getattr(self, name)}")
-        if not (math.isfinite(self.log_normal_mean) and math.isfinite(self.log_normal_sigma) and self.log_normal_sigma >= 0):
-            raise ValueError(f"log_normal_sigma: need a finite mean and sigma >= 0, got {self.log_normal_mean}, "
-                             f"{self.log_normal_sigma}")
+        if not (
+            math.isfinite(self.log_normal_mean) and math.isfinite(self.log_normal_sigma) and self.log_normal_sigma >= 0
+        ):
+            raise ValueError(
+                f"log_normal_sigma: need a finite mean and sigma >= 0, got {self.log_normal_mean}, "
+                f"{self.log_normal_sigma}"
+            )
         for layout in self.layouts:
             if layout not in LAYOUTS:
                 raise ValueError(f"layouts: {layout!r} is not one of {LAYOUTS}")
@@ -94,8 +111,14 @@ def _size(spec: ShapeSpec, rng: random.Random, pool: tuple[int, ...] = ()) -> in
         return rng.choice(pool)
     if spec.log_normal:
         # rng.lognormvariate's draw, with the exponent capped where exp() would overflow
-        value = int(round(min(math.exp(min(rng.normalvariate(spec.log_normal_mean, spec.log_normal_sigma), 700.0)),
-                              float(MAX_SIZE))))
+        value = int(
+            round(
+                min(
+                    math.exp(min(rng.normalvariate(spec.log_normal_mean, spec.log_normal_sigma), 700.0)),
+                    float(MAX_SIZE),
+                )
+            )
+        )
     elif spec.power_of_two:
         lo, hi = math.ceil(math.log2(spec.min_size)), math.floor(math.log2(spec.max_size))
         value = 2 ** rng.randint(lo, max(lo, hi))
@@ -114,8 +137,11 @@ def random_problems(spec: ShapeSpec, seed: int) -> list[Problem]:
         op = rng.choice(spec.ops)
         dtype = rng.choice(spec.dtypes)
         for _attempt in range(1000):
-            batch = (2 ** rng.randint(math.ceil(math.log2(spec.min_batch)), int(math.log2(spec.max_batch)))
-                     if op in ("bmm", "baddbmm") else 1)
+            batch = (
+                2 ** rng.randint(math.ceil(math.log2(spec.min_batch)), int(math.log2(spec.max_batch)))
+                if op in ("bmm", "baddbmm")
+                else 1
+            )
             m = _size(spec, rng, spec.m_sizes or spec.sizes)
             n, k = _size(spec, rng, spec.n_sizes or spec.sizes), _size(spec, rng, spec.k_sizes or spec.sizes)
             if not spec.max_gflop or 2 * batch * m * n * k <= spec.max_gflop * 1e9:
@@ -128,8 +154,20 @@ def random_problems(spec: ShapeSpec, seed: int) -> list[Problem]:
         else:
             transpose_a = rng.random() < spec.transpose_probability
             transpose_b = rng.random() < spec.transpose_probability
-        out.append(Problem(op=op, B=batch, M=m, N=n, K=k, dtype_a=dtype, dtype_b=dtype, dtype_out=dtype,
-                           transpose_a=transpose_a, transpose_b=transpose_b))
+        out.append(
+            Problem(
+                op=op,
+                B=batch,
+                M=m,
+                N=n,
+                K=k,
+                dtype_a=dtype,
+                dtype_b=dtype,
+                dtype_out=dtype,
+                transpose_a=transpose_a,
+                transpose_b=transpose_b,
+            )
+        )
     return out
 
 
@@ -160,7 +198,9 @@ def load_shapeset(path: str | os.PathLike) -> list[ShapesetEntry]:
         problem_dict: dict[str, Any] = {
             "op": er.get("op", str),
             "B": 1 if batch is None else batch,
-            "M": er.get("M", int), "N": er.get("N", int), "K": er.get("K", int),
+            "M": er.get("M", int),
+            "N": er.get("N", int),
+            "K": er.get("K", int),
             "transpose_a": er.get("transpose_a", bool, optional=True) or False,
             "transpose_b": er.get("transpose_b", bool, optional=True) or False,
         }
@@ -186,8 +226,10 @@ def resolve_shapeset(name_or_path: str | os.PathLike) -> Path:
     shipped = SHAPESET_DIR / f"{name_or_path}.json"
     if shipped.exists():
         return shipped
-    raise FileNotFoundError(f"{name_or_path}: no such shapeset file, nor a shipped shapeset "
-                            f"(shipped: {', '.join(list_shapesets()) or 'none'})")
+    raise FileNotFoundError(
+        f"{name_or_path}: no such shapeset file, nor a shipped shapeset "
+        f"(shipped: {', '.join(list_shapesets()) or 'none'})"
+    )
 
 
 def list_shapesets() -> list[str]:
@@ -234,8 +276,9 @@ def heldout_entries(names: Sequence[str] = HELDOUT_SHAPESETS) -> dict[Problem, t
     return out
 
 
-def heldout_matches(problems: Iterable[Problem], names: Sequence[str] = HELDOUT_SHAPESETS
-                    ) -> list[tuple[Problem, str, ShapesetEntry]]:
+def heldout_matches(
+    problems: Iterable[Problem], names: Sequence[str] = HELDOUT_SHAPESETS
+) -> list[tuple[Problem, str, ShapesetEntry]]:
     """(problem, shapeset name, entry) for every problem of ``problems`` that a held-out shapeset holds."""
     held = heldout_entries(names)
     return [(p, *held[problem_identity(p)]) for p in problems if problem_identity(p) in held]

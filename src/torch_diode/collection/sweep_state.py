@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from ..types import Problem
 from .recorder import Collector
@@ -33,13 +33,18 @@ class SweepSummary:
             f"{self.problems_measured} problems measured, {self.problems_resumed} already done, "
             f"{self.problems_skipped} skipped; {self.timed_configs} timed configs "
             f"({self.failed_configs} failed) in {self.seconds:.1f} s"
-            + (f" ({self.kernels_compiled} kernels compiled, {self.compile_seconds:.1f} s of it waiting for them)"
-               if self.kernels_compiled else "")
+            + (
+                f" ({self.kernels_compiled} kernels compiled, {self.compile_seconds:.1f} s of it waiting for them)"
+                if self.kernels_compiled
+                else ""
+            )
             + (" (the compile pool broke; compiled in-process)" if self.compile_pool_broken else "")
         )
 
 
-def chunked(problems: Sequence[Problem], output: str | os.PathLike, chunk_size: int | None) -> list[tuple[list[Problem], str]]:
+def chunked(
+    problems: Sequence[Problem], output: str | os.PathLike, chunk_size: int | None
+) -> list[tuple[list[Problem], str]]:
     """Splits the work into files ``<stem>_chunkNNNN<suffix>`` of at most ``chunk_size`` problems
     (one file, ``output`` itself, without a chunk size)."""
     if not chunk_size:
@@ -68,8 +73,10 @@ def done_keys(collector: Collector) -> set[str]:
     return set(meta.get("completed", [])) | {s["problem_key"] for s in meta.get("skipped", [])}
 
 
-CRASHED = ("the process died twice while measuring it (e.g. a kernel's CUDA fault, which ends the "
-           "process's CUDA context); left out when the run resumed")
+CRASHED = (
+    "the process died twice while measuring it (e.g. a kernel's CUDA fault, which ends the "
+    "process's CUDA context); left out when the run resumed"
+)
 
 
 def begin(collector: Collector, problem: Problem) -> None:

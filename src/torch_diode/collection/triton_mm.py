@@ -25,11 +25,32 @@ from .kernel_spec import launch_spec
 
 
 def _mm_body(
-    A, B, C, Bias, M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_biasm, stride_biasn,
-    A_CONTIG: tl.constexpr, B_CONTIG: tl.constexpr, HAS_BIAS: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    EVEN_K: tl.constexpr, ALLOW_TF32: tl.constexpr, USE_FAST_ACCUM: tl.constexpr, INDEX_64: tl.constexpr,
+    A,
+    B,
+    C,
+    Bias,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    stride_biasm,
+    stride_biasn,
+    A_CONTIG: tl.constexpr,
+    B_CONTIG: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    ALLOW_TF32: tl.constexpr,
+    USE_FAST_ACCUM: tl.constexpr,
+    INDEX_64: tl.constexpr,
 ):
     pid = tl.program_id(0)
     grid_m = (M + BLOCK_M - 1) // BLOCK_M
@@ -84,12 +105,37 @@ def _mm_body(
 
 
 def _bmm_body(
-    A, B, C, Bias, M, N, K, BATCH,
-    stride_aq, stride_am, stride_ak, stride_bq, stride_bk, stride_bn, stride_cq, stride_cm, stride_cn,
-    stride_biasq, stride_biasm, stride_biasn,
-    A_CONTIG: tl.constexpr, B_CONTIG: tl.constexpr, HAS_BIAS: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    EVEN_K: tl.constexpr, ALLOW_TF32: tl.constexpr, USE_FAST_ACCUM: tl.constexpr, INDEX_64: tl.constexpr,
+    A,
+    B,
+    C,
+    Bias,
+    M,
+    N,
+    K,
+    BATCH,
+    stride_aq,
+    stride_am,
+    stride_ak,
+    stride_bq,
+    stride_bk,
+    stride_bn,
+    stride_cq,
+    stride_cm,
+    stride_cn,
+    stride_biasq,
+    stride_biasm,
+    stride_biasn,
+    A_CONTIG: tl.constexpr,
+    B_CONTIG: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    ALLOW_TF32: tl.constexpr,
+    USE_FAST_ACCUM: tl.constexpr,
+    INDEX_64: tl.constexpr,
 ):
     pid = tl.program_id(0)
     grid_m = (M + BLOCK_M - 1) // BLOCK_M
@@ -140,8 +186,11 @@ def _bmm_body(
     idx_n = rn[None, :]
     mask = (idx_m < M) & (idx_n < N) & (idx_q < BATCH)
     if HAS_BIAS:
-        bias = tl.load(Bias + (idx_q * stride_biasq + idx_m * stride_biasm + idx_n * stride_biasn), mask,
-                       eviction_policy="evict_last")
+        bias = tl.load(
+            Bias + (idx_q * stride_biasq + idx_m * stride_biasm + idx_n * stride_biasn),
+            mask,
+            eviction_policy="evict_last",
+        )
         acc = acc + bias.to(tl.float32)
     tl.store(C + (idx_q * stride_cq + idx_m * stride_cm + idx_n * stride_cn), acc.to(C.dtype.element_ty), mask)
 
@@ -184,6 +233,8 @@ def warmup(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> None:
     import torch
 
     kernel, grid, spec = launch_args(a, b, out, bias, config)
-    args = [torch.empty(1, dtype=x.dtype, device="cuda") if isinstance(x, torch.Tensor) and x.is_meta else x
-            for x in spec["args"]]
+    args = [
+        torch.empty(1, dtype=x.dtype, device="cuda") if isinstance(x, torch.Tensor) and x.is_meta else x
+        for x in spec["args"]
+    ]
     kernel.warmup(*args, grid=grid, **spec["meta"])

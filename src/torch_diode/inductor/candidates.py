@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import lru_cache
-from typing import Any, Callable, Iterator
+from functools import cache
+from typing import Any
 
 from ..types import KernelConfig, Problem
 from .config_space import raw_config_lists, rows_of, template_id, triton_candidates
@@ -48,7 +49,9 @@ def template_uids(templates: list) -> tuple[str, ...]:
     return tuple(sorted(str(getattr(t, "uid", None) or type(t).__name__) for t in templates))
 
 
-def enumerable_uid(problem: Problem, kernel_inputs: Any, template_choices: dict, kwarg_overrides: dict | None) -> str | None:
+def enumerable_uid(
+    problem: Problem, kernel_inputs: Any, template_choices: dict, kwarg_overrides: dict | None
+) -> str | None:
     """The Triton template whose candidates diode can enumerate for this problem, or None: the
     sizes are static (EVEN_K is then K % BLOCK_K == 0) and Inductor's config generation runs with
     its stock settings."""
@@ -58,9 +61,11 @@ def enumerable_uid(problem: Problem, kernel_inputs: Any, template_choices: dict,
         uid = template_id(problem)
         if uid not in template_choices or (kwarg_overrides or {}).get(uid):
             return None
-        if getattr(inductor_config, "multi_kernel_hints", None) \
-                or getattr(getattr(inductor_config, "test_configs", None), "max_mm_configs", None) is not None \
-                or getattr(inductor_config, "max_autotune_prune_choices_based_on_shared_mem", False):
+        if (
+            getattr(inductor_config, "multi_kernel_hints", None)
+            or getattr(getattr(inductor_config, "test_configs", None), "max_mm_configs", None) is not None
+            or getattr(inductor_config, "max_autotune_prune_choices_based_on_shared_mem", False)
+        ):
             return None
         sizes = kernel_inputs.mnk_symbolic()
         return uid if all(isinstance(s, int) or getattr(s, "is_Integer", False) for s in sizes) else None
@@ -87,7 +92,7 @@ class Replayable:
         return {uid: itertools.chain(list(self._taken[uid]), self._recording(uid)) for uid in self._iterators}
 
 
-@lru_cache(maxsize=None)
+@cache
 def same_config_lists(uid: str, device_type: str, op_name: str) -> bool:
     """Whether Inductor's heuristic for this template holds the config lists diode enumerates
     (``config_space.raw_config_lists``: CUDA's)."""
@@ -96,13 +101,18 @@ def same_config_lists(uid: str, device_type: str, op_name: str) -> bool:
 
         heuristic = get_template_heuristic(uid, device_type, op_name)
         lists = raw_config_lists()
-        return rows_of(heuristic.mm_configs) == lists["DEFAULT"] and rows_of(heuristic.exhaustive_configs) == lists["EXHAUSTIVE"]
+        return (
+            rows_of(heuristic.mm_configs) == lists["DEFAULT"]
+            and rows_of(heuristic.exhaustive_configs) == lists["EXHAUSTIVE"]
+        )
     except Exception as e:  # another torch's layout: Inductor's generators produce the pool
         logger.debug("torch-diode: cannot compare %s's config lists (%s)", uid, e)
         return False
 
 
-def probe(get_ktc: Callable[..., Any], problem: Problem, kernel_inputs: Any, templates: list, uid: str, op_name: str) -> Any:
+def probe(
+    get_ktc: Callable[..., Any], problem: Problem, kernel_inputs: Any, templates: list, uid: str, op_name: str
+) -> Any:
     """A KernelTemplateChoice of template ``uid`` to put chosen configs into: the first candidate
     of a generator Inductor makes (``get_ktc``: the handler's) for its DEFAULT list, a short list
     to scale. None unless it converts to diode's first DEFAULT config (what diode enumerates must
@@ -114,13 +124,20 @@ def probe(get_ktc: Callable[..., Any], problem: Problem, kernel_inputs: Any, tem
         first = next(iter(get_ktc(kernel_inputs, template, op_name, {})), None)
     expected, expected_config = triton_candidates(problem, "DEFAULT")
     if first is None or not len(expected) or ktc_config(first) != expected_config(0):
-        logger.debug("torch-diode: Inductor's first %s candidate is not diode's first config for %s", uid, problem.short())
+        logger.debug(
+            "torch-diode: Inductor's first %s candidate is not diode's first config for %s", uid, problem.short()
+        )
         return None
     return first
 
 
-def materialise(wanted: list[KernelConfig], template_choices: dict, enumerable: str | None,
-                make_probe: Callable[[], Any] | None = None, static_k: int = 0) -> tuple[list | None, dict]:
+def materialise(
+    wanted: list[KernelConfig],
+    template_choices: dict,
+    enumerable: str | None,
+    make_probe: Callable[[], Any] | None = None,
+    static_k: int = 0,
+) -> tuple[list | None, dict]:
     """KernelTemplateChoices for ``wanted`` configs, in order: those of the ``enumerable``
     template built from ``make_probe()`` (see :func:`probe`), the others found in their template's
     generator, consumed only as far as needed. None if one is missing; the generators come back

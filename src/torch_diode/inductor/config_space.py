@@ -13,8 +13,9 @@ against the configs Inductor itself produced in the recorded H100 sample.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ _MAX_ACC_REGS = 255
 _TILE_COLUMNS = 7
 
 
-@lru_cache(maxsize=None)
+@cache
 def raw_config_lists() -> dict[str, tuple[tuple[int, int, int, int, int, int], ...]]:
     """(block_m, block_n, block_k, num_stages, num_warps, group_m) lists of Inductor's CUDA mm
     heuristic, by search space."""
@@ -41,8 +42,7 @@ def raw_config_lists() -> dict[str, tuple[tuple[int, int, int, int, int, int], .
 def rows_of(configs: Iterable[Any]) -> tuple[tuple[int, int, int, int, int, int], ...]:
     """(block_m, block_n, block_k, num_stages, num_warps, group_m) of Inductor's GEMM configs."""
     return tuple(
-        (c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps, getattr(c, "group_m", None) or 8)
-        for c in configs
+        (c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps, getattr(c, "group_m", None) or 8) for c in configs
     )
 
 
@@ -50,7 +50,7 @@ def _next_power_of_2(n: int) -> int:
     return 1 if n <= 1 else 2 ** math.ceil(math.log2(n))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _raw_array(search_space: str) -> np.ndarray:
     return np.array(raw_config_lists()[search_space], dtype=np.int64).reshape(-1, 6)
 
@@ -108,7 +108,9 @@ def epilogue_extras(problem: Problem) -> dict[str, Any]:
     return {"epilogue_fn_hash": f"['addmm_epilogue', torch.{problem.dtype_out}, 1, 1]", "prefix_args": 1}
 
 
-def triton_candidates(problem: Problem, search_space: str = "DEFAULT") -> tuple[np.ndarray, Callable[[int], KernelConfig]]:
+def triton_candidates(
+    problem: Problem, search_space: str = "DEFAULT"
+) -> tuple[np.ndarray, Callable[[int], KernelConfig]]:
     """The Triton mm/bmm template configs Inductor generates for ``problem`` as the feature
     path's config rows (what ``features.config_rows(triton_configs(problem, search_space))``
     gives), and a function making the KernelConfig of row ``i``: the choice handler featurizes
@@ -117,14 +119,35 @@ def triton_candidates(problem: Problem, search_space: str = "DEFAULT") -> tuple[
     bm, bn, bk, stages, warps, group_m = scaled.T
     tid, tf32, extras = template_id(problem), allow_tf32(problem), epilogue_extras(problem)
     even_k = problem.K % bk == 0
-    rows = np.column_stack([np.full(len(scaled), template_kind(tid)), bm, bn, bk, group_m, stages, warps,
-                            even_k, np.full(len(scaled), int(tf32)), np.zeros(len(scaled), dtype=np.int64)]).astype(np.int64)
+    rows = np.column_stack(
+        [
+            np.full(len(scaled), template_kind(tid)),
+            bm,
+            bn,
+            bk,
+            group_m,
+            stages,
+            warps,
+            even_k,
+            np.full(len(scaled), int(tf32)),
+            np.zeros(len(scaled), dtype=np.int64),
+        ]
+    ).astype(np.int64)
 
     def config_at(i: int) -> KernelConfig:
         return KernelConfig(
-            template_id=tid, block_m=int(bm[i]), block_n=int(bn[i]), block_k=int(bk[i]), group_m=int(group_m[i]),
-            num_stages=int(stages[i]), num_warps=int(warps[i]), even_k=bool(even_k[i]), allow_tf32=tf32,
-            use_fast_accum=False, acc_type="tl.float32", extras=extras,
+            template_id=tid,
+            block_m=int(bm[i]),
+            block_n=int(bn[i]),
+            block_k=int(bk[i]),
+            group_m=int(group_m[i]),
+            num_stages=int(stages[i]),
+            num_warps=int(warps[i]),
+            even_k=bool(even_k[i]),
+            allow_tf32=tf32,
+            use_fast_accum=False,
+            acc_type="tl.float32",
+            extras=extras,
         )
 
     return rows, config_at

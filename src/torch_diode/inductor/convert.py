@@ -167,8 +167,21 @@ def ktc_with_config(base: Any, config: KernelConfig) -> Any:
     from torch._inductor.kernel_template_choice import KernelTemplateChoice
     from torch._inductor.template_heuristics.params import DictKernelTemplateParams
 
-    kwargs = {**base.params.to_kwargs(), "BLOCK_M": config.block_m, "BLOCK_N": config.block_n, "BLOCK_K": config.block_k,
-              "GROUP_M": config.group_m, "num_stages": config.num_stages, "num_warps": config.num_warps, "EVEN_K": config.even_k}
-    ktc = KernelTemplateChoice(template=base.template, params=DictKernelTemplateParams(kwargs), extra_kwargs=base.extra_kwargs,
-                               layout=base.layout, inputs=base.inputs)
+    kwargs = {
+        **base.params.to_kwargs(),
+        "BLOCK_M": config.block_m,
+        "BLOCK_N": config.block_n,
+        "BLOCK_K": config.block_k,
+        "GROUP_M": config.group_m,
+        "num_stages": config.num_stages,
+        "num_warps": config.num_warps,
+        "EVEN_K": config.even_k,
+    }
+    ktc = KernelTemplateChoice(
+        template=base.template,
+        params=DictKernelTemplateParams(kwargs),
+        extra_kwargs=base.extra_kwargs,
+        layout=base.layout,
+        inputs=base.inputs,
+    )
     return ktc if ktc_config(ktc) == config else None

@@ -16,7 +16,8 @@ recorder adds one while it records.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _installed: list[dict[str, Any]] = []  # a stack: nested installs restore in order
 _UNSET = object()
@@ -53,7 +54,9 @@ class InstalledChoices:
 def _unpickled_choices(uuid: str) -> InstalledChoices | None:
     """A pickled InstalledChoices read back: the installed one of that identity, else None
     (Inductor's default choices: the handler is not in this process)."""
-    return next((r["factory"] for r in reversed(_installed) if r["factory"] is not None and r["factory"].uuid() == uuid), None)
+    return next(
+        (r["factory"] for r in reversed(_installed) if r["factory"] is not None and r["factory"].uuid() == uuid), None
+    )
 
 
 def _current_handler() -> Any:
@@ -70,8 +73,13 @@ def install_handler(handler: Any, enable_gemm_autotune: bool) -> None:
     from torch._inductor import config as inductor_config
     from torch._inductor.virtualized import V
 
-    record: dict[str, Any] = {"handler": handler, "before": _current_handler(), "config": {},
-                              "enable_gemm_autotune": enable_gemm_autotune, "factory": None}
+    record: dict[str, Any] = {
+        "handler": handler,
+        "before": _current_handler(),
+        "config": {},
+        "enable_gemm_autotune": enable_gemm_autotune,
+        "factory": None,
+    }
     if hasattr(inductor_config, "inductor_choices_class"):
         record["config"]["inductor_choices_class"] = inductor_config.inductor_choices_class
         record["factory"] = inductor_config.inductor_choices_class = InstalledChoices(handler)
@@ -136,8 +144,7 @@ def feedback_savers() -> list[Callable[..., None]]:
     savers = getattr(cache, "feedback_saver_fns", None)
     if savers is None:
         raise RuntimeError(
-            "torch-diode: this torch has no AlgorithmSelectorCache.feedback_saver_fns; "
-            "recording needs torch >= 2.10"
+            "torch-diode: this torch has no AlgorithmSelectorCache.feedback_saver_fns; recording needs torch >= 2.10"
         )
     return savers
 

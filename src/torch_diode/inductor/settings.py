@@ -81,8 +81,13 @@ def _add_entries(cfg: Any) -> None:
         table = cfg._config
         takes_name = "name" in inspect.signature(_ConfigEntry.__init__).parameters
     except Exception as e:  # another torch's ConfigModule
-        _warn_once("entries", "torch-diode: cannot add %s to Inductor's config (%s: %s); set them in torch_diode.config",
-                    ", ".join(SETTINGS), type(e).__name__, e)
+        _warn_once(
+            "entries",
+            "torch-diode: cannot add %s to Inductor's config (%s: %s); set them in torch_diode.config",
+            ", ".join(SETTINGS),
+            type(e).__name__,
+            e,
+        )
         return
     for name in SETTINGS:
         if name in table:
@@ -106,8 +111,11 @@ def _wrap_backend_check(utils: Any) -> None:
     original = getattr(utils, "_use_autotune_backend", None)
     users = [getattr(utils, f, None) for f in ("use_aten_gemm_kernels", "use_triton_template")]
     if original is None or not all(u is not None and "_use_autotune_backend" in u.__code__.co_names for u in users):
-        _warn_once("backend", "torch-diode: this torch reads max_autotune_gemm_backends in a way diode does not know; "
-                              "'DIODE' is not understood there (use 'ATEN,TRITON')")
+        _warn_once(
+            "backend",
+            "torch-diode: this torch reads max_autotune_gemm_backends in a way diode does not know; "
+            "'DIODE' is not understood there (use 'ATEN,TRITON')",
+        )
         return
     if _original_backend_check is not None:
         return
@@ -216,8 +224,12 @@ def overrides() -> dict[str, Any]:
                 if not (0.0 < c <= 1.0) or math.isnan(c):
                     raise ValueError
             except (TypeError, ValueError):
-                _warn_once(f"bad:{value!r}", "torch-diode: torch._inductor.config.diode_confidence_threshold: expected a "
-                                             "number in (0, 1], got %r; ignored", value)
+                _warn_once(
+                    f"bad:{value!r}",
+                    "torch-diode: torch._inductor.config.diode_confidence_threshold: expected a "
+                    "number in (0, 1], got %r; ignored",
+                    value,
+                )
                 continue
             value = 1.0 / c
         else:

@@ -37,6 +37,7 @@ from torch._inductor.choices import InductorChoices
 from .. import __version__, config
 from ..features import Candidates, config_rows, featurize_rows
 from ..hardware import detect_hardware, hardware_match
+from ..inductor import settings as inductor_settings
 from ..inductor.candidates import (
     Replayable,
     device_of,
@@ -49,7 +50,6 @@ from ..inductor.candidates import (
 from ..inductor.config_space import beyond_default_list, tf32_enabled, triton_candidates
 from ..inductor.convert import ktc_config, ktc_with_config, problem_from_nodes
 from ..selection import Confidence, Decision, NoUsableCandidate, Policy, Pool, decide
-from ..inductor import settings as inductor_settings
 from ..types import Hardware, KernelConfig, Problem
 from .stats import PROCESS_STATS, Stats, get_prediction_stats, profile_predictions
 
@@ -85,8 +85,14 @@ class _PassThrough(Exception):
 class DiodeInductorChoices(InductorChoices):
     """An InductorChoices that ranks GEMM candidates with a torch-diode model."""
 
-    def __init__(self, model_path: str | os.PathLike | None = None, device: str = "cpu", top_k_configs: int | None = None,
-                 performance_threshold: float | None = None, enable_fallback: bool | None = None):
+    def __init__(
+        self,
+        model_path: str | os.PathLike | None = None,
+        device: str = "cpu",
+        top_k_configs: int | None = None,
+        performance_threshold: float | None = None,
+        enable_fallback: bool | None = None,
+    ):
         super().__init__()
         import json
 
@@ -110,7 +116,9 @@ class DiodeInductorChoices(InductorChoices):
                 raise
             self.model_path, self.engine, self.checksum = None, None, None
             self.load_error = f"{type(e).__name__}: {e}"
-            logger.warning("torch-diode: model %s cannot be loaded (%s); Inductor keeps its stock choices", model_path, e)
+            logger.warning(
+                "torch-diode: model %s cannot be loaded (%s); Inductor keeps its stock choices", model_path, e
+            )
         self.metadata = json.loads(self.engine.metadata_json) if self.engine is not None else {}
         self._hardware_ok: dict[str, str | None] = {}  # device name -> "exact", "family" or None
         self._hardware: dict[str, Hardware] = {}
@@ -153,12 +161,16 @@ class DiodeInductorChoices(InductorChoices):
     def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides=None):
         if op_name not in SUPPORTED_OPS:
             self.stats.count("not_gemm")
-            return super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+            return super()._finalize_template_configs(
+                template_choices, kernel_inputs, templates, op_name, kwarg_overrides
+            )
         # Inductor's diode_* / fast_autotune settings, where set, for this decision
         with config.patch(**inductor_settings.decision_settings()):
             if not config.fast_autotune:  # Inductor autotunes its stock candidates
                 self.stats.count("fast_autotune_off")
-                return super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+                return super()._finalize_template_configs(
+                    template_choices, kernel_inputs, templates, op_name, kwarg_overrides
+                )
             start = time.perf_counter()
             generators = Replayable(template_choices)
             pool = self._setting_pool()
@@ -172,8 +184,9 @@ class DiodeInductorChoices(InductorChoices):
                 if not self._fall_back(e, op_name):
                     raise
                 with search_space(pool):  # every candidate, those diode took included
-                    stock = super()._finalize_template_configs(generators.generators(), kernel_inputs, templates, op_name,
-                                                               kwarg_overrides)
+                    stock = super()._finalize_template_configs(
+                        generators.generators(), kernel_inputs, templates, op_name, kwarg_overrides
+                    )
                 return stock if config.fallback_to_autotune else self._without_autotune(stock)
             finally:
                 self.stats.timed(time.perf_counter() - start)
@@ -189,22 +202,30 @@ class DiodeInductorChoices(InductorChoices):
     def _stock(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides) -> list:
         """Inductor's own list of every candidate."""
         try:
-            return super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+            return super()._finalize_template_configs(
+                template_choices, kernel_inputs, templates, op_name, kwarg_overrides
+            )
         except Exception as e:
             raise _PassThrough(e) from e
 
     def _finalize(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides):
         # the problem, built once for every path (None where it cannot be: the full path reports why)
         try:
-            problem, problem_error = problem_from_nodes(op_name, kernel_inputs.nodes(), kernel_inputs.out_dtype(), require_hints=True), None
+            problem, problem_error = (
+                problem_from_nodes(op_name, kernel_inputs.nodes(), kernel_inputs.out_dtype(), require_hints=True),
+                None,
+            )
         except Exception as e:
             problem, problem_error = None, e
         if problem is not None:
-            chosen, template_choices = self._from_cache(problem, template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+            chosen, template_choices = self._from_cache(
+                problem, template_choices, kernel_inputs, templates, op_name, kwarg_overrides
+            )
             if chosen is not None:
                 return chosen
-            chosen, template_choices = self._from_enumeration(problem, template_choices, kernel_inputs, templates, op_name,
-                                                              kwarg_overrides)
+            chosen, template_choices = self._from_enumeration(
+                problem, template_choices, kernel_inputs, templates, op_name, kwarg_overrides
+            )
             if chosen is not None:
                 return chosen
         stock = self._stock(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
@@ -233,18 +254,35 @@ class DiodeInductorChoices(InductorChoices):
 
     def _cache_key(self, problem: Problem, kernel_inputs: Any, templates: list, op_name: str) -> tuple:
         """What a decision depends on, known before any candidate is generated."""
-        return (problem, str(device_of(kernel_inputs)), op_name, template_uids(templates), config.allow_hardware_mismatch,
-                self._setting_pool(), self.policy(), tf32_enabled())
+        return (
+            problem,
+            str(device_of(kernel_inputs)),
+            op_name,
+            template_uids(templates),
+            config.allow_hardware_mismatch,
+            self._setting_pool(),
+            self.policy(),
+            tf32_enabled(),
+        )
 
-    def _enumerable(self, problem: Problem, kernel_inputs: Any, template_choices: dict, kwarg_overrides: dict | None) -> str | None:
+    def _enumerable(
+        self, problem: Problem, kernel_inputs: Any, template_choices: dict, kwarg_overrides: dict | None
+    ) -> str | None:
         """The Triton template diode enumerates itself for this problem (its own enumeration on),
         or None."""
         if not config.enumerate_candidates:
             return None
         return enumerable_uid(problem, kernel_inputs, template_choices, kwarg_overrides)
 
-    def _from_cache(self, problem: Problem, template_choices: dict, kernel_inputs: Any, templates: list, op_name: str,
-                    kwarg_overrides: dict | None) -> tuple[list | None, dict]:
+    def _from_cache(
+        self,
+        problem: Problem,
+        template_choices: dict,
+        kernel_inputs: Any,
+        templates: list,
+        op_name: str,
+        kwarg_overrides: dict | None,
+    ) -> tuple[list | None, dict]:
         """A repeated problem's decision without generating its whole candidate pool (the same GEMM
         in every layer of a model is decided once): the cached configs are materialised. If one is
         not among the candidates, the generators, with what was taken from them put back in front,
@@ -260,7 +298,11 @@ class DiodeInductorChoices(InductorChoices):
             return None, template_choices
         configs, num_candidates = entry
         enumerable = self._enumerable(problem, kernel_inputs, template_choices, kwarg_overrides)
-        make_probe = (lambda: probe(self.get_ktc, problem, kernel_inputs, templates, enumerable, op_name)) if enumerable else None
+        make_probe = (
+            (lambda: probe(self.get_ktc, problem, kernel_inputs, templates, enumerable, op_name))
+            if enumerable
+            else None
+        )
         chosen, template_choices = materialise(configs, template_choices, enumerable, make_probe, problem.K)
         if chosen is None:
             self.stats.count("cache_stale")
@@ -271,8 +313,15 @@ class DiodeInductorChoices(InductorChoices):
         self.stats.count("configs_filtered", num_candidates - len(chosen))
         return chosen, template_choices
 
-    def _from_enumeration(self, problem: Problem, template_choices: dict, kernel_inputs: Any, templates: list, op_name: str,
-                          kwarg_overrides: dict | None) -> tuple[list | None, dict]:
+    def _from_enumeration(
+        self,
+        problem: Problem,
+        template_choices: dict,
+        kernel_inputs: Any,
+        templates: list,
+        op_name: str,
+        kwarg_overrides: dict | None,
+    ) -> tuple[list | None, dict]:
         """The decision with the Triton template's candidates enumerated by diode. None where it
         does not apply, the full path then deciding (and reporting any fallback): the generators
         come back with what was taken from them in front."""
@@ -310,11 +359,15 @@ class DiodeInductorChoices(InductorChoices):
             chosen = []
             for i in indices:
                 part, j = candidates.locate(i)
-                chosen.append(owners[part][j] if owners[part] is not None else ktc_with_config(base, candidates.config(i)))
+                chosen.append(
+                    owners[part][j] if owners[part] is not None else ktc_with_config(base, candidates.config(i))
+                )
             if any(k is None for k in chosen):  # an enumerated config Inductor's template does not reproduce
                 self.stats.count("enumeration_mismatch")
                 return None, restored()
-            self._remember(problem, kernel_inputs, templates, op_name, [candidates.config(i) for i in indices], len(candidates))
+            self._remember(
+                problem, kernel_inputs, templates, op_name, [candidates.config(i) for i in indices], len(candidates)
+            )
         except Exception as e:  # the full path decides again and reports the failure as its own
             logger.debug("torch-diode: enumeration of %s failed (%s)", op_name, e)
             return None, restored()
@@ -348,8 +401,15 @@ class DiodeInductorChoices(InductorChoices):
         if model_op and model_op != op_name:
             raise Fallback("unsupported_op", op_name)
 
-    def _choose(self, stock: list, problem: Problem | None, problem_error: Exception | None, kernel_inputs: Any, op_name: str,
-                templates: list) -> list:
+    def _choose(
+        self,
+        stock: list,
+        problem: Problem | None,
+        problem_error: Exception | None,
+        kernel_inputs: Any,
+        op_name: str,
+        templates: list,
+    ) -> list:
         if self.engine is None:
             raise Fallback("model_load_error" if self.load_error else "no_model")
         if problem is None:
@@ -376,30 +436,48 @@ class DiodeInductorChoices(InductorChoices):
         except Exception as e:
             raise Fallback("inference_error", str(e), error=True) from None
         if members.ndim != 2 or members.shape[1] != len(candidates):
-            raise Fallback("inference_error", f"{members.shape} predictions for {len(candidates)} candidates", error=True)
+            raise Fallback(
+                "inference_error", f"{members.shape} predictions for {len(candidates)} candidates", error=True
+            )
         if not np.all(np.abs(members) <= MAX_ABS_LN_TIME_US):  # NaN too
             bad = members[~(np.abs(members) <= MAX_ABS_LN_TIME_US)][0]
             raise Fallback("bad_prediction", f"predicted ln(time_us) {bad} for {problem.short()}", error=True)
         predicted = members.mean(axis=0)
         hardware = self._hardware_for(kernel_inputs)
         # another SKU of the model's GPU: every decision unsure until a model for it ships
-        self._family_hardware = not config.allow_hardware_mismatch and self._hardware_ok.get(hardware.device_name) == "family"
+        self._family_hardware = (
+            not config.allow_hardware_mismatch and self._hardware_ok.get(hardware.device_name) == "family"
+        )
         decision = self._select(members, features, problem, candidates)
-        logger.debug("torch-diode: %s -> %d of %d candidates (confidence %.3f)", problem.short(), len(decision.chosen),
-                     len(predicted), decision.confidence)
+        logger.debug(
+            "torch-diode: %s -> %d of %d candidates (confidence %.3f)",
+            problem.short(),
+            len(decision.chosen),
+            len(predicted),
+            decision.confidence,
+        )
         indices = [int(i) for i in decision.chosen]
         if not indices or not all(0 <= i < len(candidates) for i in indices):
             raise Fallback("bad_decision", f"chose {indices} of {len(candidates)} candidates", error=True)
 
         def commit() -> None:
             self.stats.add(decision.notes())
-            self.stats.decided(decision.confidence, len(predicted), {
-                "problem": problem.short(), "candidates": len(candidates), "chosen": [candidates.config(i).short() for i in indices],
-                "predicted_us": [round(math.exp(predicted[i]), 2) for i in indices]})
+            self.stats.decided(
+                decision.confidence,
+                len(predicted),
+                {
+                    "problem": problem.short(),
+                    "candidates": len(candidates),
+                    "chosen": [candidates.config(i).short() for i in indices],
+                    "predicted_us": [round(math.exp(predicted[i]), 2) for i in indices],
+                },
+            )
 
         return indices, commit
 
-    def _select(self, predicted: np.ndarray, features: np.ndarray, problem: Problem, candidates: Candidates) -> Decision:
+    def _select(
+        self, predicted: np.ndarray, features: np.ndarray, problem: Problem, candidates: Candidates
+    ) -> Decision:
         """The decision on the model's ``predicted`` ln times, [N] or per member [K, N]
         (:func:`torch_diode.selection.decide`)."""
         pool = Pool(features, candidates.extern, lambda: beyond_default_list(problem, candidates.rows))
@@ -408,13 +486,27 @@ class DiodeInductorChoices(InductorChoices):
         except ValueError as e:
             raise Fallback("contract_error", str(e), error=True) from None
         try:
-            return decide(problem, pool, predicted, self.policy(), contract, tf32_enabled(),
-                          unsure="hardware_family" if self._family_hardware else None)
+            return decide(
+                problem,
+                pool,
+                predicted,
+                self.policy(),
+                contract,
+                tf32_enabled(),
+                unsure="hardware_family" if self._family_hardware else None,
+            )
         except NoUsableCandidate:
             raise Fallback("no_usable_candidate") from None
 
-    def _remember(self, problem: Problem, kernel_inputs: Any, templates: list, op_name: str, chosen: list[KernelConfig],
-                  num_candidates: int) -> None:
+    def _remember(
+        self,
+        problem: Problem,
+        kernel_inputs: Any,
+        templates: list,
+        op_name: str,
+        chosen: list[KernelConfig],
+        num_candidates: int,
+    ) -> None:
         if self._setting("cache_predictions"):
             self._cache[self._cache_key(problem, kernel_inputs, templates, op_name)] = (chosen, num_candidates)
             if len(self._cache) > _CACHE_SIZE:

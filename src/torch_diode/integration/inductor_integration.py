@@ -30,4 +30,10 @@ from __future__ import annotations
 from .choices import DiodeInductorChoices
 from .install import create_diode_choices, diode_choices, install_diode_choices, uninstall_diode_choices
 
-__all__ = ["DiodeInductorChoices", "create_diode_choices", "diode_choices", "install_diode_choices", "uninstall_diode_choices"]
+__all__ = [
+    "DiodeInductorChoices",
+    "create_diode_choices",
+    "diode_choices",
+    "install_diode_choices",
+    "uninstall_diode_choices",
+]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from .. import config
 from ..inductor.hooks import install_handler, installed_handler, uninstall_handler
@@ -18,17 +19,27 @@ from ..inductor.hooks import install_handler, installed_handler, uninstall_handl
 logger = logging.getLogger(__name__)
 
 
-def create_diode_choices(model_path: str | os.PathLike | None = None, device: str = "cpu", top_k_configs: int | None = None,
-                         performance_threshold: float | None = None, enable_fallback: bool | None = None):
+def create_diode_choices(
+    model_path: str | os.PathLike | None = None,
+    device: str = "cpu",
+    top_k_configs: int | None = None,
+    performance_threshold: float | None = None,
+    enable_fallback: bool | None = None,
+):
     """A DiodeInductorChoices (not installed). ``None`` settings follow ``torch_diode.config``."""
     from .choices import DiodeInductorChoices
 
     return DiodeInductorChoices(model_path, device, top_k_configs, performance_threshold, enable_fallback)
 
 
-def install_diode_choices(model_path: str | os.PathLike | None = None, device: str = "cpu",
-                          top_k_configs: int | None = None, performance_threshold: float | None = None,
-                          enable_fallback: bool | None = None, enable_gemm_autotune: bool = False):
+def install_diode_choices(
+    model_path: str | os.PathLike | None = None,
+    device: str = "cpu",
+    top_k_configs: int | None = None,
+    performance_threshold: float | None = None,
+    enable_fallback: bool | None = None,
+    enable_gemm_autotune: bool = False,
+):
     """Installs a DiodeInductorChoices for the model (a path or name) and returns it.
 
     ``enable_gemm_autotune`` also sets Inductor's ``max_autotune_gemm`` so that plain
@@ -66,4 +77,11 @@ def diode_choices(model_path: str | os.PathLike | None = None, **kwargs: Any) ->
             uninstall_diode_choices()
 
 
-__all__ = ["create_diode_choices", "diode_choices", "install_diode_choices", "installed_choices", "uninstall_diode_choices", "config"]
+__all__ = [
+    "create_diode_choices",
+    "diode_choices",
+    "install_diode_choices",
+    "installed_choices",
+    "uninstall_diode_choices",
+    "config",
+]

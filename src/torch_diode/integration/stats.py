@@ -5,14 +5,32 @@ from __future__ import annotations
 
 import math
 from collections import Counter, deque
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 # the keys of DiodeInductorChoices.get_stats() counted by name
-_HANDLER_COUNTS = ("total_calls", "model_selections", "configs_filtered", "cache_hits", "cache_stale", "enumerated",
-                   "enumeration_mismatch", "unsure_widened", "unsure_benchmarked", "unsure_out_of_range", "unsure_misaligned",
-                   "unsure_few_examples", "unsure_tf32", "unsure_heldout", "unsure_hardware_family", "extern_preferred",
-                   "extern_added", "not_gemm", "fast_autotune_off")
+_HANDLER_COUNTS = (
+    "total_calls",
+    "model_selections",
+    "configs_filtered",
+    "cache_hits",
+    "cache_stale",
+    "enumerated",
+    "enumeration_mismatch",
+    "unsure_widened",
+    "unsure_benchmarked",
+    "unsure_out_of_range",
+    "unsure_misaligned",
+    "unsure_few_examples",
+    "unsure_tf32",
+    "unsure_heldout",
+    "unsure_hardware_family",
+    "extern_preferred",
+    "extern_added",
+    "not_gemm",
+    "fast_autotune_off",
+)
 
 
 class Stats:
@@ -58,7 +76,7 @@ class Stats:
         self.decisions.clear()
 
     def fallbacks(self) -> dict[str, int]:
-        return {k[len("fallback_"):]: v for k, v in self.counts.items() if k.startswith("fallback_")}
+        return {k[len("fallback_") :]: v for k, v in self.counts.items() if k.startswith("fallback_")}
 
     def handler_report(self) -> dict[str, Any]:
         """``DiodeInductorChoices.get_stats()``."""

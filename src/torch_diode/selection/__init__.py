@@ -21,6 +21,24 @@ from .decide import (
 )
 from .policy import Policy
 
-__all__ = ["CONFIDENCE_VERSION", "Confidence", "Decision", "HeldoutSlowdown", "LOSS_MARGIN", "LossCalibration",
-           "NoUsableCandidate", "Policy", "Pool", "SPILL_LOG2_REGS", "UNSURE_RULES", "decide", "known_kinds",
-           "loss_probability", "safe_choice", "selection_order", "unsure_reason", "usable_candidates", "widen"]
+__all__ = [
+    "CONFIDENCE_VERSION",
+    "Confidence",
+    "Decision",
+    "HeldoutSlowdown",
+    "LOSS_MARGIN",
+    "LossCalibration",
+    "NoUsableCandidate",
+    "Policy",
+    "Pool",
+    "SPILL_LOG2_REGS",
+    "UNSURE_RULES",
+    "decide",
+    "known_kinds",
+    "loss_probability",
+    "safe_choice",
+    "selection_order",
+    "unsure_reason",
+    "usable_candidates",
+    "widen",
+]

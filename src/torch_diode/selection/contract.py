@@ -10,8 +10,9 @@ the rule that needs it does not apply.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 CONFIDENCE_VERSION = 2
 # the problem features the training range is recorded for (features.FEATURE_NAMES)
@@ -73,7 +74,7 @@ class Confidence:
     version: int = CONFIDENCE_VERSION
 
     @classmethod
-    def never_trusted(cls) -> "Confidence":
+    def never_trusted(cls) -> Confidence:
         """A contract under which every problem is unsure (no element type was seen): replays of
         the handler judge what its widening hands Inductor with it."""
         return cls(feature_ranges_by_dtype={"": {}})
@@ -89,8 +90,9 @@ class Confidence:
         return {
             "confidence_version": CONFIDENCE_VERSION,  # every field of this version is written
             "problem_feature_ranges": {k: list(v) for k, v in self.feature_ranges.items()},
-            "problem_feature_ranges_by_dtype": {d: {k: list(v) for k, v in r.items()}
-                                                for d, r in (self.feature_ranges_by_dtype or {}).items()},
+            "problem_feature_ranges_by_dtype": {
+                d: {k: list(v) for k, v in r.items()} for d, r in (self.feature_ranges_by_dtype or {}).items()
+            },
             "problems_by_dtype": dict(self.problems_by_dtype or {}),
             "misaligned_problems": self.misaligned_problems,
             "tf32_problems": self.tf32_problems,
@@ -100,24 +102,36 @@ class Confidence:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> "Confidence":
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Confidence:
         """The contract in a model file's ``training_data`` (None or {}: nothing recorded).
         Raises ValueError naming the field that is malformed."""
         data = data or {}
         version = data.get("confidence_version", 1)  # files written before the version field: 1
         if not isinstance(version, int) or version > CONFIDENCE_VERSION:
-            raise ValueError(f"training_data.confidence_version: {version!r}, this torch-diode reads up to {CONFIDENCE_VERSION}")
+            raise ValueError(
+                f"training_data.confidence_version: {version!r}, this torch-diode reads up to {CONFIDENCE_VERSION}"
+            )
         by_dtype = data.get("problem_feature_ranges_by_dtype")
         return cls(
             feature_ranges=_ranges(data.get("problem_feature_ranges"), "problem_feature_ranges"),
-            feature_ranges_by_dtype=None if by_dtype is None else {
-                str(d): _ranges(r, f"problem_feature_ranges_by_dtype.{d}") for d, r in _mapping(by_dtype, "problem_feature_ranges_by_dtype").items()},
-            problems_by_dtype=None if data.get("problems_by_dtype") is None else {
-                str(d): _int(n, f"problems_by_dtype.{d}") for d, n in _mapping(data["problems_by_dtype"], "problems_by_dtype").items()},
+            feature_ranges_by_dtype=None
+            if by_dtype is None
+            else {
+                str(d): _ranges(r, f"problem_feature_ranges_by_dtype.{d}")
+                for d, r in _mapping(by_dtype, "problem_feature_ranges_by_dtype").items()
+            },
+            problems_by_dtype=None
+            if data.get("problems_by_dtype") is None
+            else {
+                str(d): _int(n, f"problems_by_dtype.{d}")
+                for d, n in _mapping(data["problems_by_dtype"], "problems_by_dtype").items()
+            },
             misaligned_problems=_optional_int(data.get("misaligned_problems"), "misaligned_problems"),
             tf32_problems=_optional_int(data.get("tf32_problems"), "tf32_problems"),
-            heldout_top1_slowdown={str(k): _heldout(v, f"heldout_top1_slowdown.{k}")
-                                   for k, v in _mapping(data.get("heldout_top1_slowdown") or {}, "heldout_top1_slowdown").items()},
+            heldout_top1_slowdown={
+                str(k): _heldout(v, f"heldout_top1_slowdown.{k}")
+                for k, v in _mapping(data.get("heldout_top1_slowdown") or {}, "heldout_top1_slowdown").items()
+            },
             template_kinds=_kinds(data.get("template_kinds"), version),
             loss_calibration=_calibration(data.get("loss_calibration")),
             version=version,
@@ -165,8 +179,11 @@ def _heldout(value: Any, name: str) -> HeldoutSlowdown:
     if not isinstance(geomean, (int, float)) or not math.isfinite(geomean):
         raise ValueError(f"training_data.{name}.geomean: expected a number, got {geomean!r}")
     preference = value.get("extern_preference")
-    return HeldoutSlowdown(float(geomean), _int(value.get("problems"), f"{name}.problems"),
-                           None if preference is None else float(preference))
+    return HeldoutSlowdown(
+        float(geomean),
+        _int(value.get("problems"), f"{name}.problems"),
+        None if preference is None else float(preference),
+    )
 
 
 def _calibration(value: Any) -> LossCalibration | None:
@@ -179,4 +196,6 @@ def _calibration(value: Any) -> LossCalibration | None:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
             raise ValueError(f"training_data.loss_calibration.{name}: expected a number >= 0, got {v!r}")
         numbers[name] = float(v)
-    return LossCalibration(numbers["spread_scale"], numbers["residual"], _int(value.get("problems"), "loss_calibration.problems"))
+    return LossCalibration(
+        numbers["spread_scale"], numbers["residual"], _int(value.get("problems"), "loss_calibration.problems")
+    )

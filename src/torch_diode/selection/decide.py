@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence, Union
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -56,7 +57,7 @@ class NoUsableCandidate(ValueError):
     """Every candidate is left out by the usable rule."""
 
 
-Mask = Union[np.ndarray, Callable[[], np.ndarray]]
+Mask = np.ndarray | Callable[[], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -111,8 +112,9 @@ class Decision:
         return notes
 
 
-def selection_order(log_time: np.ndarray, extern: np.ndarray, extern_preference: float = 1.0,
-                    usable: np.ndarray | None = None) -> np.ndarray:
+def selection_order(
+    log_time: np.ndarray, extern: np.ndarray, extern_preference: float = 1.0, usable: np.ndarray | None = None
+) -> np.ndarray:
     """Candidate indices best first: by predicted ln time, with the best extern candidate moved to
     the front when it is predicted within ``extern_preference`` of the best template.
     ``usable``: indices allowed at all (default: every candidate)."""
@@ -137,7 +139,9 @@ def usable_candidates(features: np.ndarray) -> np.ndarray:
     return np.flatnonzero(fits & ~spills)
 
 
-def widen(order: np.ndarray, top_k: int, eligible: np.ndarray | None = None, extern: np.ndarray | None = None) -> list[int]:
+def widen(
+    order: np.ndarray, top_k: int, eligible: np.ndarray | None = None, extern: np.ndarray | None = None
+) -> list[int]:
     """What an unsure decision hands Inductor's benchmark: the first ``top_k`` (at least 1) of
     ``order`` among the ``eligible`` candidates (a mask; default: all), with ``order[0]`` kept.
     The handler makes eligible the ATen choices and the Triton configs of Inductor's DEFAULT list:
@@ -171,7 +175,9 @@ def safe_choice(order: np.ndarray, extern: np.ndarray) -> int | None:
     return int(externs[0]) if len(externs) else None
 
 
-def loss_probability(members: np.ndarray, pick: int, safe: int | None, calibration: LossCalibration | None) -> float | None:
+def loss_probability(
+    members: np.ndarray, pick: int, safe: int | None, calibration: LossCalibration | None
+) -> float | None:
     """The estimated probability that ``pick`` runs more than LOSS_MARGIN times slower than
     ``safe``: the difference of their ln times is read as normal, around the members' mean
     difference, with the spread of the members' differences scaled and widened as ``calibration``
@@ -194,8 +200,14 @@ def loss_probability(members: np.ndarray, pick: int, safe: int | None, calibrati
 UNSURE_RULES = ("out_of_range", "few_examples", "misaligned", "tf32", "loss_risk")
 
 
-def unsure_reason(problem: Problem, features: np.ndarray, contract: Confidence, policy: Policy,
-                  tf32: bool = False, risk: float | None = None) -> str | None:
+def unsure_reason(
+    problem: Problem,
+    features: np.ndarray,
+    contract: Confidence,
+    policy: Policy,
+    tf32: bool = False,
+    risk: float | None = None,
+) -> str | None:
     """Why the model's ranking of ``problem`` is not to be trusted alone, or None:
 
     - ``out_of_range``: its element type is not in the training data, or one of log2 B, M, N, K
@@ -236,8 +248,13 @@ def unsure_reason(problem: Problem, features: np.ndarray, contract: Confidence, 
     # the held-out sets with and without it: it changed no decision, and loss_risk judges each
     # problem on its own, benchmarks/results/unsure_rules_cpu.json)
     heldout = contract.heldout_top1_slowdown.get("misaligned")
-    if ("misaligned" in rules and misaligned and heldout and heldout.problems >= policy.min_heldout_problems
-            and heldout.geomean > policy.unsure_heldout_slowdown):
+    if (
+        "misaligned" in rules
+        and misaligned
+        and heldout
+        and heldout.problems >= policy.min_heldout_problems
+        and heldout.geomean > policy.unsure_heldout_slowdown
+    ):
         return "misaligned"
     # fp32 with TF32 allowed runs other kernels (cuBLAS and Triton) than a model timed without it
     if "tf32" in rules and problem.dtype_a == "float32" and contract.tf32_problems == 0 and tf32:
@@ -258,8 +275,15 @@ def known_kinds(features: np.ndarray, kinds: Sequence[str]) -> np.ndarray:
     return np.asarray(features)[:, columns].sum(axis=1) > 0.5 if columns else np.zeros(len(features), dtype=bool)
 
 
-def decide(problem: Problem, candidates: Pool, predictions: np.ndarray, policy: Policy,
-           contract: Confidence | None = None, tf32: bool = False, unsure: str | None = None) -> Decision:
+def decide(
+    problem: Problem,
+    candidates: Pool,
+    predictions: np.ndarray,
+    policy: Policy,
+    contract: Confidence | None = None,
+    tf32: bool = False,
+    unsure: str | None = None,
+) -> Decision:
     """The handler's decision for ``problem`` from the model's ``predictions``: ln time of each
     candidate, float[N], or every ensemble member's, float[K, N] (their mean ranks), by the rules
     of this module. Without a ``contract`` the model is trusted (nothing is unsure) and every
@@ -295,7 +319,7 @@ def decide(problem: Problem, candidates: Pool, predictions: np.ndarray, policy: 
     threshold = policy.performance_threshold
     within = [i for i in order if predicted[i] <= best + math.log(threshold)] if threshold > 1.0 else []
     cap = max(policy.top_k, len(widened), policy.max_selected_configs)
-    chosen = list(dict.fromkeys([int(i) for i in order[:policy.top_k]] + widened + [int(i) for i in within]))[:cap]
+    chosen = list(dict.fromkeys([int(i) for i in order[: policy.top_k]] + widened + [int(i) for i in within]))[:cap]
     extern_added = False
     if len(chosen) > 1 and not any(extern[i] for i in chosen) and extern[order].any():
         chosen.append(int(order[extern[order]][0]))

@@ -24,14 +24,20 @@ class Policy:
     unsure_rules: tuple[str, ...] = ("out_of_range", "few_examples", "misaligned", "tf32", "loss_risk")
 
     @classmethod
-    def from_config(cls, top_k: int | None = None, performance_threshold: float | None = None,
-                    extern_preference: float | None = None) -> "Policy":
+    def from_config(
+        cls,
+        top_k: int | None = None,
+        performance_threshold: float | None = None,
+        extern_preference: float | None = None,
+    ) -> Policy:
         """The policy of the current ``torch_diode.config``; arguments that are not None override it."""
         from .. import config
 
         return cls(
             top_k=max(1, int(config.top_k_configs if top_k is None else top_k)),
-            performance_threshold=float(config.performance_threshold if performance_threshold is None else performance_threshold),
+            performance_threshold=float(
+                config.performance_threshold if performance_threshold is None else performance_threshold
+            ),
             max_selected_configs=int(config.max_selected_configs),
             extern_preference=float(config.extern_preference if extern_preference is None else extern_preference),
             unsure_top_k=int(config.unsure_top_k),

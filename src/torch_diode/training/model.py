@@ -43,7 +43,9 @@ class MLP(nn.Module):
 class Regressor(nn.Module):
     """MLP with the normalisation of inputs and targets: raw features -> ln(time_us)."""
 
-    def __init__(self, mlp: MLP, feature_mean: np.ndarray, feature_std: np.ndarray, target_mean: float, target_std: float):
+    def __init__(
+        self, mlp: MLP, feature_mean: np.ndarray, feature_std: np.ndarray, target_mean: float, target_std: float
+    ):
         super().__init__()
         self.mlp = mlp
         self.register_buffer("feature_mean", torch.as_tensor(feature_mean, dtype=torch.float32))
@@ -54,18 +56,31 @@ class Regressor(nn.Module):
         return self.mlp((features - self.feature_mean) / self.feature_std) * self.target_std + self.target_mean
 
     def to_model_file(self, metadata: dict[str, Any]) -> ModelFile:
-        return ModelFile(_layers(self.mlp), self.feature_mean.cpu().numpy(), self.feature_std.cpu().numpy(),
-                         self.target_mean, self.target_std, metadata)
+        return ModelFile(
+            _layers(self.mlp),
+            self.feature_mean.cpu().numpy(),
+            self.feature_std.cpu().numpy(),
+            self.target_mean,
+            self.target_std,
+            metadata,
+        )
 
     @classmethod
-    def from_model_file(cls, model: ModelFile, member: int = 0) -> "Regressor":
-        return cls(_mlp(model.dims, model.members[member]), model.feature_mean, model.feature_std, model.target_mean,
-                   model.target_std)
+    def from_model_file(cls, model: ModelFile, member: int = 0) -> Regressor:
+        return cls(
+            _mlp(model.dims, model.members[member]),
+            model.feature_mean,
+            model.feature_std,
+            model.target_mean,
+            model.target_std,
+        )
 
 
 def _layers(mlp: MLP) -> list[tuple[np.ndarray, np.ndarray]]:
-    return [(l.weight.detach().cpu().numpy().astype(np.float32), l.bias.detach().cpu().numpy().astype(np.float32))
-            for l in mlp.linears()]
+    return [
+        (l.weight.detach().cpu().numpy().astype(np.float32), l.bias.detach().cpu().numpy().astype(np.float32))
+        for l in mlp.linears()
+    ]
 
 
 def _mlp(dims: list[int], layers: list[tuple[np.ndarray, np.ndarray]]) -> MLP:
@@ -105,5 +120,5 @@ class Ensemble(nn.Module):
         return first
 
     @classmethod
-    def from_model_file(cls, model: ModelFile) -> "Ensemble":
+    def from_model_file(cls, model: ModelFile) -> Ensemble:
         return cls([Regressor.from_model_file(model, k) for k in range(len(model.members))])

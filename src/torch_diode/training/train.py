@@ -15,12 +15,21 @@ import torch
 from ..errors import UserError
 from ..features import FEATURE_NAMES, FEATURE_VERSION, config_rows, is_extern, template_kind_names
 from ..model_file import ModelFile
-from ..selection import (LOSS_MARGIN, Confidence, HeldoutSlowdown, LossCalibration, NoUsableCandidate, Policy, Pool,
-                         decide, safe_choice)
+from ..selection import (
+    LOSS_MARGIN,
+    Confidence,
+    HeldoutSlowdown,
+    LossCalibration,
+    NoUsableCandidate,
+    Policy,
+    Pool,
+    decide,
+    safe_choice,
+)
 from ..selection.contract import RANGE_FEATURES
 from ..types import Dataset
 from .data import TrainingArrays, build_arrays, split_groups
-from .model import MODEL_FAMILIES, MLP, Ensemble, Regressor
+from .model import MLP, MODEL_FAMILIES, Ensemble, Regressor
 
 logger = logging.getLogger(__name__)
 
@@ -92,9 +101,11 @@ def _mse(model: Regressor, x: torch.Tensor, y: torch.Tensor, batch: int = 65536)
     return float((err**2).mean()) if len(err) else math.nan
 
 
-def _contract(arrays: TrainingArrays, heldout: dict[str, HeldoutSlowdown],
-              calibration: LossCalibration | None = None) -> Confidence:
+def _contract(
+    arrays: TrainingArrays, heldout: dict[str, HeldoutSlowdown], calibration: LossCalibration | None = None
+) -> Confidence:
     """The confidence contract of a training run (what the handler reads, see selection.Confidence)."""
+
     def ranges_of(rows: np.ndarray) -> dict[str, tuple[float, float]]:
         out = {}
         for name in RANGE_FEATURES:
@@ -116,8 +127,9 @@ def _contract(arrays: TrainingArrays, heldout: dict[str, HeldoutSlowdown],
         tf32_problems=len(np.unique(arrays.group[arrays.features[:, FEATURE_NAMES.index("allow_tf32")] > 0.5])),
         heldout_top1_slowdown=heldout,
         loss_calibration=calibration,
-        template_kinds=tuple(k for k in template_kind_names()
-                             if arrays.features[:, FEATURE_NAMES.index(f"template_is_{k}")].max() > 0.5),
+        template_kinds=tuple(
+            k for k in template_kind_names() if arrays.features[:, FEATURE_NAMES.index(f"template_is_{k}")].max() > 0.5
+        ),
     )
 
 
@@ -135,8 +147,9 @@ def _summary(arrays: TrainingArrays, contract: Confidence) -> dict[str, Any]:
     }
 
 
-def heldout_top1_slowdown(model: Regressor | Ensemble, arrays: TrainingArrays, problems: np.ndarray,
-                          policy: Policy) -> dict[str, HeldoutSlowdown]:
+def heldout_top1_slowdown(
+    model: Regressor | Ensemble, arrays: TrainingArrays, problems: np.ndarray, policy: Policy
+) -> dict[str, HeldoutSlowdown]:
     """How well the model's first pick (the handler's, :func:`torch_diode.selection.decide`) does on
     ``problems`` (indices, held out of the fit, though they chose its early stop), split by whether
     an operand's rows are misaligned: for each kind the geometric mean over problems of (measured
@@ -157,12 +170,14 @@ def heldout_top1_slowdown(model: Regressor | Ensemble, arrays: TrainingArrays, p
             measured = arrays.log_time_us[rows].astype(np.float64)
             kind = "misaligned" if problem.misaligned_operands else "aligned"
             slowdowns[kind].append(float(measured[decision.first] - measured[decision.order].min()))
-    return {name: HeldoutSlowdown(float(math.exp(np.mean(v))), len(v), policy.extern_preference)
-            for name, v in slowdowns.items() if v}
+    return {
+        name: HeldoutSlowdown(float(math.exp(np.mean(v))), len(v), policy.extern_preference)
+        for name, v in slowdowns.items()
+        if v
+    }
 
 
-def loss_cases(model: Regressor | Ensemble, arrays: TrainingArrays, problems: np.ndarray,
-               policy: Policy) -> np.ndarray:
+def loss_cases(model: Regressor | Ensemble, arrays: TrainingArrays, problems: np.ndarray, policy: Policy) -> np.ndarray:
     """float[P, 3]: for each of ``problems`` whose first pick (the handler's order) is not its best
     ATen choice, the members' mean and standard deviation of (predicted ln time of the pick - of
     the best ATen choice) and whether the pick measured more than LOSS_MARGIN times slower (1/0)."""
@@ -183,8 +198,13 @@ def loss_cases(model: Regressor | Ensemble, arrays: TrainingArrays, problems: np
                 continue
             difference = members[:, pick] - members[:, safe]
             measured = arrays.log_time_us[rows].astype(np.float64)
-            cases.append((difference.mean(), difference.std(ddof=1) if len(difference) > 1 else 0.0,
-                          float(measured[pick] - measured[safe] > math.log(LOSS_MARGIN))))
+            cases.append(
+                (
+                    difference.mean(),
+                    difference.std(ddof=1) if len(difference) > 1 else 0.0,
+                    float(measured[pick] - measured[safe] > math.log(LOSS_MARGIN)),
+                )
+            )
     return np.array(cases, dtype=np.float64).reshape(-1, 3)
 
 
@@ -244,8 +264,19 @@ def _batches(config: TrainConfig, group: torch.Tensor, generator: torch.Generato
     return batches
 
 
-def _fit(model: Regressor, config: TrainConfig, seed: int, xt: torch.Tensor, yt: torch.Tensor, gt: torch.Tensor,
-         xv: torch.Tensor, yv: torch.Tensor, writer: Any, tag: str, progress: bool) -> tuple[int, int]:
+def _fit(
+    model: Regressor,
+    config: TrainConfig,
+    seed: int,
+    xt: torch.Tensor,
+    yt: torch.Tensor,
+    gt: torch.Tensor,
+    xv: torch.Tensor,
+    yv: torch.Tensor,
+    writer: Any,
+    tag: str,
+    progress: bool,
+) -> tuple[int, int]:
     """Fits ``model`` (in place, left at its best epoch by held-out MSE); returns (epochs run, best epoch)."""
     from tqdm import tqdm
 
@@ -258,8 +289,11 @@ def _fit(model: Regressor, config: TrainConfig, seed: int, xt: torch.Tensor, yt:
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
     # cosine decay: on the H100 data it picks better first kernels on held-out unaligned problems
     # than a constant rate
-    schedule = (torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(1, config.num_epochs))
-                if config.lr_schedule == "cosine" else None)
+    schedule = (
+        torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(1, config.num_epochs))
+        if config.lr_schedule == "cosine"
+        else None
+    )
     best = (math.inf, 0, {k: v.clone() for k, v in model.state_dict().items()})
     epochs_run = 0
     bar = tqdm(range(config.num_epochs), desc=f"train {tag}".strip(), unit="epoch", disable=not progress)
@@ -333,16 +367,33 @@ def train_model(
     members, runs = [], []
     for k in range(config.ensemble):
         member = Regressor(MLP(arrays.features.shape[1], hidden_dim, num_layers), mean, std, t_mean, t_std)
-        runs.append(_fit(member, config, config.seed + k, xt, yt, gt, xv, yv, writer, f"member{k}/" if config.ensemble > 1 else "",
-                         progress))
+        runs.append(
+            _fit(
+                member,
+                config,
+                config.seed + k,
+                xt,
+                yt,
+                gt,
+                xv,
+                yv,
+                writer,
+                f"member{k}/" if config.ensemble > 1 else "",
+                progress,
+            )
+        )
         members.append(member)
     if writer is not None:
         writer.close()
     model = members[0] if config.ensemble == 1 else Ensemble(members)
     report = TrainReport(
-        epochs_run=max(r[0] for r in runs), best_epoch=max(r[1] for r in runs), train_mse=_mse(model, xt, yt),
+        epochs_run=max(r[0] for r in runs),
+        best_epoch=max(r[1] for r in runs),
+        train_mse=_mse(model, xt, yt),
         validation_mse=_mse(model, xv, yv) if len(xv) else None,
-        train_problems=int((~val_problem).sum()), validation_problems=int(val_problem.sum()), rows=len(arrays.log_time_us),
+        train_problems=int((~val_problem).sum()),
+        validation_problems=int(val_problem.sum()),
+        rows=len(arrays.log_time_us),
     )
     hardware = arrays.problems[0][0]
     from .. import __version__
