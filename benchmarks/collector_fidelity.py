@@ -313,7 +313,8 @@ def main() -> int:
         f"speedup {report['speedup']:.1f}x"
     )
     print(
-        f"same flush:  spearman_median {report['spearman_median']:.3f}  median_abs_rel_diff {report['median_abs_rel_diff']:.3f}"
+        f"same flush:  spearman_median {report['spearman_median']:.3f}  "
+        f"median_abs_rel_diff {report['median_abs_rel_diff']:.3f}"
     )
     print(
         f"stock flush: spearman_median {report['spearman_median_stock_flush']:.3f}  "
@@ -324,13 +325,16 @@ def main() -> int:
 
 def print_rows(rows) -> None:
     print(
-        f"\n{'problem':34s} {'n':>4s} {'spearman':>8s} {'tri-only':>8s} {'med|rel|':>8s} {'ind best':>9s} {'fast best':>9s} {'pick slowdown':>13s}  aten (ind/fast us)"
+        f"\n{'problem':34s} {'n':>4s} {'spearman':>8s} {'tri-only':>8s} {'med|rel|':>8s} "
+        f"{'ind best':>9s} {'fast best':>9s} {'pick slowdown':>13s}  aten (ind/fast us)"
     )
     for r in rows:
         aten = ", ".join(f"{a['template_id'][6:]} {a['inductor_us']:.1f}/{a['fast_us']:.1f}" for a in r["aten"])
         print(
-            f"{r['problem']:34s} {r['choices_compared']:4d} {r['spearman']:8.3f} {r['spearman_triton_only']:8.3f} {r['median_abs_rel_diff']:8.3f} "
-            f"{r['inductor_best_us']:9.1f} {r['fast_best_us']:9.1f} {r['fast_choice_of_inductor_best_slowdown']:13.3f}  {aten}"
+            f"{r['problem']:34s} {r['choices_compared']:4d} {r['spearman']:8.3f} "
+            f"{r['spearman_triton_only']:8.3f} {r['median_abs_rel_diff']:8.3f} "
+            f"{r['inductor_best_us']:9.1f} {r['fast_best_us']:9.1f} "
+            f"{r['fast_choice_of_inductor_best_slowdown']:13.3f}  {aten}"
         )
 
 

@@ -194,7 +194,8 @@ def main() -> int:
         cells = [f"{r[m]['compile_s']:12.2f}" if m in r else f"{'-':>12s}" for m in methods]
         d = r.get("diode_top1", {})
         print(
-            f"{r['label'][:44]:44s} {' '.join(cells)} {1e3 * d.get('decision_s', 0):7.1f}ms  {d.get('unsure_benchmarked', '-')}"
+            f"{r['label'][:44]:44s} {' '.join(cells)} {1e3 * d.get('decision_s', 0):7.1f}ms  "
+            f"{d.get('unsure_benchmarked', '-')}"
         )
     for k, v in summary.items():
         print(f"{k:48s} {v:.3f}" if isinstance(v, float) else f"{k:48s} {v}")

@@ -63,7 +63,16 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
-from benchmarks.common import SHAPES, WARM_UP, geomean, load_shapes, report_header, run_worker, stage, warm_up_function  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    SHAPES,
+    WARM_UP,
+    geomean,
+    load_shapes,
+    report_header,
+    run_worker,
+    stage,
+    warm_up_function,
+)
 from torch_diode import config as diode_config  # noqa: E402
 from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs, op_function  # noqa: E402
 from torch_diode.collection.sweep_state import problem_key  # noqa: E402

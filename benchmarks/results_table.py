@@ -91,7 +91,8 @@ def compile_breakdown(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
     s, n = report["summary"], len(report["rows"])
     yield (
         f"compile time on {n} single GEMMs, diode top-1 / default mode (geomean; trusting every first pick)",
-        f"{_x(s['compile_ratio_vs_default_geomean_diode_top1'])}; {_x(s['compile_ratio_vs_default_geomean_diode_trusting'])}",
+        f"{_x(s['compile_ratio_vs_default_geomean_diode_top1'])}; "
+        f"{_x(s['compile_ratio_vs_default_geomean_diode_trusting'])}",
     )
 
 
@@ -181,7 +182,8 @@ def collector(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
         f"{report['timings_per_gpu_minute']:,.0f} ({report['inductor_exhaustive_timings_per_gpu_minute']:,.0f})",
     )
     yield (
-        "fast collection against Inductor's benchmark, same flush: Spearman, median relative difference (medians over shapes)",
+        "fast collection against Inductor's benchmark, same flush: "
+        "Spearman, median relative difference (medians over shapes)",
         f"{report['spearman_median']:.3f}, {report['median_abs_rel_diff']:.3f}",
     )
 

@@ -119,12 +119,14 @@ def heldout(args: argparse.Namespace) -> int:
     }
     Path(args.out).write_text(json.dumps(report, indent=1))
     print(
-        f"{'model':28s} {'data':52s} {'n':>4s} {'first gm':>9s} {'worst':>6s} {'wide gm':>8s} {'worst':>6s} {'kept':>5s}"
+        f"{'model':28s} {'data':52s} {'n':>4s} {'first gm':>9s} {'worst':>6s} "
+        f"{'wide gm':>8s} {'worst':>6s} {'kept':>5s}"
     )
     for r in rows:
         print(
             f"{r['model'][-28:]:28s} {r['data'][-52:]:52s} {r['problems']:4d} {r['first']['geomean']:9.3f} "
-            f"{r['first']['worst']:6.2f} {r['widened']['geomean']:8.3f} {r['widened']['worst']:6.2f} {r['kept_mean']:5.1f}"
+            f"{r['first']['worst']:6.2f} {r['widened']['geomean']:8.3f} {r['widened']['worst']:6.2f} "
+            f"{r['kept_mean']:5.1f}"
         )
     return 0
 
@@ -182,7 +184,8 @@ def realmodels(args: argparse.Namespace) -> int:
     Path(args.out).write_text(json.dumps(report, indent=1))
     for r in sorted(rows, key=lambda r: -r["first_pick"])[:10]:
         print(
-            f"{r['first_pick']:6.3f} {r['outcome']:6.3f} {str(r['unsure']):>14s} {r['problem']:40s} {'; '.join(r['layers'])[:60]}"
+            f"{r['first_pick']:6.3f} {r['outcome']:6.3f} {str(r['unsure']):>14s} {r['problem']:40s} "
+            f"{'; '.join(r['layers'])[:60]}"
         )
     print(" ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in summary.items()))
     return 0
@@ -227,7 +230,8 @@ def extern_preference(args: argparse.Namespace) -> int:
     print(f"{'preference':>10s} {'top-1 perf':>10s} {'worst':>7s} {'ATen picks':>10s}")
     for r in rows:
         print(
-            f"{r['extern_preference']:10.2f} {r['top1_perf_geomean']:10.4f} {r['worst_top1_slowdown']:7.3f} {r['extern_picks']:10d}"
+            f"{r['extern_preference']:10.2f} {r['top1_perf_geomean']:10.4f} "
+            f"{r['worst_top1_slowdown']:7.3f} {r['extern_picks']:10d}"
         )
     return 0
 
@@ -289,7 +293,8 @@ def ranking(args: argparse.Namespace) -> int:
             )
     _write(args, {"rows": rows})
     print(
-        f"{'model':28s} {'data':24s} {'n':>4s} {'triton top1':>11s} {'worst':>6s} {'first gm':>9s} {'worst':>6s} {'mse':>7s}"
+        f"{'model':28s} {'data':24s} {'n':>4s} {'triton top1':>11s} {'worst':>6s} "
+        f"{'first gm':>9s} {'worst':>6s} {'mse':>7s}"
     )
     for r in rows:
         print(
@@ -359,7 +364,8 @@ def unsure_rules(args: argparse.Namespace) -> int:
         },
     )
     print(
-        f"{'data':10s} {'variant':34s} {'n':>4s} {'geomean':>8s} {'worst':>6s} {'>1.10':>5s} {'unsure':>7s} {'kept':>5s}"
+        f"{'data':10s} {'variant':34s} {'n':>4s} {'geomean':>8s} {'worst':>6s} "
+        f"{'>1.10':>5s} {'unsure':>7s} {'kept':>5s}"
     )
     for r in rows:
         print(
@@ -390,7 +396,8 @@ def main() -> int:
         "--data",
         nargs="+",
         default=HELDOUT_DATA,
-        help="dataset files or folders, each judged on its own (default: the H100 validation files, data/h100/odd, data/h100/odd2)",
+        help="dataset files or folders, each judged on its own "
+        "(default: the H100 validation files, data/h100/odd, data/h100/odd2)",
     )
     p.add_argument("--out", required=True)
     p.set_defaults(run=heldout)

@@ -67,7 +67,8 @@ def main() -> int:
             }
             rows.append(row)
             print(
-                f"{name:58s} {str(specialise):>5s} {variants:9d} {row['variants_per_problem']:11.1f} {row['compile_minutes']:11.1f}"
+                f"{name:58s} {str(specialise):>5s} {variants:9d} "
+                f"{row['variants_per_problem']:11.1f} {row['compile_minutes']:11.1f}"
             )
     with open(args.out, "w") as f:
         json.dump(

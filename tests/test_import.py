@@ -28,8 +28,9 @@ def test_import_does_not_initialise_cuda_or_touch_inductor():
         # algorithm selector (savers)
         added = set(after) - set(before)
         unchanged = {k: after[k] for k in before} == before and all(after[k] is None for k in added)
-        print(unchanged and added == {"fast_autotune", "diode_fallback_to_autotune", "diode_confidence_threshold",
-                                      "diode_cache_predictions"} and sa._ALGORITHM_SELECTOR_CACHE is None, torch.cuda.is_initialized())
+        expected = {"fast_autotune", "diode_fallback_to_autotune", "diode_confidence_threshold",
+                    "diode_cache_predictions"}
+        print(unchanged and added == expected and sa._ALGORITHM_SELECTOR_CACHE is None, torch.cuda.is_initialized())
         """
     )
     assert out.split() == ["True", "False"]

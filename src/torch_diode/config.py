@@ -1,24 +1,46 @@
 """torch-diode's own settings, settable in code (``torch_diode.config.top_k_configs = 3``) and by
 environment variables read at import. ``patch(**values)`` changes some for a ``with`` block.
 
-| setting | environment variable | default | meaning |
-|---|---|---|---|
-| enable_fallback | TORCH_DIODE_ENABLE_FALLBACK | 1 | any failure inside diode hands Inductor its stock choices (else it raises) |
-| top_k_configs | TORCH_DIODE_TOP_K | 1 | choices kept per GEMM (1: nothing is benchmarked) |
-| performance_threshold | TORCH_DIODE_PERFORMANCE_THRESHOLD | 1.0 | also keep choices predicted within this factor of the best (1.1 = 10%) |
-| max_selected_configs | TORCH_DIODE_MAX_SELECTED | 8 | cap on the choices kept |
-| unsure_top_k | TORCH_DIODE_UNSURE_TOP_K | 5 | choices Inductor benchmarks where the model is unsure: the best predicted among ATen and Inductor's DEFAULT Triton configs (torch_diode.selection.widen) |
-| unsure_heldout_slowdown | TORCH_DIODE_UNSURE_HELDOUT_SLOWDOWN | 1.05 | a misaligned problem (rows not 16-byte aligned) is unsure where the model's first picks on held-out misaligned problems were on geometric mean slower than this factor (recorded by diode train) |
-| unsure_loss_probability | TORCH_DIODE_UNSURE_LOSS_PROBABILITY | 0.2 | a problem is unsure where the estimated probability that the first pick is more than 5% slower than the best ATen choice exceeds this (from the spread of the model's ensemble members and the calibration diode train records; torch_diode.selection.loss_probability) |
-| min_dtype_problems | TORCH_DIODE_MIN_DTYPE_PROBLEMS | 100 | a problem whose element type had fewer training problems is unsure too (the model records its problems per element type) |
-| extern_preference | TORCH_DIODE_EXTERN_PREFERENCE | 1.1 | keep the best ATen/cuBLAS choice first unless a Triton config is predicted this factor faster (1.0: off; see torch_diode.selection) |
-| candidate_pool | TORCH_DIODE_CANDIDATE_POOL | EXHAUSTIVE | Inductor search space the model ranks (DEFAULT or EXHAUSTIVE) |
-| cache_predictions | TORCH_DIODE_CACHE_PREDICTIONS | 1 | remember the decision for a repeated problem |
-| enumerate_candidates | TORCH_DIODE_ENUMERATE_CANDIDATES | 1 | diode enumerates the Triton mm/bmm candidates itself instead of Inductor's generator building them all (static sizes, stock config settings) |
-| allow_hardware_mismatch | TORCH_DIODE_ALLOW_HARDWARE_MISMATCH | 0 | use a model on hardware it was not trained for |
-| autoregister | TORCH_DIODE_NO_AUTOREGISTER (inverted) | on | ``import torch_diode`` registers a shipped model matching the GPU (or its family, see torch_diode.registry) and adds diode's settings to Inductor's config |
-| fast_autotune | TORCH_DIODE_FAST_AUTOTUNE | 1 | an installed handler chooses (0: it hands Inductor the stock candidates); Inductor's ``fast_autotune`` sets it |
-| fallback_to_autotune | TORCH_DIODE_FALLBACK_TO_AUTOTUNE | 1 | a GEMM diode does not decide gets Inductor's stock candidates and an unsure one ``unsure_top_k`` (0: the ATen choice alone, and the first pick alone); Inductor's ``diode_fallback_to_autotune`` sets it |
+Each setting below reads: name (environment variable; default): meaning.
+
+- ``enable_fallback`` (``TORCH_DIODE_ENABLE_FALLBACK``; 1): any failure inside diode hands
+  Inductor its stock choices (else it raises)
+- ``top_k_configs`` (``TORCH_DIODE_TOP_K``; 1): choices kept per GEMM (1: nothing is benchmarked)
+- ``performance_threshold`` (``TORCH_DIODE_PERFORMANCE_THRESHOLD``; 1.0): also keep choices
+  predicted within this factor of the best (1.1 = 10%)
+- ``max_selected_configs`` (``TORCH_DIODE_MAX_SELECTED``; 8): cap on the choices kept
+- ``unsure_top_k`` (``TORCH_DIODE_UNSURE_TOP_K``; 5): choices Inductor benchmarks where the model
+  is unsure: the best predicted among ATen and Inductor's DEFAULT Triton configs
+  (torch_diode.selection.widen)
+- ``unsure_heldout_slowdown`` (``TORCH_DIODE_UNSURE_HELDOUT_SLOWDOWN``; 1.05): a misaligned
+  problem (rows not 16-byte aligned) is unsure where the model's first picks on held-out
+  misaligned problems were on geometric mean slower than this factor (recorded by diode train)
+- ``unsure_loss_probability`` (``TORCH_DIODE_UNSURE_LOSS_PROBABILITY``; 0.2): a problem is unsure
+  where the estimated probability that the first pick is more than 5% slower than the best ATen
+  choice exceeds this (from the spread of the model's ensemble members and the calibration
+  diode train records; torch_diode.selection.loss_probability)
+- ``min_dtype_problems`` (``TORCH_DIODE_MIN_DTYPE_PROBLEMS``; 100): a problem whose element type
+  had fewer training problems is unsure too (the model records its problems per element type)
+- ``extern_preference`` (``TORCH_DIODE_EXTERN_PREFERENCE``; 1.1): keep the best ATen/cuBLAS choice
+  first unless a Triton config is predicted this factor faster (1.0: off; see
+  torch_diode.selection)
+- ``candidate_pool`` (``TORCH_DIODE_CANDIDATE_POOL``; EXHAUSTIVE): Inductor search space the
+  model ranks (DEFAULT or EXHAUSTIVE)
+- ``cache_predictions`` (``TORCH_DIODE_CACHE_PREDICTIONS``; 1): remember the decision for a
+  repeated problem
+- ``enumerate_candidates`` (``TORCH_DIODE_ENUMERATE_CANDIDATES``; 1): diode enumerates the Triton
+  mm/bmm candidates itself instead of Inductor's generator building them all (static sizes,
+  stock config settings)
+- ``allow_hardware_mismatch`` (``TORCH_DIODE_ALLOW_HARDWARE_MISMATCH``; 0): use a model on
+  hardware it was not trained for
+- ``autoregister`` (``TORCH_DIODE_NO_AUTOREGISTER``, inverted; on): ``import torch_diode``
+  registers a shipped model matching the GPU (or its family, see torch_diode.registry) and adds
+  diode's settings to Inductor's config
+- ``fast_autotune`` (``TORCH_DIODE_FAST_AUTOTUNE``; 1): an installed handler chooses (0: it hands
+  Inductor the stock candidates); Inductor's ``fast_autotune`` sets it
+- ``fallback_to_autotune`` (``TORCH_DIODE_FALLBACK_TO_AUTOTUNE``; 1): a GEMM diode does not
+  decide gets Inductor's stock candidates and an unsure one ``unsure_top_k`` (0: the ATen choice
+  alone, and the first pick alone); Inductor's ``diode_fallback_to_autotune`` sets it
 
 Inductor's settings from the torch.compile integration guide (``diode_confidence_threshold``,
 ``diode_cache_predictions``, ...) map onto these: torch_diode.inductor.settings.

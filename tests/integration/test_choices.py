@@ -394,7 +394,8 @@ def test_import_behaviour_on_a_cpu_machine():
 
 def test_config_from_environment():
     out = run(
-        "import torch_diode.config as c; print(c.top_k_configs, c.performance_threshold, c.autoregister, c.cache_predictions)",
+        "import torch_diode.config as c; "
+        "print(c.top_k_configs, c.performance_threshold, c.autoregister, c.cache_predictions)",
         {
             "TORCH_DIODE_TOP_K": "3",
             "TORCH_DIODE_PERFORMANCE_THRESHOLD": "1.1",

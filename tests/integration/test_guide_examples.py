@@ -263,7 +263,13 @@ def test_integration_readme_manual_usage():
             torch.testing.assert_close(f(x, x), torch.addmm(x, x, x))
     # Restored: the original handler
     stats = choices.get_stats()
-    print(choices.model_path, stats["total_calls"] > 0, stats["model_selections"], stats["fallback_no_model"], stats["configs_filtered"])
+    print(
+        choices.model_path,
+        stats["total_calls"] > 0,
+        stats["model_selections"],
+        stats["fallback_no_model"],
+        stats["configs_filtered"],
+    )
     """)
     assert out.split() == ["None", "True", "0", "1", "0"]
 

@@ -17,7 +17,8 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     dataset = load_datasets(args.inputs, args.file_extensions)
     stats = dataset_stats(dataset)
     print(
-        f"{stats['num_problems']} problems, {stats['num_timed_configs']} timed configs, {stats['num_failures']} failures"
+        f"{stats['num_problems']} problems, {stats['num_timed_configs']} timed configs, "
+        f"{stats['num_failures']} failures"
     )
     for hw in stats["hardware"]:
         print(

@@ -105,7 +105,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     val = f"{report.validation_mse:.4f}" if report.validation_mse is not None else "-"
     print(
         f"trained {args.model_type} ({model.dims}) on {report.train_problems} problems, {report.rows} rows: "
-        f"train MSE {report.train_mse:.4f}, held-out MSE {val} (ln time_us), best epoch {report.best_epoch + 1}/{report.epochs_run}"
+        f"train MSE {report.train_mse:.4f}, held-out MSE {val} (ln time_us), "
+        f"best epoch {report.best_epoch + 1}/{report.epochs_run}"
     )
     print(f"model written to {args.model}")
     return 0
@@ -149,8 +150,9 @@ def _cmd_validate_model(args: argparse.Namespace) -> int:
         )
     else:
         print(
-            f"\ncalibration: estimated vs observed probability that the first pick is > {c['margin']:g}x slower than the "
-            f"best ATen choice ({c['problems']} problems; {c['aten_first_picks']} more picked ATen): Brier {c['brier']:.4f}"
+            "\ncalibration: estimated vs observed probability that the first pick is "
+            f"> {c['margin']:g}x slower than the best ATen choice "
+            f"({c['problems']} problems; {c['aten_first_picks']} more picked ATen): Brier {c['brier']:.4f}"
         )
         for b in c["bins"]:
             if b["problems"]:
@@ -204,7 +206,8 @@ def _cmd_validate_max_autotune(args: argparse.Namespace) -> int:
         f"the model's order as diode's handler uses it (extern preference {r['extern_preference']:g})"
     )
     print(
-        f"{'top-N':>6s} {'geomean':>8s} {'median':>8s} {'p10':>7s} {'p90':>7s} {'better':>7s} {'equal':>7s} {'worse':>7s} {'saved us':>10s}"
+        f"{'top-N':>6s} {'geomean':>8s} {'median':>8s} {'p10':>7s} {'p90':>7s} "
+        f"{'better':>7s} {'equal':>7s} {'worse':>7s} {'saved us':>10s}"
     )
     for n, s in r["top_n"].items():
         print(
@@ -213,7 +216,8 @@ def _cmd_validate_max_autotune(args: argparse.Namespace) -> int:
         )
     for op, o in r["by_op"].items():
         print(
-            f"  {op}: {o['num_problems']} problems, top-1 ratio geomean {o['top_n'][min(o['top_n'], key=int)]['ratio_geomean']:.3f}"
+            f"  {op}: {o['num_problems']} problems, top-1 ratio geomean "
+            f"{o['top_n'][min(o['top_n'], key=int)]['ratio_geomean']:.3f}"
         )
     write_report(args.report_json, r)
     _write_by_op(args.by_op_json, r)

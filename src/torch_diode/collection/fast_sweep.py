@@ -43,7 +43,10 @@ DEFAULT_REPS = 10
 
 
 def _config_rank(config: KernelConfig, seed: int) -> int:
-    key = f"{seed}:{config.block_m}:{config.block_n}:{config.block_k}:{config.num_stages}:{config.num_warps}:{config.group_m}"
+    key = (
+        f"{seed}:{config.block_m}:{config.block_n}:{config.block_k}:"
+        f"{config.num_stages}:{config.num_warps}:{config.group_m}"
+    )
     return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little")
 
 

@@ -7,12 +7,23 @@ Inductor's config (``torch._inductor.config``, a ConfigModule) rejects names it 
 :func:`add_settings`; where ``torch._inductor`` is not imported yet, the import does not import
 it: the entries are added the moment Inductor's config module is first imported.
 
-| Inductor setting | default | meaning | torch_diode.config setting it sets |
-|---|---|---|---|
-| ``fast_autotune`` | None | False: diode's handler hands Inductor its stock candidates, which max-autotune benchmarks; True: diode's handler (where one is installed) chooses | ``fast_autotune`` (default True) |
-| ``diode_fallback_to_autotune`` | None | True: a GEMM diode does not decide gets Inductor's stock candidates (autotuned), an unsure one ``unsure_top_k`` candidates; False: the ATen choice alone (default mode's kernel, nothing benchmarked) and the first pick alone | ``fallback_to_autotune`` (default True) |
-| ``diode_confidence_threshold`` | None | c in (0, 1]: diode trusts its first pick for a kind of problem (aligned or not) where its first picks on the held-out problems of that kind reached on geometric mean at least c of the best measured speed; else the problem is unsure and Inductor benchmarks ``unsure_top_k`` candidates | ``unsure_heldout_slowdown`` = 1 / c (0.95 gives 1.053; the default 1.05 is c = 0.952) |
-| ``diode_cache_predictions`` | None | remember the decision of a repeated problem | ``cache_predictions`` |
+Each Inductor setting below defaults to None; the parentheses name the torch_diode.config setting
+it sets (with that setting's default):
+
+- ``fast_autotune`` (sets ``fast_autotune``, default True): False: diode's handler hands Inductor its
+  stock candidates, which max-autotune benchmarks; True: diode's handler (where one is
+  installed) chooses
+- ``diode_fallback_to_autotune`` (sets ``fallback_to_autotune``, default True): True: a GEMM
+  diode does not decide gets Inductor's stock candidates (autotuned), an unsure one ``unsure_top_k``
+  candidates; False: the ATen choice alone (default mode's kernel, nothing benchmarked) and the
+  first pick alone
+- ``diode_confidence_threshold`` (sets ``unsure_heldout_slowdown`` = 1 / c; 0.95 gives 1.053;
+  the default 1.05 is c = 0.952): c in (0, 1]: diode trusts its first pick for a kind of problem
+  (aligned or not) where its first picks on the held-out problems of that kind reached on
+  geometric mean at least c of the best measured speed; else the problem is unsure and Inductor
+  benchmarks ``unsure_top_k`` candidates
+- ``diode_cache_predictions`` (sets ``cache_predictions``): remember the decision of a repeated
+  problem
 
 None (the default) leaves the torch_diode.config setting as it is; a value set in Inductor's
 config wins over it while a GEMM is decided. ``diode_confidence_threshold`` is not compared with
