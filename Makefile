@@ -6,11 +6,13 @@
 # Targets:
 #   make install     .venv with the package, its C++ core and the development tools (pytest, ruff)
 #   make test-fast   the Python tests not marked `slow`: what to run while editing
-#   make test-slow   the Python tests marked `slow` (real torch.compile runs, workflows end to end)
+#   make test-slow   the Python tests marked `slow` (real torch.compile runs, workflows end to end),
+#                    one pytest-xdist worker per core; .ci/run runs it after `make test`
 #   make test-python the whole Python suite in one pytest run
 #   make test-cpp    the C++ unit tests under AddressSanitizer and UBSan
 #   make lint        ruff (lint and format check) over Python, clang-format over csrc/
-#   make test        lint, test-fast, test-slow and test-cpp in turn; .ci/run runs it
+#   make test        lint, test-fast, test-cpp and test-lib in turn (minutes); .ci/run runs it,
+#                    then test-slow
 #   make format      applies ruff's fixes and formatting and clang-format in place
 
 PYTHON ?= python3
@@ -43,7 +45,7 @@ $(PY):
 
 $(STAMP): $(PY) $(SOURCES)
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install "torch==2.13.0"
-	$(PIP) install "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.24" "msgpack>=1.0" "tqdm>=4.60" "matplotlib>=3.6" "pytest>=7" "tensorboard>=2.10" "hypothesis>=6"
+	$(PIP) install "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.24" "msgpack>=1.0" "tqdm>=4.60" "matplotlib>=3.6" "pytest>=7" "tensorboard>=2.10" "hypothesis>=6" "pytest-xdist>=3"
 	$(PIP) install --no-build-isolation --no-deps .
 	$(PY) -c "import torch_diode._C"
 	touch $(STAMP)
@@ -58,7 +60,7 @@ install: $(STAMP) $(RUFF_STAMP)
 demo: $(STAMP)
 	$(PY) workflows/demo.py
 
-test: lint test-fast test-slow test-cpp test-lib
+test: lint test-fast test-cpp test-lib
 
 test-python: $(STAMP)
 	$(PYTEST) $(PYTEST_OK)
@@ -68,7 +70,7 @@ test-fast: $(STAMP)
 
 test-slow: $(STAMP)
 	@echo "test-slow: real torch.compile runs and whole workflows; minutes, not seconds (make test-fast skips them)"
-	$(PYTEST) -m slow $(PYTEST_OK)
+	$(PYTEST) -m slow -n $(JOBS) $(PYTEST_OK)
 
 # C++ unit tests under AddressSanitizer and UBSan (test_fuzz.cpp: seeded random inputs, longer with
 # DIODE_FUZZ_ITERATIONS=N): GoogleTest from Debian's libgtest-dev, installed here where it is
