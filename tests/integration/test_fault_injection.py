@@ -177,3 +177,31 @@ def test_a_replaced_model_file_gives_the_new_weights(cpu_model, tmp_path):
     assert second.uuid() != first.uuid() and first.checksum in first.uuid()
     # the same content under another name: the same engine
     assert load_model(shutil.copy(path, tmp_path / "copy.diode")) is second.engine
+
+
+def test_a_fallback_hands_inductor_the_users_search_space(cpu_model, tmp_path):
+    """A GEMM diode does not decide (no model for this hardware, a fault) gets the candidates
+    generated in the user's ``max_autotune_gemm_search_space``, as without diode, never those of
+    diode's EXHAUSTIVE ``candidate_pool`` (thousands of benchmarks on a GPU)."""
+
+    class Recording(DiodeInductorChoices):
+        def get_ktc(self, *args, **kwargs):
+            for ktc in super().get_ktc(*args, **kwargs):
+                self.space[id(ktc)] = inductor_config.max_autotune_gemm_search_space
+                yield ktc
+
+        def _finalize_template_configs(self, *args, **kwargs):
+            out = super()._finalize_template_configs(*args, **kwargs)
+            self.returned.extend(self.space.get(id(ktc)) for ktc in out)
+            return out
+
+    other = read_model(cpu_model)
+    other.metadata["hardware"]["device_name"] = "NVIDIA H100 80GB HBM3"
+    elsewhere = Recording(write_model(tmp_path / "h100.diode", other))
+    faulty = Recording(cpu_model)  # a fault while deciding, after diode's pool was generated
+    faulty.engine = BrokenEngine(faulty.engine, FAULTS["raises"][0])
+    for choices, reason in ((elsewhere, "no_model_for_hardware"), (faulty, FAULTS["raises"][1])):
+        choices.space, choices.returned = {}, []
+        with inductor_config.patch(max_autotune_gemm_search_space="DEFAULT"):
+            assert_falls_back(choices, reason)
+        assert choices.returned and set(choices.returned) == {"DEFAULT"}, (reason, choices.returned)

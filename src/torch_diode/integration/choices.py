@@ -17,8 +17,8 @@ Fallback (the stock list, counted by reason in ``get_stats()``): no model for th
 or dtype the model does not cover, sizes without hints, a prediction that is not a finite ln-time
 (``bad_prediction``), any error in features or inference, and any exception anywhere in diode's
 paths (cache, enumeration, widening, materialising the chosen candidates, statistics:
-``error_<ExceptionType>``): every candidate Inductor's generators held is handed back, those
-diode took included. With ``enable_fallback=False`` errors raise instead. Errors of Inductor's own
+``error_<ExceptionType>``): Inductor gets its stock candidates, generated again in the user's
+own search space (``max_autotune_gemm_search_space``, not diode's pool), as without diode. With ``enable_fallback=False`` errors raise instead. Errors of Inductor's own
 candidate generation are Inductor's and propagate. The returned list is never empty.
 """
 
@@ -80,6 +80,11 @@ class _PassThrough(Exception):
     def __init__(self, error: Exception):
         super().__init__(str(error))
         self.error = error
+
+
+class _FellBack(Exception):
+    """Diode does not decide this GEMM, the fallback already counted: the hook hands Inductor its
+    stock candidates."""
 
 
 class DiodeInductorChoices(InductorChoices):
@@ -176,20 +181,41 @@ class DiodeInductorChoices(InductorChoices):
             pool = self._setting_pool()
             try:
                 self.stats.count("total_calls")
-                with search_space(pool):
-                    return self._finalize(generators.generators(), kernel_inputs, templates, op_name, kwarg_overrides)
-            except _PassThrough as e:
-                raise e.error from None
-            except Exception as e:
-                if not self._fall_back(e, op_name):
-                    raise
-                with search_space(pool):  # every candidate, those diode took included
-                    stock = super()._finalize_template_configs(
-                        generators.generators(), kernel_inputs, templates, op_name, kwarg_overrides
-                    )
+                try:
+                    with search_space(pool):
+                        return self._finalize(
+                            generators.generators(), kernel_inputs, templates, op_name, kwarg_overrides
+                        )
+                except _PassThrough as e:
+                    raise e.error from None
+                except _FellBack:
+                    pass
+                except Exception as e:
+                    if not self._fall_back(e, op_name):
+                        raise
+                stock = super()._finalize_template_configs(
+                    self._stock_generators(generators, kernel_inputs, templates, op_name, kwarg_overrides),
+                    kernel_inputs,
+                    templates,
+                    op_name,
+                    kwarg_overrides,
+                )
                 return stock if config.fallback_to_autotune else self._without_autotune(stock)
             finally:
                 self.stats.timed(time.perf_counter() - start)
+
+    def _stock_generators(
+        self, generators: Replayable, kernel_inputs: Any, templates: list, op_name: str, kwarg_overrides: dict | None
+    ) -> dict:
+        """Stock behaviour's candidates: generated again in the user's search space (diode's
+        ``candidate_pool`` generated those it took, EXHAUSTIVE by default, thousands to benchmark);
+        where that fails, every candidate diode took and the rest."""
+        try:
+            overrides = kwarg_overrides or {}
+            return {t.uid: self.get_ktc(kernel_inputs, t, op_name, overrides.get(t.uid, {})) for t in templates}
+        except Exception as e:
+            logger.debug("torch-diode: stock candidates of %s generated again failed (%s)", op_name, e)
+            return generators.generators()
 
     def _fall_back(self, error: Exception, op_name: str) -> bool:
         """Counts a fallback by reason; False where the error must raise (``enable_fallback`` off)."""
@@ -218,6 +244,8 @@ class DiodeInductorChoices(InductorChoices):
         except Exception as e:
             problem, problem_error = None, e
         if problem is not None:
+            if templates:  # before any candidate is generated (a call without templates has none)
+                self._check_covered(problem, kernel_inputs, op_name)
             chosen, template_choices = self._from_cache(
                 problem, template_choices, kernel_inputs, templates, op_name, kwarg_overrides
             )
@@ -236,7 +264,7 @@ class DiodeInductorChoices(InductorChoices):
         except Exception as e:
             if not self._fall_back(e, op_name):
                 raise _PassThrough(e) from e
-            return stock if config.fallback_to_autotune else self._without_autotune(stock)
+            raise _FellBack from e
         self.stats.count("model_selections")
         self.stats.count("configs_filtered", len(stock) - len(chosen))
         return chosen
