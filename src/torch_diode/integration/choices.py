@@ -18,8 +18,9 @@ or dtype the model does not cover, sizes without hints, a prediction that is not
 (``bad_prediction``), any error in features or inference, and any exception anywhere in diode's
 paths (cache, enumeration, widening, materialising the chosen candidates, statistics:
 ``error_<ExceptionType>``): Inductor gets its stock candidates, generated again in the user's
-own search space (``max_autotune_gemm_search_space``, not diode's pool), as without diode. With ``enable_fallback=False`` errors raise instead. Errors of Inductor's own
-candidate generation are Inductor's and propagate. The returned list is never empty.
+own search space (``max_autotune_gemm_search_space``, not diode's pool), as without diode.
+With ``enable_fallback=False`` errors raise instead. Errors of Inductor's own candidate generation
+are Inductor's and propagate. The returned list is never empty.
 """
 
 from __future__ import annotations
