@@ -97,6 +97,16 @@ def max_autotune_mode(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
     )
 
 
+def coverage(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    missing = report["missing"]
+    yield (
+        f"training data coverage ({report['num_problems']:,} problems, `diode dataset coverage --targets`): "
+        f"cells at their target of {len(report['cells'])}; empty cells; problems missing",
+        f"{sum(1 for cell in report['cells'] if not missing.get(cell))}; {len(report['empty_cells'])}; "
+        f"{sum(missing.values()):,}",
+    )
+
+
 def compile_breakdown(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
     s, n = report["summary"], len(report["rows"])
     yield (
@@ -206,6 +216,7 @@ SOURCES: tuple[tuple[str, str, Callable[[dict[str, Any]], Iterator[tuple[str, st
     ("correctness_h100.json", "NVIDIA H100", correctness),
     ("heldout_selection_cpu.json", CPU_REPLAY, heldout_selection),
     ("heldout_realmodels_h100.json", CPU_REPLAY, heldout_realmodels),
+    ("coverage_h100.json", "CPU (data of the H100)", coverage),
     ("engine_latency_cpu.json", "CPU, one core", engine_latency),
     ("collector_h100.json", "NVIDIA H100", collector),
     ("validate_model_h100.json", CPU_REPLAY, validate_model("all validation")),
