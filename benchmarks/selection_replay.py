@@ -44,7 +44,7 @@ import numpy as np
 
 from torch_diode.features import config_rows, featurize, is_extern
 from torch_diode.inductor.config_space import beyond_default_list
-from torch_diode.predict import load_model, predict_log_time_us
+from torch_diode.predict import load_model
 from torch_diode.selection import Confidence, NoUsableCandidate, Policy, Pool, decide
 from torch_diode.types import Problem, load_datasets
 
@@ -56,8 +56,10 @@ HELDOUT_DATA = [
 
 
 def replays(model: str, data: list[str], with_tf32: bool = False) -> Iterator[tuple]:
-    """(problem, its candidates with a measured time, predicted ln time, measured time) of each
-    problem; with ``with_tf32`` also whether it was measured with TF32 allowed."""
+    """(problem, its candidates with a measured time, every ensemble member's predicted ln time
+    ([K, N], as the handler passes them to decide: their mean ranks, their spread is the loss_risk
+    rule's), measured time) of each problem; with ``with_tf32`` also whether it was measured with
+    TF32 allowed."""
     engine = load_model(model)
     for hardware, problem, timings in load_datasets(data).problems():
         ok = [t for t in timings if not t.failed]
@@ -67,7 +69,7 @@ def replays(model: str, data: list[str], with_tf32: bool = False) -> Iterator[tu
         replay = (
             problem,
             pool,
-            predict_log_time_us(engine, problem, configs, hardware).astype(np.float64),
+            np.asarray(engine.predict_members(pool.features), dtype=np.float64),
             np.array([t.time_us for t in ok]),
         )
         yield (*replay, any(c.allow_tf32 and c.is_tiled for c in configs)) if with_tf32 else replay
