@@ -161,10 +161,10 @@ def test_an_ensemble_round_trips_and_the_engine_predicts_every_member(tmp_path):
 
 
 def test_a_version_1_file_is_one_member():
-    """The shipped model was written in format version 1: it loads as a single member."""
-    shipped = Path(__file__).resolve().parents[1] / "src" / "torch_diode" / "models" / "NVIDIA-H100-matmul.diode"
-    assert struct.unpack("<I", shipped.read_bytes()[8:12])[0] == 1
-    engine = load_model(shipped)
+    """A file of format version 1 (the H100 model shipped before ensembles) loads as a single member."""
+    old = Path(__file__).resolve().parent / "data" / "format1_contract1.diode"
+    assert struct.unpack("<I", old.read_bytes()[8:12])[0] == 1
+    engine = load_model(old)
     assert engine.num_members == 1
     x = np.zeros((4, NUM_FEATURES), np.float32)
     np.testing.assert_array_equal(engine.predict_members(x)[0], engine.predict_features(x))

@@ -11,10 +11,12 @@ from torch_diode.selection import CONFIDENCE_VERSION, Confidence, HeldoutSlowdow
 from torch_diode.types import Problem
 
 SHIPPED = Path(__file__).resolve().parents[2] / "src" / "torch_diode" / "models" / "NVIDIA-H100-matmul.diode"
+# the H100 model shipped before contract version 2: a version-1 record
+VERSION_1 = Path(__file__).resolve().parents[1] / "data" / "format1_contract1.diode"
 
 
-def test_the_shipped_models_metadata_reads():
-    training = model_metadata(SHIPPED)["training_data"]
+def test_a_version_1_record_reads():
+    training = model_metadata(VERSION_1)["training_data"]
     contract = Confidence.from_dict(training)
     assert contract.version == 1 and "confidence_version" not in training  # written before the field
     assert contract.problems_by_dtype == training["problems_by_dtype"]
@@ -30,8 +32,16 @@ def test_the_shipped_models_metadata_reads():
     assert contract.ranges_for("float64") is None  # never seen
 
 
+def test_the_shipped_models_record_reads_and_is_calibrated():
+    training = model_metadata(SHIPPED)["training_data"]
+    contract = Confidence.from_dict(training)
+    assert contract.version == training["confidence_version"] == CONFIDENCE_VERSION
+    assert contract.loss_calibration is not None and contract.loss_calibration.problems > 0
+    assert Confidence.from_dict(contract.to_dict()) == contract
+
+
 def test_round_trip_and_an_empty_record():
-    contract = Confidence.from_dict(model_metadata(SHIPPED)["training_data"])
+    contract = Confidence.from_dict(model_metadata(VERSION_1)["training_data"])
     assert contract.loss_calibration is None
     calibrated = replace(contract, loss_calibration=LossCalibration(1.5, 0.2, 40), version=CONFIDENCE_VERSION)
     assert Confidence.from_dict(calibrated.to_dict()) == calibrated
