@@ -245,7 +245,7 @@ class DiodeInductorChoices(InductorChoices):
         except Exception as e:
             problem, problem_error = None, e
         if problem is not None:
-            if templates:  # before any candidate is generated (a call without templates has none)
+            if templates:  # the one coverage check, before any candidate is generated (no templates: none)
                 self._check_covered(problem, kernel_inputs, op_name)
             chosen, template_choices = self._from_cache(
                 problem, template_choices, kernel_inputs, templates, op_name, kwarg_overrides
@@ -360,7 +360,6 @@ class DiodeInductorChoices(InductorChoices):
             uid = self._enumerable(problem, kernel_inputs, template_choices, kwarg_overrides)
             if uid is None:
                 return None, template_choices
-            self._check_covered(problem, kernel_inputs, op_name)
         except Exception:
             return None, template_choices
         lists: dict[Any, list] = {}
@@ -445,8 +444,7 @@ class DiodeInductorChoices(InductorChoices):
             if isinstance(problem_error, LookupError):
                 raise Fallback("symbolic_sizes_without_hints", str(problem_error)) from None
             raise problem_error
-        self._check_covered(problem, kernel_inputs, op_name)
-        configs = [ktc_config(k) for k in stock]
+        configs = [ktc_config(k) for k in stock]  # coverage was checked in _finalize
         indices, commit = self._decide(problem, Candidates.of(configs), kernel_inputs)
         commit()
         self._remember(problem, kernel_inputs, templates, op_name, [configs[i] for i in indices], len(stock))
