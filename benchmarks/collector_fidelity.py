@@ -43,7 +43,7 @@ os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from benchmarks.common import spearman, stage  # noqa: E402
+from benchmarks.common import command_line, spearman, stage  # noqa: E402
 from torch_diode.collection import collect  # noqa: E402
 from torch_diode.collection.fast_sweep import (  # noqa: E402
     FLUSH_BYTES,
@@ -236,7 +236,7 @@ def main() -> int:
         "inductor_exhaustive_timings_per_gpu_minute": ind_count / (ind_seconds / 60),
     }
     stage(f"rates (written to {args.out} before the comparison): {rates}")
-    Path(args.out).write_text(json.dumps({"command": " ".join(sys.argv), "partial": "rates only", **rates}, indent=1))
+    Path(args.out).write_text(json.dumps({"command": command_line(), "partial": "rates only", **rates}, indent=1))
 
     # 3. fast path on the same configs, compared with both references
     flush = flush_buffer("cuda")
@@ -278,7 +278,7 @@ def main() -> int:
     stage("fast timing of the same configs done")
 
     report = {
-        "command": " ".join(sys.argv),
+        "command": command_line(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,

@@ -94,13 +94,22 @@ def timed_first_call(fn: Callable, *inputs: Any) -> float:
     return time.perf_counter() - start
 
 
+def command_line() -> str:
+    """The command as it was run: ``python -m benchmarks.NAME ...`` for a benchmark run as a
+    module (its ``sys.argv[0]`` is then the file's absolute path)."""
+    script = Path(sys.argv[0])
+    if script.suffix == ".py" and script.resolve().parent == Path(__file__).resolve().parent:
+        return " ".join(["python", "-m", f"benchmarks.{script.stem}", *sys.argv[1:]])
+    return " ".join(["python", *sys.argv])
+
+
 def report_header() -> dict[str, Any]:
     """The command, date and the GPU and versions it ran with."""
     import torch
     import triton
 
     return {
-        "command": " ".join(["python", *sys.argv]),
+        "command": command_line(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,

@@ -20,6 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
+from benchmarks.common import command_line
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -50,7 +52,7 @@ def main() -> int:
         return times
 
     report = {
-        "command": " ".join(sys.argv),
+        "command": command_line(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,

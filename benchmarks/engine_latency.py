@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 import numpy as np
 import torch
 
+from benchmarks.common import command_line
 from torch_diode import _C
 from torch_diode.features import NUM_FEATURES, config_rows, featurize, hardware_row, problem_row
 from torch_diode.inductor.config_space import raw_config_lists
@@ -66,7 +67,7 @@ def main() -> int:
     ]
     rows, prow, hrow = config_rows(configs), problem_row(problem), hardware_row(hw)
     results = {
-        "command": " ".join(sys.argv),
+        "command": command_line(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "cpu": platform.processor() or platform.machine(),
         "torch": torch.__version__,

@@ -18,6 +18,7 @@ import json
 import math
 from datetime import datetime, timezone
 
+from benchmarks.common import command_line
 from torch_diode.collection.fast_sweep import choices_for
 from torch_diode.types import load_dataset
 
@@ -70,7 +71,7 @@ def main() -> None:
     args = parser.parse_args()
     report = replay(args.datasets, tuple(args.samples))
     report = {
-        "command": "benchmarks/sample_budget.py " + " ".join(args.datasets),
+        "command": command_line(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": "CPU (replays H100 timings)",
         **report,

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -42,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.common import command_line
 from torch_diode.features import config_rows, featurize, is_extern
 from torch_diode.inductor.config_space import beyond_default_list
 from torch_diode.predict import load_model
@@ -113,7 +113,7 @@ def heldout(args: argparse.Namespace) -> int:
     }
     rows = [judge(m, d, policy) for m in args.model for d in args.data]
     report = {
-        "command": " ".join(["python", *sys.argv]),
+        "command": command_line(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": "CPU (predictions against data measured on the GPU named in each dataset)",
         "settings": settings,
@@ -174,7 +174,7 @@ def realmodels(args: argparse.Namespace) -> int:
         "unmatched_problems": sum(not r["layers"] for r in rows),
     }
     report = {
-        "command": " ".join(["python", *sys.argv]),
+        "command": command_line(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": "CPU (predictions against data measured on the GPU named in the dataset)",
         "model": args.model,
@@ -218,7 +218,7 @@ def extern_preference(args: argparse.Namespace) -> int:
         )
     measured_best_extern = sum(bool(pool.extern[np.argmin(m)]) for _, pool, _, m in problems)
     report = {
-        "command": " ".join(["python", *sys.argv]),
+        "command": command_line(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": "CPU (predictions and measured H100 data only)",
         "model": args.model,
@@ -381,7 +381,7 @@ def _write(args: argparse.Namespace, body: dict) -> None:
     import platform
 
     report = {
-        "command": " ".join(["python", "-m", "benchmarks.selection_replay", *sys.argv[1:]]),
+        "command": command_line(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": f"CPU ({platform.machine()}): predictions against data measured on the GPU named in each dataset",
         **body,

@@ -15,6 +15,7 @@ import json
 import sys
 from datetime import datetime, timezone
 
+from benchmarks.common import command_line
 from torch_diode.collection.fast_sweep import choices_for, variant_key
 from torch_diode.collection.shapes import ShapeSpec, random_problems
 
@@ -73,7 +74,7 @@ def main() -> int:
     with open(args.out, "w") as f:
         json.dump(
             {
-                "command": " ".join(sys.argv),
+                "command": command_line(),
                 "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "machine": "CPU (counting only)",
                 "compile_kernels_per_s_h100": COMPILE_KERNELS_PER_S,
