@@ -169,8 +169,8 @@ def heldout_selection(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
 
 def heldout_realmodels(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
     yield (
-        f"held-out real models' GEMMs ({report['num_problems']}): first pick / best measured (geomean, worst); "
-        f"handler's outcome; unsure",
+        f"held-out real models' GEMMs, {report['model']} ({report['num_problems']}): first pick / best measured "
+        f"(geomean, worst); handler's outcome; unsure",
         f"{_x(report['first_pick_geomean'])}, {_x(report['first_pick_worst'])}; "
         f"{_x(report['outcome_geomean'])}, {_x(report['outcome_worst'])}; {report['unsure_fraction']:.0%}",
     )
@@ -219,7 +219,9 @@ SOURCES: tuple[tuple[str, str, Callable[[dict[str, Any]], Iterator[tuple[str, st
     ("correctness_h100.json", "NVIDIA H100", correctness),
     ("heldout_selection_cpu.json", CPU_REPLAY, heldout_selection),
     ("heldout_realmodels_h100.json", CPU_REPLAY, heldout_realmodels),
+    ("heldout_realmodels_h200.json", "CPU (H200 data)", heldout_realmodels),
     ("coverage_h100.json", "CPU (data of the H100)", coverage),
+    ("coverage_h200.json", "CPU (data of the H200)", coverage),
     ("engine_latency_cpu.json", "CPU, one core", engine_latency),
     ("collector_h100.json", "NVIDIA H100", collector),
     ("validate_model_h100.json", CPU_REPLAY, validate_model("all validation")),

@@ -198,7 +198,11 @@ def test_registry_gives_another_sku_the_nearest_model_of_its_family(cpu_model, t
         assert caplog.text.count("no model for NVIDIA H100 PCIe; using test-sxm") == 1  # once
         nvl = Hardware("NVIDIA H100 NVL", (9, 0), 132, 94 << 30, 232448, "2.11")
         assert registry.model_for_hardware(nvl)[::2] == ("test-nvl", "exact")
-        assert registry.model_for_hardware(Hardware("NVIDIA H200", (9, 0), 132, 141 << 30, 232448, "2.11")) is None
+        h200 = Hardware("NVIDIA H200", (9, 0), 132, 141 << 30, 232448, "2.11")
+        assert registry.model_for_hardware(h200)[::2] == ("NVIDIA-H200-matmul", "exact")  # shipped, its own
+        h200_nvl = Hardware("NVIDIA H200 NVL", (9, 0), 132, 141 << 30, 232448, "2.11")
+        assert registry.model_for_hardware(h200_nvl)[::2] == ("NVIDIA-H200-matmul", "family")
+        assert registry.model_for_hardware(Hardware("NVIDIA B200", (10, 0), 148, 180 << 30, 232448, "2.11")) is None
     finally:
         for name in names:
             registry._registered.pop(name)

@@ -264,3 +264,56 @@ def test_the_loss_calibration_recovers_a_known_noise():
     fitted = fit_loss_calibration(np.stack([mean, np.zeros(4000), lost], axis=1))
     assert fitted.problems == 4000 and fitted.residual == pytest.approx(0.2, abs=0.03)
     assert fit_loss_calibration(np.zeros((19, 3))) is None
+
+
+def test_prior_data_adds_the_problems_the_gpus_own_data_lacks(tmp_path):
+    """`diode train --prior-data`: another GPU's problems that the training data lacks are trained on
+    as measured on the training data's GPU (the model is that GPU's), the GPU's own timings win
+    where both hold a problem, and the model records what was added; a held-out problem in the
+    prior data is refused like one in the training data."""
+    from dataclasses import replace
+
+    from torch_diode.collection.shapes import load_shapeset
+    from torch_diode.training.train import with_prior_data
+    from torch_diode.types import Dataset, save_dataset
+
+    sample = load_dataset(SAMPLE)
+    problems = list(sample.problems())
+    h200 = replace(problems[0][0], device_name="NVIDIA H200")
+    own, prior = Dataset(), Dataset()
+    for hardware, problem, timings in problems[: len(problems) // 2]:
+        own.add(h200, problem, [replace(t, time_us=t.time_us / 2) for t in timings])
+    for hardware, problem, timings in problems:
+        prior.add(hardware, problem, timings)
+    merged, record = with_prior_data(own, prior)
+    assert record == {
+        "device_name": "NVIDIA H200",
+        "device_names": [problems[0][0].device_name],
+        "problems": len(problems) - len(problems) // 2,
+    }
+    assert {hw.device_name for hw, _, _ in merged.problems()} == {"NVIDIA H200"}
+    assert merged.num_problems == len(problems)
+    mine = {p: ts for _, p, ts in own.problems()}
+    for _, problem, timings in merged.problems():  # the H200's own halved timings were kept
+        assert timings == mine.get(problem, timings)
+        if problem in mine:
+            assert timings[0].time_us == next(ts for _, p, ts in prior.problems() if p == problem)[0].time_us / 2
+
+    save_dataset(own, tmp_path / "own.json.gz")
+    save_dataset(prior, tmp_path / "prior.json.gz")
+    cmd = [sys.executable, "-m", "torch_diode.cli", "train", "--dataset", tmp_path / "own.json.gz"]
+    cmd += ["--model", tmp_path / "m.diode", "--num-epochs", "2", "--prior-data", tmp_path / "prior.json.gz"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    meta = model_metadata(tmp_path / "m.diode")
+    assert meta["hardware"]["device_name"] == "NVIDIA H200"
+    assert meta["training_data"]["problems"] == len(problems)
+    assert meta["training_data"]["prior_data"] == record
+
+    held = load_shapeset("realmodels_heldout")[0].problem
+    prior.add(problems[0][0], held, problems[0][2])
+    save_dataset(prior, tmp_path / "prior_held.json.gz")
+    cmd[-1] = tmp_path / "prior_held.json.gz"
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "prior_held.json.gz" in proc.stderr and held.short() in proc.stderr

@@ -25,6 +25,8 @@ def _inputs(args: argparse.Namespace) -> dict:
     from ..registry import resolve_model
 
     inputs = {"--dataset": args.dataset, "--data-dir": args.data_dir}
+    for i, path in enumerate(getattr(args, "prior_data", None) or []):
+        inputs[f"--prior-data[{i}]"] = path
     if getattr(args, "max_autotune_solution", None):
         inputs["--max-autotune-solution"] = args.max_autotune_solution
     if args.command != "train":
@@ -50,9 +52,10 @@ def _load(args: argparse.Namespace):
     return load_datasets(_input_paths(args), args.file_extensions)
 
 
-def _without_heldout(dataset, args: argparse.Namespace):
-    """The training data without the problems of the held-out shapesets: refused (UserError naming
-    a file and a problem) unless --drop-heldout drops them."""
+def _without_heldout(dataset, args: argparse.Namespace, paths: list[str] | None = None):
+    """The training data (read from ``paths``, default the --dataset/--data-dir inputs) without the
+    problems of the held-out shapesets: refused (UserError naming a file and a problem) unless
+    --drop-heldout drops them."""
     from ..collection.shapes import heldout_matches, problem_identity
     from ..types import dataset_files, load_dataset
 
@@ -64,7 +67,7 @@ def _without_heldout(dataset, args: argparse.Namespace):
         print(f"train: {len(held)} problems of held-out shapesets left out (--drop-heldout)")
         return dataset.subset(lambda hw, p: problem_identity(p) not in held)
     problem, name, entry = matches[0]
-    files = [f for path in _input_paths(args) for f in dataset_files(path, args.file_extensions)]
+    files = [f for path in paths or _input_paths(args) for f in dataset_files(path, args.file_extensions)]
     source = next(
         f
         for f in files
@@ -79,10 +82,19 @@ def _without_heldout(dataset, args: argparse.Namespace):
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from ..model_file import write_model
-    from ..training.train import TrainConfig, train_model
+    from ..training.train import TrainConfig, train_model, with_prior_data
+    from ..types import load_datasets
 
     check_outputs(_inputs(args), {"--model": args.model})
     dataset = _without_heldout(_load(args), args)
+    prior = None
+    if args.prior_data:
+        loaded = _without_heldout(load_datasets(args.prior_data, args.file_extensions), args, args.prior_data)
+        dataset, prior = with_prior_data(dataset, loaded, args.hardware_name)
+        print(
+            f"train: {prior['problems']} problems measured on {', '.join(prior['device_names']) or 'no other GPU'} "
+            f"that the data of {prior['device_name']} lacks, trained on as measured there (--prior-data)"
+        )
     config = TrainConfig(
         model_type=args.model_type,
         hidden_dim=args.hidden_dim,
@@ -99,7 +111,12 @@ def _cmd_train(args: argparse.Namespace) -> int:
         ensemble=args.ensemble,
     )
     model, report = train_model(
-        dataset, config, hardware_name=args.hardware_name, op_name=args.op_name, log_dir=args.log_dir
+        dataset,
+        config,
+        hardware_name=args.hardware_name,
+        op_name=args.op_name,
+        log_dir=args.log_dir,
+        prior_data=prior,
     )
     write_model(args.model, model)
     val = f"{report.validation_mse:.4f}" if report.validation_mse is not None else "-"
@@ -319,6 +336,14 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--log-dir", help="write TensorBoard logs here")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--prior-data",
+        nargs="+",
+        metavar="PATH",
+        help="dataset files or folders measured on another GPU of the same architecture (an H100's for "
+        "an H200 model): their problems that the training data lacks are trained on as if measured on "
+        "the training data's GPU, and recorded so in the model",
+    )
     p.add_argument(
         "--drop-heldout",
         action="store_true",

@@ -331,6 +331,37 @@ def _fit(
     return epochs_run, best[1]
 
 
+def with_prior_data(
+    dataset: Dataset, prior: Dataset, hardware_name: str | None = None
+) -> tuple[Dataset, dict[str, Any]]:
+    """``dataset`` (one GPU's, or the problems on ``hardware_name``) with the problems of ``prior``
+    (measured on another GPU) that it lacks, relabelled as measured on ``dataset``'s GPU, and the
+    record of what was added (the model's ``prior_data``). Where both hold a problem, ``dataset``'s
+    timings alone are kept."""
+    from ..collection.sweep_state import problem_key
+
+    own = [(hw, p) for hw, p, _ in dataset.problems() if not hardware_name or hardware_name in hw.device_name]
+    devices = sorted({hw.device_name for hw, _ in own})
+    if len(devices) != 1:
+        raise UserError(
+            f"--prior-data needs the training data of one GPU; it holds {devices or 'none'}"
+            + (": choose one with --hardware-name" if len(devices) > 1 else "")
+        )
+    target = own[0][0]
+    out = dataset.subset(lambda hw, p: hw.device_name == target.device_name)
+    have = {problem_key(p) for _, p in own}
+    added: Counter = Counter()
+    for hw, problem, timings in prior.problems():
+        key = problem_key(problem)
+        if hw.device_name == target.device_name or key in have:
+            continue
+        out.add(target, problem, timings)
+        have.add(key)
+        added[hw.device_name] += 1
+    record = {"device_name": target.device_name, "device_names": sorted(added), "problems": sum(added.values())}
+    return out, record
+
+
 def train_model(
     dataset: Dataset,
     config: TrainConfig,
@@ -339,9 +370,11 @@ def train_model(
     op_name: str | None = None,
     log_dir: str | None = None,
     progress: bool = True,
+    prior_data: dict[str, Any] | None = None,
 ) -> tuple[ModelFile, TrainReport]:
     """Trains on ``dataset`` (problems on ``hardware_name``, op ``op_name``) and returns the model
-    file contents and a report. Deterministic for a given ``config.seed``."""
+    file contents and a report. Deterministic for a given ``config.seed``. ``prior_data``: what
+    :func:`with_prior_data` added to ``dataset``, recorded in the model."""
     hidden_dim, num_layers = config.resolved()
     arrays = build_arrays(dataset, hardware_name, op_name)
     device_names = {hw.device_name for hw, _ in arrays.problems}
@@ -414,7 +447,7 @@ def train_model(
         "feature_names": list(FEATURE_NAMES),
         "hardware": {**hardware.to_dict(), "hardware_id": hardware.hardware_id},
         "op": op_name,
-        "training_data": summary,
+        "training_data": summary if prior_data is None else {**summary, "prior_data": prior_data},
         "training": {**asdict(config), "report": asdict(report)},
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "torch_diode_version": __version__,
