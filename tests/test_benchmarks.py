@@ -188,3 +188,32 @@ def test_readme_is_short_and_states_no_figure_outside_the_generated_table():
     outside = text[:begin] + text[end:]
     figures = [m.group(0) for m in re.finditer(r"\b\d[\d,.]*\s?(x|us|ms|s|%)(?!\w)", outside) if m.group(0) != "1x"]
     assert figures == [], figures
+
+
+def test_cross_gpu_carries_the_first_gpus_best_config_to_the_second(tmp_path):
+    """benchmarks.cross_gpu: a second GPU twice as fast, where on one problem another config beats
+    the first GPU's best by 1.5x: that problem's ratio is 1.5, the others' 1."""
+    from dataclasses import replace
+
+    from benchmarks.cross_gpu import compare
+    from torch_diode.types import Dataset, load_dataset, save_dataset
+
+    sample = load_dataset(ROOT / "data" / "sample" / "h100_sample.json.gz")
+    second = Dataset()
+    changed = None
+    for hardware, problem, timings in sample.problems():
+        timings = [replace(t, time_us=t.time_us / 2) for t in timings]
+        ok = sorted((t for t in timings if not t.failed), key=lambda t: t.time_us)
+        if changed is None and len(ok) > 1:
+            faster = replace(ok[1], time_us=ok[0].time_us / 1.5)
+            timings = [faster if t is ok[1] else t for t in timings]
+            changed = problem
+        second.add(replace(hardware, device_name="NVIDIA H200"), problem, timings)
+    save_dataset(second, tmp_path / "second.json.gz")
+    report = compare([str(ROOT / "data" / "sample" / "h100_sample.json.gz")], [str(tmp_path / "second.json.gz")])
+    assert report["num_problems"] == sample.num_problems and report["second"]["device"] == "NVIDIA H200"
+    groups = report["first_best_on_second_over_second_best"]
+    assert max(g["worst"] for g in groups.values()) == pytest.approx(1.5)
+    assert groups["unaligned" if changed.misaligned_operands else changed.op]["worst"] == pytest.approx(1.5)
+    assert sum(g["problems"] for g in groups.values()) == sample.num_problems
+    assert report["first_best_over_second_best_geomean"] > 1.9
