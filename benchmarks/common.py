@@ -30,9 +30,33 @@ def stage(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
-def load_shapes(path: Path | str = SHAPES) -> list[tuple[str, Problem, bool]]:
-    """(label, problem, measure EXHAUSTIVE too) of a shapes file: a JSON list of objects with op
-    (mm, addmm, bmm, baddbmm), B, M, N, K, dtype, optional label, transpose_a, transpose_b, exhaustive."""
+def load_shapes(
+    path: Path | str = SHAPES, per_model: int | None = None, seed: int = 0
+) -> list[tuple[str, Problem, bool]]:
+    """(label, problem, measure EXHAUSTIVE too) of a shapes file, a JSON list of objects with op
+    (mm, addmm, bmm, baddbmm), B, M, N, K, dtype, optional label, transpose_a, transpose_b,
+    exhaustive; or of a shapeset (a shipped name such as realmodels_heldout, or its file),
+    labelled "model layer". ``per_model`` keeps that many entries of each model of a shapeset
+    (None: all), drawn with ``seed``; a shapes file is read whole. A shapeset's entries come in an
+    order shuffled with ``seed``, so that a run stopped at its time limit has measured a sample of
+    the models, not the first ones."""
+    from torch_diode.collection.shapes import list_shapesets, load_shapeset
+
+    path_str = str(path)
+    if path_str in list_shapesets() or (path_str.endswith(".json") and '"entries"' in Path(path_str).read_text()):
+        import random
+
+        rng = random.Random(seed)
+        by_model: dict[str, list] = {}
+        for entry in load_shapeset(path_str):
+            by_model.setdefault(entry.model, []).append(entry)
+        chosen = [
+            e
+            for entries in by_model.values()
+            for e in (rng.sample(entries, min(per_model, len(entries))) if per_model else entries)
+        ]
+        rng.shuffle(chosen)
+        return [(f"{e.model} {e.layer}", e.problem, False) for e in chosen]
     path = Path(path)
     out = []
     for i, e in enumerate(json.loads(path.read_text())):

@@ -68,22 +68,26 @@ def _x(value: float) -> str:
 
 def e2e(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
     s = report["summary"]
-    n = s["rows_compared"]
+    g, m = s["gemm_rows_compared"], s["model_rows_compared"]
     yield (
-        f"end to end, {n} GEMMs and models: compile time, max-autotune / diode top-1 (geomean)",
-        f"{s['compile_speedup_vs_max_autotune_geomean']:.1f}x",
+        f"end to end, {g} held-out real-model GEMMs: kernel runtime, diode top-1 / the faster of default "
+        "mode and max-autotune (geomean; worst)",
+        f"{_x(s['runtime_ratio_vs_best_of_default_and_max_autotune_geomean'])}; "
+        f"{_x(s['runtime_ratio_vs_best_of_default_and_max_autotune_worst'])}",
     )
     yield (
-        f"end to end, {n} GEMMs and models: compile time, diode top-1 / default mode (geomean)",
-        _x(s["compile_ratio_vs_default_geomean"]),
+        f"end to end, {g} held-out real-model GEMMs: kernel runtime, diode top-1 / default mode (geomean)",
+        _x(s["runtime_ratio_vs_default_geomean"]),
     )
     yield (
-        f"end to end, {n} GEMMs and models: kernel runtime, diode top-1 / max-autotune (geomean; worst row)",
-        f"{_x(s['runtime_ratio_vs_max_autotune_geomean'])}; {_x(s['runtime_ratio_vs_max_autotune_worst'])}",
+        f"end to end, {s['rows_compared']} GEMMs and models: compile time, max-autotune / diode top-1; "
+        "diode top-1 / default mode (geomean)",
+        f"{s['compile_speedup_vs_max_autotune_geomean']:.1f}x; {_x(s['compile_ratio_vs_default_geomean'])}",
     )
     yield (
-        f"end to end, {s['exhaustive_rows']} GEMM: kernel runtime, diode top-1 / EXHAUSTIVE autotuning",
-        _x(s["runtime_ratio_vs_exhaustive_geomean"]),
+        f"end to end, {m} models: compile time, max-autotune / diode top-1; diode top-1 / default mode (geomean)",
+        f"{s['compile_speedup_vs_max_autotune_models_geomean']:.1f}x; "
+        f"{_x(s['compile_ratio_vs_default_models_geomean'])}",
     )
 
 

@@ -217,3 +217,19 @@ def test_cross_gpu_carries_the_first_gpus_best_config_to_the_second(tmp_path):
     assert groups["unaligned" if changed.misaligned_operands else changed.op]["worst"] == pytest.approx(1.5)
     assert sum(g["problems"] for g in groups.values()) == sample.num_problems
     assert report["first_best_over_second_best_geomean"] > 1.9
+
+
+def test_e2e_draws_one_gemm_of_each_model_of_a_shapeset():
+    from benchmarks.common import SHAPES, load_shapes
+    from torch_diode.collection.shapes import load_shapeset
+
+    models = {e.model for e in load_shapeset("realmodels_heldout")}
+    drawn = load_shapes("realmodels_heldout", 1, 0)
+    assert len(drawn) == len(models) and {label for label, _, _ in drawn} <= {
+        f"{e.model} {e.layer}" for e in load_shapeset("realmodels_heldout")
+    }
+    assert {next(m for m in models if label.startswith(m + " ")) for label, _, _ in drawn} == models
+    assert drawn == load_shapes("realmodels_heldout", 1, 0)  # the draw is the seed's
+    assert [label for label, _, _ in drawn] != [label for label, _, _ in load_shapes("realmodels_heldout", 1, 1)]
+    assert len(load_shapes("realmodels_heldout", None, 0)) == len(load_shapeset("realmodels_heldout"))
+    assert load_shapes(SHAPES, 1, 0) == load_shapes(SHAPES)  # a shapes file is read whole

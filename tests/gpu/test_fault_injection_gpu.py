@@ -2,11 +2,12 @@
 diode enumerates itself): a broken model (NaN, +inf, -inf, huge predictions, an engine that raises)
 or an exception recording the enumerated decision gives Inductor's stock candidates, counted by
 reason, and the compiled result equals eager's; with ``enable_fallback=False`` the fault raises.
-The CPU version is tests/integration/test_fault_injection.py. Needs an H100 (the shipped model)."""
+The CPU version is tests/integration/test_fault_injection.py. Needs a GPU with a shipped model (H100, H200)."""
 
 import broken_models as faults
 import pytest
 import torch
+from gpu_models import shipped_model_for_this_gpu
 from torch._inductor import config as inductor_config
 from torch._inductor.virtualized import V
 
@@ -18,9 +19,7 @@ pytestmark = pytest.mark.gpu
 
 @pytest.fixture(scope="module")
 def model():
-    if "H100" not in torch.cuda.get_device_name():
-        pytest.skip("the shipped model is for the H100")
-    return "NVIDIA-H100-matmul"
+    return shipped_model_for_this_gpu()
 
 
 def compile_mm(choices):

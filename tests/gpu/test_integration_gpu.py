@@ -1,8 +1,8 @@
 """Diode inside torch.compile on a GPU: correct outputs, the model decides, no benchmarking at k=1.
 
-The model is the shipped NVIDIA-H100-matmul (so the GPU must be an H100). Problems are compiled
+The model is the one shipped for this GPU (H100, H200). Problems are compiled
 25 to a graph (one Inductor compile, each GEMM decided by diode on its own) to keep the run short.
-Set DIODE_RESULTS_DIR to keep the correctness figures (benchmarks/results/correctness_h100.json)."""
+Set DIODE_RESULTS_DIR to keep the correctness figures (benchmarks/results/correctness_h100.json, _h200)."""
 
 import json
 import os
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from gpu_models import gpu_slug, shipped_model_for_this_gpu
 from torch._inductor import config as inductor_config
 
 from torch_diode import config
@@ -26,9 +27,7 @@ GROUP = 25
 
 @pytest.fixture(scope="module")
 def model():
-    if "H100" not in torch.cuda.get_device_name():
-        pytest.skip("the shipped model is for the H100")
-    return "NVIDIA-H100-matmul"
+    return shipped_model_for_this_gpu()
 
 
 def random_problems(op: str, n: int, seed: int) -> list[Problem]:
@@ -101,7 +100,7 @@ def test_outputs_match_eager_and_the_model_decides(model):
         "command": "pytest tests/gpu/test_integration_gpu.py",
     }
     if os.environ.get("DIODE_RESULTS_DIR"):
-        Path(os.environ["DIODE_RESULTS_DIR"], "correctness_h100.json").write_text(json.dumps(report, indent=1))
+        Path(os.environ["DIODE_RESULTS_DIR"], f"correctness_{gpu_slug()}.json").write_text(json.dumps(report, indent=1))
     assert not mismatches, mismatches
     assert stats["fallbacks_total"] == 0, stats
     assert stats["model_selections"] == checked
