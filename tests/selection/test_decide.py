@@ -118,12 +118,23 @@ def test_widen_always_holds_the_best_aten_choice_and_the_best_default_template()
     extern = np.array([False, True, True, True, False, False])
     eligible = np.array([False, True, True, True, True, True])
     assert widen(order, 3, eligible) == [0, 1, 2]  # without the extern mask: no DEFAULT template
-    assert widen(order, 3, eligible, extern) == [0, 1, 2, 4]
-    # templates fill the slots: the best ATen choice is added
+    # the best DEFAULT template takes the last place (never more than top_k)
+    assert widen(order, 3, eligible, extern) == [0, 1, 4]
+    assert widen(order, 2, eligible, extern) == [0, 1]  # the ATen choice is never given up for it
+    assert widen(order, 10, eligible, extern) == [0, 1, 2, 3, 4, 5]
+    # templates fill the places: the best ATen choice takes the last one
     order = np.array([4, 5, 0, 1])
     assert widen(order, 3, eligible, extern) == [4, 5, 1]
-    assert widen(order, 2, eligible, extern) == [4, 5, 1]
+    assert widen(order, 2, eligible, extern) == [4, 1]
     assert widen(order, 1, eligible, extern) == [4]  # unsure_top_k 1: nothing benchmarked
+    rng = np.random.default_rng(0)
+    for _ in range(200):  # never more than top_k, order[0] first, an ATen choice wherever one is eligible
+        n, k = int(rng.integers(1, 12)), int(rng.integers(1, 8))
+        order, extern, eligible = rng.permutation(n), rng.random(n) < 0.3, rng.random(n) < 0.7
+        got = widen(order, k, eligible, extern)
+        assert len(got) <= k and got[0] == order[0] and len(set(got)) == len(got)
+        if k > 1 and (extern & eligible).any():
+            assert extern[got].any()
 
 
 def test_unknown_template_kinds_are_never_the_first_pick_nor_the_safety_net():
@@ -155,7 +166,8 @@ def test_unknown_template_kinds_are_never_the_first_pick_nor_the_safety_net():
     assert decide(problem, pool, predicted, policy).first == 4  # no contract: every kind is trusted
     unsure = decide(problem, pool, predicted, policy, Confidence(feature_ranges={"log2_k": (4.0, 8.0)}))
     assert unsure.unsure == "out_of_range"
-    assert unsure.first == 2 and set(unsure.widened) == {2, 3, 1, 4}  # the best predicted unknown kind rides along
+    # at most unsure_top_k (3) benchmarked: the first pick, the best ATen choice and the best predicted unknown kind
+    assert unsure.first == 2 and unsure.widened == (2, 1, 4)
     with pytest.raises(NoUsableCandidate):
         decide(problem, Pool(features[[0, 4]], extern[[0, 4]]), predicted[[0, 4]], policy, Confidence())
 

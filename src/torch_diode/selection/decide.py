@@ -142,25 +142,36 @@ def usable_candidates(features: np.ndarray) -> np.ndarray:
 def widen(
     order: np.ndarray, top_k: int, eligible: np.ndarray | None = None, extern: np.ndarray | None = None
 ) -> list[int]:
-    """What an unsure decision hands Inductor's benchmark: the first ``top_k`` (at least 1) of
-    ``order`` among the ``eligible`` candidates (a mask; default: all), with ``order[0]`` kept.
-    The handler makes eligible the ATen choices and the Triton configs of Inductor's DEFAULT list:
-    where the model is unsure, its ranking of configs beyond Inductor's hand-picked list is the
-    least to be trusted. With ``extern`` (a mask) and ``top_k`` > 1, the first eligible extern
-    and the first eligible template of ``order`` are added where the eligible ones among the
-    first ``top_k`` lack them (the result then holds up to ``top_k`` + 2), in the order of
-    ``order``."""
+    """What an unsure decision hands Inductor's benchmark: at most ``top_k`` (at least 1)
+    candidates, the first of ``order`` among the ``eligible`` ones (a mask; default: all), with
+    ``order[0]`` kept. The handler makes eligible the ATen choices and the Triton configs of
+    Inductor's DEFAULT list: where the model is unsure, its ranking of configs beyond Inductor's
+    hand-picked list is the least to be trusted. With ``extern`` (a mask) and ``top_k`` > 1, the
+    best eligible ATen choice (default mode's kernel) and the best eligible template
+    (max-autotune's) take the last places where the first ``top_k`` lack them; the ATen choice is
+    never given up for the template. The result is in the order of ``order``."""
     order = np.asarray(order)
     k = max(1, int(top_k))
-    rest = order[1:] if eligible is None else order[1:][np.asarray(eligible, dtype=bool)[order[1:]]]
+    ok = None if eligible is None else np.asarray(eligible, dtype=bool)
+    rest = order[1:] if ok is None else order[1:][ok[order[1:]]]
     chosen = [int(i) for i in order[:1]] + [int(i) for i in rest[: k - 1]]
     if extern is None or k == 1 or not len(order):
         return chosen
     extern = np.asarray(extern, dtype=bool)
-    present = chosen[1:] + [int(i) for i in order[:1] if eligible is None or np.asarray(eligible, dtype=bool)[i]]
+    first_counts = ok is None or bool(ok[chosen[0]])
     for want in (True, False):  # the best ATen choice (default mode's), the best DEFAULT template (max-autotune's)
-        if not any(extern[i] == want for i in present):
-            chosen += [int(i) for i in rest if extern[i] == want][:1]
+        present = chosen[1:] + chosen[:1] * first_counts
+        add = [int(i) for i in rest if extern[i] == want and int(i) not in chosen][:1]
+        if any(extern[i] == want for i in present) or not add:
+            continue
+        if len(chosen) < k:
+            chosen += add
+            continue
+        # a place given up: the last of the other kind after the first, never the only ATen choice
+        droppable = [i for i in chosen[1:] if extern[i] != want and not (extern[i] and sum(extern[chosen]) == 1)]
+        if droppable:
+            chosen.remove(droppable[-1])
+            chosen += add
     position = {int(i): n for n, i in enumerate(order)}
     return sorted(chosen, key=position.__getitem__)
 
@@ -312,8 +323,10 @@ def decide(
         unsure = unsure_reason(problem, candidates.features, contract, policy, tf32, risk)
     if unsure:
         beyond = candidates.beyond_default() if callable(candidates.beyond_default) else candidates.beyond_default
-        widened = widen(order, policy.unsure_top_k, None if beyond is None else ~np.asarray(beyond, dtype=bool), extern)
-        if len(widened) > 1 and len(riders):  # benchmarked: the best predicted unknown kind may ride along
+        # at most unsure_top_k benchmarked: the best predicted unknown kind, where there is one, takes the last place
+        k = policy.unsure_top_k - (len(riders) > 0 and policy.unsure_top_k > 2)
+        widened = widen(order, k, None if beyond is None else ~np.asarray(beyond, dtype=bool), extern)
+        if 1 < len(widened) < policy.unsure_top_k and len(riders):  # benchmarked: the unknown kind rides along
             widened.append(int(riders[np.argmin(predicted[riders])]))
     best = predicted[order[0]]
     threshold = policy.performance_threshold
