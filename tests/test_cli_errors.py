@@ -298,6 +298,9 @@ def test_ctrl_c_during_training_leaves_no_partial_file(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as from a terminal: a shell's background job (a CI runner's, say) starts with SIGINT
+        # ignored, which the child would inherit, and Python then leaves Ctrl-C ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.time() + 120
     line = ""
