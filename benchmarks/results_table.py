@@ -180,6 +180,15 @@ def heldout_realmodels(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
     )
 
 
+def ranking_realmodels(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    for r in report["rows"]:
+        yield (
+            f"held-out real models' GEMMs, {r['model']} ({r['problems']}): the model's best among the Triton "
+            "candidates alone, top-1 and top-5 normalised performance (geomean)",
+            f"{r['triton_top1_perf_geomean']:.3f}, {r['triton_top5_perf_geomean']:.3f}",
+        )
+
+
 def validate_model(label: str) -> Callable[[dict[str, Any]], Iterator[tuple[str, str]]]:
     def make(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
         yield (
@@ -224,6 +233,8 @@ SOURCES: tuple[tuple[str, str, Callable[[dict[str, Any]], Iterator[tuple[str, st
     ("heldout_selection_cpu.json", CPU_REPLAY, heldout_selection),
     ("heldout_realmodels_h100.json", CPU_REPLAY, heldout_realmodels),
     ("heldout_realmodels_h200.json", "CPU (H200 data)", heldout_realmodels),
+    ("ranking_realmodels_h100.json", "CPU (H100 data)", ranking_realmodels),
+    ("ranking_realmodels_h200.json", "CPU (H200 data)", ranking_realmodels),
     ("coverage_h100.json", "CPU (data of the H100)", coverage),
     ("coverage_h200.json", "CPU (data of the H200)", coverage),
     ("engine_latency_cpu.json", "CPU, one core", engine_latency),
