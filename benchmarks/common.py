@@ -40,10 +40,10 @@ def load_shapes(
     (None: all), drawn with ``seed``; a shapes file is read whole. A shapeset's entries come in an
     order shuffled with ``seed``, so that a run stopped at its time limit has measured a sample of
     the models, not the first ones."""
-    from torch_diode.collection.shapes import list_shapesets, load_shapeset
+    from torch_diode.collection.shapes import is_shapeset_file, list_shapesets, load_shapeset
 
     path_str = str(path)
-    if path_str in list_shapesets() or (path_str.endswith(".json") and '"entries"' in Path(path_str).read_text()):
+    if path_str in list_shapesets() or is_shapeset_file(path_str):
         import random
 
         rng = random.Random(seed)
