@@ -10,6 +10,20 @@ DATA=${DATA:-data/h100}
 # File names start with the GPU's name, the last part of $DATA (h100, h200).
 GPU=$(basename "$DATA")
 DIODE=${DIODE:-"python3 -m torch_diode.cli"}
+# A CUDA fault (a misaligned address, say) ends the process; the collector marks the problem in
+# flight and skips one that ended two runs. So a part that exits otherwise than 0 (done), 2 (bad
+# input), 124 (timeout) or 130 (Ctrl-C) is run again, up to RETRIES more times, and resumes.
+RETRIES=${RETRIES:-4}
+run_diode() {
+  local attempt=0 rc=0
+  while true; do
+    $DIODE "$@" && return 0 || rc=$?
+    case $rc in 2|124|130) return $rc ;; esac
+    [ $attempt -lt "$RETRIES" ] || return $rc
+    attempt=$((attempt + 1))
+    echo "[$(date +%T)] exit $rc: running the part again ($attempt of $RETRIES)" >&2
+  done
+}
 # Half precision: every layout/op/size class. fp32 (no TF32): mm/addmm of nn.Linear's layout, sizes
 # >= 256, at most 20 GFLOP, because its kernels compile far slower (benchmarks/results/collection_h100.log).
 COMMON="--search-mode fast --exhaustive-sample 320 --reps 6 --chunk-size 50 --workers 14"
@@ -68,33 +82,33 @@ parts=("$@")
 for part in "${parts[@]}"; do
   echo "[$(date +%T)] $part"
   case $part in
-    train-mm)  $DIODE collect $COMMON $MM --num-shapes 300 --seed 1 -o "$DATA/train/${GPU}_mm.msgpack.gz" ;;
-    train-bmm) $DIODE collect $COMMON $BMM --num-shapes 90 --seed 2 -o "$DATA/train/${GPU}_bmm.msgpack.gz" ;;
-    train-f32) $DIODE collect $COMMON $F32 --num-shapes 140 --seed 3 -o "$DATA/train/${GPU}_f32.msgpack.gz" ;;
-    val-mm)    $DIODE create-validation --train-dataset "$DATA/train" $COMMON $MM --num-shapes 80 --seed 101 -o "$DATA/validation/${GPU}_mm.msgpack.gz" ;;
-    val-bmm)   $DIODE create-validation --train-dataset "$DATA/train" $COMMON $BMM --num-shapes 25 --seed 102 -o "$DATA/validation/${GPU}_bmm.msgpack.gz" ;;
-    val-f32)   $DIODE create-validation --train-dataset "$DATA/train" $COMMON $F32 --num-shapes 15 --seed 103 -o "$DATA/validation/${GPU}_f32.msgpack.gz" ;;
-    train-odd) $DIODE collect $ODD_SAMPLE $ODD --num-shapes 150 --seed 5 -o "$DATA/train/${GPU}_odd.msgpack.gz" ;;
-    train-decode) $DIODE collect $DECODE_SAMPLE $DECODE --num-shapes 80 --seed 6 -o "$DATA/train/${GPU}_decode.msgpack.gz" ;;
-    val-odd)   $DIODE create-validation --train-dataset "$DATA/train" $ODD_SAMPLE $ODD --num-shapes 25 --seed 105 -o "$DATA/validation/${GPU}_odd.msgpack.gz" ;;
-    train-attn) $DIODE collect-shapeset --shapeset attention_odd_tokens $ODD_SAMPLE --exclude $HELD_OUT -o "$DATA/train/${GPU}_attn.msgpack.gz" ;;
-    train-f32s) $DIODE collect $ODD_SAMPLE $F32 --num-shapes 60 --seed 7 --exclude $HELD_OUT data/h100/train/h100_f32_chunk0000.msgpack.gz -o "$DATA/train/${GPU}_f32s.msgpack.gz" ;;
-    train-odd2) $DIODE collect $ODD_SAMPLE $ODD --num-shapes 300 --seed 8 --exclude $HELD_OUT data/h100/train/h100_odd_chunk000{0,1,2}.msgpack.gz -o "$DATA/train/${GPU}_odd2.msgpack.gz" ;;
-    train-f32m) $DIODE collect $ODD_SAMPLE $F32M --num-shapes 60 --seed 9 --exclude $HELD_OUT -o "$DATA/train/${GPU}_f32m.msgpack.gz" ;;
-    odd-v1)    $DIODE collect $COMMON $ODD_V1 --num-shapes 80 --seed 4 -o "$DATA/odd/${GPU}_odd.msgpack.gz" ;;
-    realmodels) $DIODE collect-shapeset --shapeset realmodels_heldout $V2_ALIGNED -o "$DATA/realmodels/${GPU}_realmodels.msgpack.gz" ;;
-    v2-layouts) $DIODE collect $V2_ALIGNED $V2_LAYOUTS --num-shapes ${N:-800} --seed 21 -o "$DATA/train/${GPU}_v2_layouts.msgpack.gz" ;;
-    v2-hugek)  $DIODE collect $V2_ALIGNED $V2_HUGEK --num-shapes ${N:-300} --seed 22 -o "$DATA/train/${GPU}_v2_hugek.msgpack.gz" ;;
-    v2-vocab)  $DIODE collect $V2_ALIGNED $V2_VOCAB --num-shapes ${N:-300} --seed 23 -o "$DATA/train/${GPU}_v2_vocab.msgpack.gz" ;;
-    v2-skinnyk) $DIODE collect $V2_ALIGNED $V2_SKINNYK --num-shapes ${N:-300} --seed 24 -o "$DATA/train/${GPU}_v2_skinnyk.msgpack.gz" ;;
-    v2-batch)  $DIODE collect $V2_ALIGNED $V2_BATCH --num-shapes ${N:-300} --seed 25 -o "$DATA/train/${GPU}_v2_batch.msgpack.gz" ;;
-    v2-attn-qk) $DIODE collect $V2_SAMPLED $V2_ATTN_QK --num-shapes ${N:-300} --seed 26 -o "$DATA/train/${GPU}_v2_attn_qk.msgpack.gz" ;;
-    v2-attn-pv) $DIODE collect $V2_SAMPLED $V2_ATTN_PV --num-shapes ${N:-300} --seed 27 -o "$DATA/train/${GPU}_v2_attn_pv.msgpack.gz" ;;
-    v2-odd)    $DIODE collect $V2_SAMPLED $V2_ODD --num-shapes ${N:-600} --seed 28 -o "$DATA/train/${GPU}_v2_odd.msgpack.gz" ;;
-    v2-f32)    $DIODE collect $V2_SAMPLED $V2_F32 --float32-matmul-precision highest --num-shapes ${N:-200} --seed 29 -o "$DATA/train/${GPU}_v2_f32.msgpack.gz" ;;
-    v2-tf32)   $DIODE collect $V2_SAMPLED $V2_F32 --float32-matmul-precision high --num-shapes ${N:-200} --seed 30 -o "$DATA/train/${GPU}_v2_tf32.msgpack.gz" ;;
-    v2-f32-odd) $DIODE collect $V2_SAMPLED $V2_F32_ODD --float32-matmul-precision highest --num-shapes ${N:-100} --seed 31 -o "$DATA/train/${GPU}_v2_f32_odd.msgpack.gz" ;;
-    v2-tf32-odd) $DIODE collect $V2_SAMPLED $V2_F32_ODD --float32-matmul-precision high --num-shapes ${N:-100} --seed 32 -o "$DATA/train/${GPU}_v2_tf32_odd.msgpack.gz" ;;
+    train-mm)  run_diode collect $COMMON $MM --num-shapes 300 --seed 1 -o "$DATA/train/${GPU}_mm.msgpack.gz" ;;
+    train-bmm) run_diode collect $COMMON $BMM --num-shapes 90 --seed 2 -o "$DATA/train/${GPU}_bmm.msgpack.gz" ;;
+    train-f32) run_diode collect $COMMON $F32 --num-shapes 140 --seed 3 -o "$DATA/train/${GPU}_f32.msgpack.gz" ;;
+    val-mm)    run_diode create-validation --train-dataset "$DATA/train" $COMMON $MM --num-shapes 80 --seed 101 -o "$DATA/validation/${GPU}_mm.msgpack.gz" ;;
+    val-bmm)   run_diode create-validation --train-dataset "$DATA/train" $COMMON $BMM --num-shapes 25 --seed 102 -o "$DATA/validation/${GPU}_bmm.msgpack.gz" ;;
+    val-f32)   run_diode create-validation --train-dataset "$DATA/train" $COMMON $F32 --num-shapes 15 --seed 103 -o "$DATA/validation/${GPU}_f32.msgpack.gz" ;;
+    train-odd) run_diode collect $ODD_SAMPLE $ODD --num-shapes 150 --seed 5 -o "$DATA/train/${GPU}_odd.msgpack.gz" ;;
+    train-decode) run_diode collect $DECODE_SAMPLE $DECODE --num-shapes 80 --seed 6 -o "$DATA/train/${GPU}_decode.msgpack.gz" ;;
+    val-odd)   run_diode create-validation --train-dataset "$DATA/train" $ODD_SAMPLE $ODD --num-shapes 25 --seed 105 -o "$DATA/validation/${GPU}_odd.msgpack.gz" ;;
+    train-attn) run_diode collect-shapeset --shapeset attention_odd_tokens $ODD_SAMPLE --exclude $HELD_OUT -o "$DATA/train/${GPU}_attn.msgpack.gz" ;;
+    train-f32s) run_diode collect $ODD_SAMPLE $F32 --num-shapes 60 --seed 7 --exclude $HELD_OUT data/h100/train/h100_f32_chunk0000.msgpack.gz -o "$DATA/train/${GPU}_f32s.msgpack.gz" ;;
+    train-odd2) run_diode collect $ODD_SAMPLE $ODD --num-shapes 300 --seed 8 --exclude $HELD_OUT data/h100/train/h100_odd_chunk000{0,1,2}.msgpack.gz -o "$DATA/train/${GPU}_odd2.msgpack.gz" ;;
+    train-f32m) run_diode collect $ODD_SAMPLE $F32M --num-shapes 60 --seed 9 --exclude $HELD_OUT -o "$DATA/train/${GPU}_f32m.msgpack.gz" ;;
+    odd-v1)    run_diode collect $COMMON $ODD_V1 --num-shapes 80 --seed 4 -o "$DATA/odd/${GPU}_odd.msgpack.gz" ;;
+    realmodels) run_diode collect-shapeset --shapeset realmodels_heldout $V2_ALIGNED -o "$DATA/realmodels/${GPU}_realmodels.msgpack.gz" ;;
+    v2-layouts) run_diode collect $V2_ALIGNED $V2_LAYOUTS --num-shapes ${N:-800} --seed 21 -o "$DATA/train/${GPU}_v2_layouts.msgpack.gz" ;;
+    v2-hugek)  run_diode collect $V2_ALIGNED $V2_HUGEK --num-shapes ${N:-300} --seed 22 -o "$DATA/train/${GPU}_v2_hugek.msgpack.gz" ;;
+    v2-vocab)  run_diode collect $V2_ALIGNED $V2_VOCAB --num-shapes ${N:-300} --seed 23 -o "$DATA/train/${GPU}_v2_vocab.msgpack.gz" ;;
+    v2-skinnyk) run_diode collect $V2_ALIGNED $V2_SKINNYK --num-shapes ${N:-300} --seed 24 -o "$DATA/train/${GPU}_v2_skinnyk.msgpack.gz" ;;
+    v2-batch)  run_diode collect $V2_ALIGNED $V2_BATCH --num-shapes ${N:-300} --seed 25 -o "$DATA/train/${GPU}_v2_batch.msgpack.gz" ;;
+    v2-attn-qk) run_diode collect $V2_SAMPLED $V2_ATTN_QK --num-shapes ${N:-300} --seed 26 -o "$DATA/train/${GPU}_v2_attn_qk.msgpack.gz" ;;
+    v2-attn-pv) run_diode collect $V2_SAMPLED $V2_ATTN_PV --num-shapes ${N:-300} --seed 27 -o "$DATA/train/${GPU}_v2_attn_pv.msgpack.gz" ;;
+    v2-odd)    run_diode collect $V2_SAMPLED $V2_ODD --num-shapes ${N:-600} --seed 28 -o "$DATA/train/${GPU}_v2_odd.msgpack.gz" ;;
+    v2-f32)    run_diode collect $V2_SAMPLED $V2_F32 --float32-matmul-precision highest --num-shapes ${N:-200} --seed 29 -o "$DATA/train/${GPU}_v2_f32.msgpack.gz" ;;
+    v2-tf32)   run_diode collect $V2_SAMPLED $V2_F32 --float32-matmul-precision high --num-shapes ${N:-200} --seed 30 -o "$DATA/train/${GPU}_v2_tf32.msgpack.gz" ;;
+    v2-f32-odd) run_diode collect $V2_SAMPLED $V2_F32_ODD --float32-matmul-precision highest --num-shapes ${N:-100} --seed 31 -o "$DATA/train/${GPU}_v2_f32_odd.msgpack.gz" ;;
+    v2-tf32-odd) run_diode collect $V2_SAMPLED $V2_F32_ODD --float32-matmul-precision high --num-shapes ${N:-100} --seed 32 -o "$DATA/train/${GPU}_v2_tf32_odd.msgpack.gz" ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

@@ -1,0 +1,53 @@
+"""data/h100/collect.sh runs a part again after a crash (the collector resumes and skips a problem
+that ended two runs), never after a bad input, a timeout or Ctrl-C. DIODE, the script's own
+setting for the command it runs, is a stand-in that exits with given codes."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_part(tmp_path: Path, codes: list[int], retries: int = 4) -> tuple[int, list[str]]:
+    calls = tmp_path / "calls"
+    codes_file = tmp_path / "codes"
+    codes_file.write_text("\n".join(map(str, codes)) + "\n")
+    fake = tmp_path / "fake_diode.sh"
+    # each call logs its arguments and exits with the next code of the list
+    fake.write_text(
+        'echo "$*" >> "$CALLS"\n'
+        'code=$(head -n 1 "$CODES"); tail -n +2 "$CODES" > "$CODES.rest"; mv "$CODES.rest" "$CODES"\n'
+        'exit "${code:-0}"\n'
+    )
+    env = {
+        **os.environ,
+        "DATA": str(tmp_path / "h100"),
+        "DIODE": f"bash {fake}",
+        "RETRIES": str(retries),
+        "CALLS": str(calls),
+        "CODES": str(codes_file),
+    }
+    proc = subprocess.run(
+        ["bash", str(ROOT / "data" / "h100" / "collect.sh"), "train-mm"], env=env, capture_output=True, text=True
+    )
+    return proc.returncode, calls.read_text().splitlines() if calls.exists() else []
+
+
+@pytest.mark.parametrize(
+    "codes, retries, want_rc, want_calls",
+    [
+        ([0], 4, 0, 1),
+        ([1, 139, 0], 4, 0, 3),  # a Python error, then a segfault: run again, resumed
+        ([1, 1, 1, 1], 2, 1, 3),  # gives up after RETRIES more runs
+        ([2, 0], 4, 2, 1),  # bad input: not run again
+        ([124, 0], 4, 124, 1),  # the caller's timeout
+        ([130, 0], 4, 130, 1),  # Ctrl-C
+    ],
+)
+def test_a_crashed_part_runs_again(tmp_path, codes, retries, want_rc, want_calls):
+    rc, calls = run_part(tmp_path, codes, retries)
+    assert rc == want_rc and len(calls) == want_calls, (rc, calls)
+    assert all(c.startswith("collect ") and c.endswith("h100/train/h100_mm.msgpack.gz") for c in calls)
