@@ -13,17 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from collections import defaultdict
 from datetime import datetime, timezone
 
-from benchmarks.common import command_line
+from benchmarks.common import command_line, geomean
 from torch_diode.collection.sweep_state import problem_key
 from torch_diode.types import load_datasets
-
-
-def _geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def _measured(paths: list[str]) -> tuple[str, dict]:
@@ -66,9 +61,9 @@ def compare(first: list[str], second: list[str], top: int = 5) -> dict:
         "second": {"device": second_device, "data": second},
         "num_problems": len(speedup),
         "first_best_on_second_over_second_best": {
-            g: {"problems": len(v), "geomean": _geomean(v), "worst": max(v)} for g, v in sorted(carried.items())
+            g: {"problems": len(v), "geomean": geomean(v), "worst": max(v)} for g, v in sorted(carried.items())
         },
-        "first_best_over_second_best_geomean": _geomean(speedup),
+        "first_best_over_second_best_geomean": geomean(speedup),
         "largest_cublas_shifts": [
             {"problem": s, "aten_over_triton_first": ra, "aten_over_triton_second": rb} for _, s, ra, rb in shifts[:top]
         ],
