@@ -132,3 +132,51 @@ def test_candidate_rows_are_the_configs_feature_rows(space):
         assert [config_at(i) for i in range(len(rows))] == configs
         # first appearance kept, nothing repeated
         assert len(set(configs)) == len(configs)
+
+
+def _kernel_params(body: str) -> tuple[list[str], list[str]]:
+    """(runtime, constexpr) parameter names of a kernel body in triton_mm.py, read from its source
+    (triton is not importable on CPU machines)."""
+    import ast
+
+    import torch_diode.collection.kernel_spec as kernel_spec
+
+    source = Path(kernel_spec.__file__).with_name("triton_mm.py").read_text()
+    fn = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == body)
+    constexpr = [a.arg for a in fn.args.args if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)]
+    runtime = [a.arg for a in fn.args.args if a.arg not in constexpr]
+    return runtime, constexpr
+
+
+@pytest.mark.parametrize(
+    "problem, body",
+    [
+        (Problem("addmm", 1, 384, 1442, 1595, "float16", "float16", "float16", transpose_a=True), "_mm_body"),
+        (Problem("mm", 1, 256, 512, 64, "bfloat16", "bfloat16", "bfloat16"), "_mm_body"),
+        (Problem("baddbmm", 4, 77, 77, 64, "float16", "float16", "float16", bias_shape=(4, 77, 77)), "_bmm_body"),
+    ],
+)
+def test_launch_spec_binds_the_kernels_parameters_with_the_bias_strides_as_constants(problem, body):
+    """The launch passes the runtime parameters positionally and the constexprs by name; the
+    bias's strides are constexprs (a broadcast bias's zero stride passed at run time made Triton
+    build kernels that fault: benchmarks/results/collector_fault_h200.json), so a 1-D bias and a
+    full one compile apart."""
+    from torch_diode.collection.fast_sweep import _meta_layout, variant_key
+    from torch_diode.collection.kernel_spec import launch_spec
+
+    runtime, constexpr = _kernel_params(body)
+    cfg = triton_configs(problem, "DEFAULT")[0]
+    a, b, out, bias = _meta_layout(problem)
+    _, _, spec = launch_spec(a, b, out, bias, cfg)
+    assert len(spec["args"]) == len(runtime)
+    assert set(spec["meta"]) - {"num_stages", "num_warps"} == set(constexpr)
+    assert not any(name.startswith("stride_bias") for name in runtime)
+    if problem.op == "addmm":
+        assert (spec["meta"]["stride_biasm"], spec["meta"]["stride_biasn"]) == (0, 1)  # (N,) broadcast
+        full = Problem(**{**problem.__dict__, "bias_shape": (problem.M, problem.N)})
+        assert launch_spec(*_meta_layout(full), cfg)[2]["meta"]["stride_biasm"] == problem.N
+        assert variant_key(problem, cfg) != variant_key(full, cfg)
+    elif problem.op == "baddbmm":
+        assert (spec["meta"]["stride_biasq"], spec["meta"]["stride_biasm"]) == (77 * 77, 77)
+    else:
+        assert spec["meta"]["stride_biasm"] == spec["meta"]["stride_biasn"] == 0

@@ -62,13 +62,15 @@ def launch_spec(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> tu
         num_warps=config.num_warps,
     )
     bias_t = bias if bias is not None else out
-    bias_strides = tuple(bias.stride()) if bias is not None else (0,) * out.dim()
+    # the bias's strides are constexprs (triton_mm's docstring says why)
+    bias_strides = tuple(int(s) for s in bias.stride()) if bias is not None else (0,) * out.dim()
+    meta.update(zip(("stride_biasq", "stride_biasm", "stride_biasn")[-out.dim() :], bias_strides))
     tiles = _cdiv(m, bm) * _cdiv(n, bn)
     if batched:
         batch = a.shape[0]
         grid = (tiles, min(batch, _MAX_GRID_Y), _cdiv(batch, _MAX_GRID_Y))
-        args = (a, b, out, bias_t, m, n, k, batch, *a.stride(), *b.stride(), *out.stride(), *bias_strides)
+        args = (a, b, out, bias_t, m, n, k, batch, *a.stride(), *b.stride(), *out.stride())
     else:
         grid = (tiles, 1, 1)
-        args = (a, b, out, bias_t, m, n, k, *a.stride(), *b.stride(), *out.stride(), *bias_strides)
+        args = (a, b, out, bias_t, m, n, k, *a.stride(), *b.stride(), *out.stride())
     return batched, grid, {"args": args, "meta": meta}

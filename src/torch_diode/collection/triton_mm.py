@@ -6,7 +6,12 @@ contiguity hints, K masks only when not EVEN_K, fp32 accumulation, the addmm epi
 ``acc + bias``), with one difference: sizes and strides are runtime arguments instead of
 constants baked into the source, so one compilation per config serves every shape. Triton still
 specialises strides of 1 and multiples of 16, as it does for Inductor's alignment-known
-kernels. The fidelity benchmark (benchmarks/collector_fidelity.py) compares their timings with
+kernels. The bias's strides are the exception: compile-time constants, as in Inductor's kernels
+(where a broadcast bias's zero stride drops out of the index). Passed at run time, they made
+Triton 3.6 build kernels that end in a CUDA misaligned-address fault on some shapes with unaligned
+rows, where Inductor's kernel of the same config runs (``python -m benchmarks.collector_fault``;
+benchmarks/results/collector_fault_h200.json). The fidelity benchmark
+(benchmarks/collector_fidelity.py) compares their timings with
 Inductor's own benchmark of its generated kernels.
 
 Importing this module needs triton (GPU machines).
@@ -38,8 +43,8 @@ def _mm_body(
     stride_bn,
     stride_cm,
     stride_cn,
-    stride_biasm,
-    stride_biasn,
+    stride_biasm: tl.constexpr,
+    stride_biasn: tl.constexpr,
     A_CONTIG: tl.constexpr,
     B_CONTIG: tl.constexpr,
     HAS_BIAS: tl.constexpr,
@@ -122,9 +127,9 @@ def _bmm_body(
     stride_cq,
     stride_cm,
     stride_cn,
-    stride_biasq,
-    stride_biasm,
-    stride_biasn,
+    stride_biasq: tl.constexpr,
+    stride_biasm: tl.constexpr,
+    stride_biasn: tl.constexpr,
     A_CONTIG: tl.constexpr,
     B_CONTIG: tl.constexpr,
     HAS_BIAS: tl.constexpr,
