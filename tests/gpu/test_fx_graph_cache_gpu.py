@@ -2,13 +2,13 @@
 into its FX-graph cache key), a second process compiling the same GEMM hits the FX-graph cache and
 logs no traceback ("Failed to pickle cache key" before the handler was picklable), while another
 model or another diode setting misses. The CPU version is tests/integration/test_fx_graph_cache.py.
-Needs an H100 (the shipped model)."""
+Needs a GPU with a shipped model (H100, H200)."""
 
 from pathlib import Path
 
 import fx_cache_child as child
 import pytest
-import torch
+from gpu_models import shipped_model_for_this_gpu
 from torch._inductor import config as inductor_config
 
 from torch_diode.registry import resolve_model
@@ -17,10 +17,9 @@ pytestmark = pytest.mark.gpu
 
 
 def test_a_second_process_hits_the_fx_graph_cache(tmp_path):
-    if "H100" not in torch.cuda.get_device_name():
-        pytest.skip("the shipped model is for the H100")
+    name = shipped_model_for_this_gpu()
     if not hasattr(inductor_config, "inductor_choices_class"):
         pytest.skip("this torch has no inductor_choices_class: the FX-graph cache is off while diode is installed")
-    model = str(resolve_model("NVIDIA-H100-matmul"))
+    model = str(resolve_model(name))
     spec = {"device": "cuda", "op": "mm", "inductor": {}, "pickled_key": False}
     child.check_cache_use(spec, model, str(child.other_model(Path(model), tmp_path)), tmp_path / "cache")
