@@ -144,9 +144,11 @@ def reference_features(problem: Problem, config: KernelConfig, hardware: Hardwar
         "log2_tile_bytes_per_k_iter", "log2_operand_regs_per_thread", "log2_regs_per_thread",
     )  # fmt: skip
     if config.block_m is None:
-        # Untiled (ATen) choices: all block-derived features are zero, flags included.
+        # Untiled (ATen) choices: all block-derived features are zero, flags included, but TF32
+        # (cuBLAS's TF32 kernels, on fp32 only).
         for name in tiled_names:
             f[name] = 0.0
+        f["allow_tf32"] = float(config.allow_tf32 and problem.dtype_a == "float32")
         return f
 
     bm, bn, bk = config.block_m, config.block_n, config.block_k

@@ -206,6 +206,10 @@ void compute_features(std::span<const int64_t> problems, std::span<const int64_t
 
     for (int t = 0; t < kNumTemplateKinds; ++t)
       f[kFTemplateIsAtenMm + t] = c[kCTemplateKind] == t ? 1.f : 0.f;
+    // TF32 changes only fp32 dots; Inductor sets ALLOW_TF32 for half precision too (whenever tf32
+    // is on and the GEMM is large), where the kernel is the same. An ATen choice carries it where
+    // cuBLAS may run TF32 kernels (inductor.config_space.aten_allows_tf32).
+    f[kFAllowTf32] = c[kCAllowTF32] != 0 && dt == DType::float32 ? 1.f : 0.f;
     const int64_t bm = c[kCBlockM], bn = c[kCBlockN], bk = c[kCBlockK];
     if (bm > 0) {
       const int64_t warps = c[kCNumWarps], stages = c[kCNumStages];
@@ -224,9 +228,6 @@ void compute_features(std::span<const int64_t> problems, std::span<const int64_t
       f[kFNumStages] = static_cast<float>(stages);
       f[kFNumWarps] = static_cast<float>(warps);
       f[kFEvenK] = static_cast<float>(c[kCEvenK]);
-      // TF32 changes only fp32 dots; Inductor sets ALLOW_TF32 for half precision too (whenever
-      // tf32 is on and the GEMM is large), where the kernel is the same.
-      f[kFAllowTf32] = c[kCAllowTF32] != 0 && dt == DType::float32 ? 1.f : 0.f;
       f[kFUseFastAccum] = static_cast<float>(c[kCUseFastAccum]);
       f[kFLog2TilesM] = lg(tiles_m);
       f[kFLog2TilesN] = lg(tiles_n);
@@ -253,9 +254,11 @@ void compute_features(std::span<const int64_t> problems, std::span<const int64_t
       f[kFLog2OperandRegsPerThread] = lg(operand_regs);
       f[kFLog2RegsPerThread] = lg(operand_regs + static_cast<double>(bm * bn) / threads);
     } else {
-      // Not tiled (ATen/cuBLAS, ...): every block-derived feature is zero; the template one-hot
-      // and the problem features carry the information.
+      // Not tiled (ATen/cuBLAS, ...): every block-derived feature is zero but TF32 (set above);
+      // the template one-hot and the problem features carry the information.
+      const float tf32 = f[kFAllowTf32];
       std::fill(f + kFIsTiled, f + kNumFeatures, 0.f);
+      f[kFAllowTf32] = tf32;
     }
   }
 }

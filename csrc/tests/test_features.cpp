@@ -87,6 +87,15 @@ TEST(Features, AllowTf32CountsOnlyForFloat32) {
   EXPECT_FLOAT_EQ(run(problem(0, 1, 1024, 1024, 1024, 0), off)[col("allow_tf32")], 0.0f);
 }
 
+TEST(Features, AtenChoiceCarriesTf32ForFloat32) {
+  // cuBLAS under TF32: an ATen row has no tiles but the TF32 flag, on fp32 only.
+  std::vector<int64_t> off = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, on = {0, 0, 0, 0, 0, 0, 0, 0, 1, 0};
+  EXPECT_FLOAT_EQ(run(problem(0, 1, 1024, 1024, 1024, 0), on)[col("allow_tf32")], 1.0f);
+  EXPECT_FLOAT_EQ(run(problem(0, 1, 1024, 1024, 1024, 0), off)[col("allow_tf32")], 0.0f);
+  EXPECT_EQ(run(problem(0, 1, 1024, 1024, 1024, 1), on), run(problem(0, 1, 1024, 1024, 1024, 1), off));
+  EXPECT_FLOAT_EQ(run(problem(0, 1, 1024, 1024, 1024, 0), on)[col("is_tiled")], 0.0f);
+}
+
 TEST(Features, SharedMemoryOverflowIsFlagged) {
   // fp32 256x256x64, 5 stages: (256*64 + 64*256) * 4 * 5 = 640 KiB > 227 KiB.
   std::vector<int64_t> cfg = {3, 256, 256, 64, 8, 5, 8, 1, 0, 0};

@@ -93,6 +93,27 @@ def test_failures_are_kept_as_failures(recorded, tmp_path):
     assert collector.stats["failed_choices"] == 1
 
 
+@pytest.mark.parametrize("precision, marked", [("high", True), ("highest", False)])
+def test_an_aten_choice_of_fp32_under_tf32_is_recorded_as_such(recorded, tmp_path, precision, marked):
+    """cuBLAS runs TF32 kernels for fp32 where TF32 is allowed: the recorded ATen config says so
+    (the features read it), the other choices keep their own flag."""
+    _, _, raw = recorded
+    timings, name, nodes, choices, _ = raw[0]
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        collector = Collector(tmp_path / "t.msgpack")
+        collector.record(timings, name, nodes, choices)
+        collector.flush()
+    finally:
+        torch.set_float32_matmul_precision(before)
+    ((_, problem, recorded_timings),) = list(load_dataset(tmp_path / "t.msgpack").problems())
+    assert problem.dtype_a == "float32"
+    aten = [t.config for t in recorded_timings if not t.config.is_tiled]
+    assert aten and all(c.allow_tf32 is marked for c in aten)
+    assert not any(t.config.allow_tf32 for t in recorded_timings if t.config.is_tiled)
+
+
 def test_saver_signatures_and_unknown_ops(tmp_path):
     collector = Collector(tmp_path / "s.json")
     collector._saver({}, "int_mm", [], [])  # 4 arguments (older torch)

@@ -180,3 +180,28 @@ def test_launch_spec_binds_the_kernels_parameters_with_the_bias_strides_as_const
         assert (spec["meta"]["stride_biasq"], spec["meta"]["stride_biasm"]) == (77 * 77, 77)
     else:
         assert spec["meta"]["stride_biasm"] == spec["meta"]["stride_biasn"] == 0
+
+
+def test_aten_choices_of_fp32_carry_tf32_where_it_is_allowed():
+    """cuBLAS runs TF32 kernels for fp32 GEMMs where TF32 is allowed; an ATen config (collected)
+    and an ATen row (the handler's candidates) carry the flag then, on fp32 only."""
+    from torch_diode import _C
+    from torch_diode.features import FEATURE_NAMES, config_rows, featurize, featurize_rows, is_extern
+    from torch_diode.inductor.config_space import with_aten_tf32
+    from torch_diode.types import Hardware
+
+    f32 = Problem("addmm", 1, 512, 1024, 768, "float32", "float32", "float32")
+    f16 = Problem("addmm", 1, 512, 1024, 768, "float16", "float16", "float16")
+    assert [c.allow_tf32 for c in aten_configs(f32, tf32=True)] == [True, True]
+    assert not any(c.allow_tf32 for c in aten_configs(f32, tf32=False) + aten_configs(f16, tf32=True))
+    configs = aten_configs(f32, tf32=False) + triton_configs(f32, "DEFAULT")[:3]
+    rows = config_rows(configs)
+    marked = with_aten_tf32(f32, rows, True)
+    column = _C.config_columns().index("allow_tf32")
+    assert (marked[is_extern(rows), column] == 1).all() and (marked[~is_extern(rows)] == rows[~is_extern(rows)]).all()
+    assert with_aten_tf32(f32, rows, False) is rows and with_aten_tf32(f16, rows, True) is rows
+    # the features tell cuBLAS's TF32 times from its full-precision ones, on the ATen rows too
+    hw = Hardware("NVIDIA H100 80GB HBM3", (9, 0), 132, 80 * 2**30, 232448, "2.11.0", "3.6.0")
+    tf32_feature = FEATURE_NAMES.index("allow_tf32")
+    assert featurize_rows(f32, marked, hw)[0, tf32_feature] == 1.0
+    assert featurize(f32, configs, hw)[0, tf32_feature] == 0.0

@@ -344,23 +344,27 @@ def float32_matmul_precision(precision: str):
         torch.set_float32_matmul_precision(before)
 
 
-def test_fp32_with_tf32_allowed_widens_the_selection_when_the_model_never_saw_it(cpu_model):
+def test_fp32_with_tf32_allowed_widens_the_selection_when_the_model_saw_it_too_rarely(cpu_model):
     """torch.set_float32_matmul_precision("high") lets fp32 GEMMs run TF32 kernels, which a model
-    timed without it never saw; the decision depends on the setting, so the cache keys on it."""
+    timed on fewer than min_dtype_problems such problems does not know; the decision depends on
+    the setting, so the cache keys on it."""
     from torch._inductor.virtualized import V
 
     a, b = torch.randn(3, 40, 24), torch.randn(3, 24, 56)
-    for precision, recorded, widened in (("high", 0, 1), ("highest", 0, 0), ("high", 5, 0), ("high", None, 0)):
+    # (min_dtype_problems, precision, TF32 problems the model recorded, widened)
+    cases = [(0, "high", 0, 1), (0, "highest", 0, 0), (0, "high", 5, 0), (0, "high", None, 1)]
+    for bar, precision, recorded, widened in cases + [(10, "high", 9, 1), (10, "high", 10, 0)]:
         choices = DiodeInductorChoices(cpu_model)
         assert choices.metadata["training_data"]["tf32_problems"] == 0  # CPU timings: no TF32
+        choices.metadata["training_data"]["problems_by_dtype"]["float32"] = 1000  # not few_examples
         if recorded is None:
             del choices.metadata["training_data"]["tf32_problems"]
         else:
             choices.metadata["training_data"]["tf32_problems"] = recorded
-        with V.set_choices_handler(choices):
+        with V.set_choices_handler(choices), config.patch(min_dtype_problems=bar):
             with float32_matmul_precision(precision):
                 torch.testing.assert_close(compile_bmm(a, b), torch.bmm(a, b))
-                assert choices.get_stats()["unsure_tf32"] == widened, (precision, recorded)
+                assert choices.get_stats()["unsure_tf32"] == widened, (precision, recorded, bar)
             with float32_matmul_precision("highest" if precision == "high" else "high"):
                 compile_bmm(a, b)  # the other setting: not the cached decision
         stats = choices.get_stats()

@@ -9,6 +9,8 @@ killed process loses at most the GEMM in flight.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import math
 import os
@@ -16,9 +18,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..inductor.config_space import aten_allows_tf32, tf32_enabled
 from ..inductor.convert import config_from_choice, problem_from_nodes
 from ..inductor.hooks import feedback_savers, resume_handlers, set_inductor_config, suspend_handlers
-from ..types import Dataset, DatasetWriter, Hardware, Problem, TimedConfig
+from ..types import Dataset, DatasetWriter, Hardware, KernelConfig, Problem, TimedConfig
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +31,15 @@ RECORDED_OPS = ("mm", "addmm", "bmm", "baddbmm")
 # timings from its autotune cache or skip lowering on an FX-graph cache hit, and the saver would
 # see stale or no timings.
 _CACHE_OFF = {"force_disable_caches": True}
+
+
+def _recorded_config(problem: Problem, tf32: bool, choice: Any) -> KernelConfig:
+    """A choice's config as recorded: an ATen choice is marked ``allow_tf32`` where cuBLAS may
+    run TF32 kernels (:func:`~torch_diode.inductor.config_space.aten_allows_tf32`)."""
+    config = config_from_choice(choice)
+    if not config.is_tiled and aten_allows_tf32(problem, tf32):
+        config = dataclasses.replace(config, allow_tf32=True)
+    return config
 
 
 class Collector:
@@ -164,8 +176,9 @@ class Collector:
         out_dtype = caller_list[0].layout.dtype
         problem = problem_from_nodes(name, list(input_nodes), out_dtype)
         timed = []
+        config_of = functools.partial(_recorded_config, problem, tf32_enabled())
         for choice, time_ms in timings.items():
-            config = config_from_choice(choice)
+            config = config_of(choice)
             if time_ms is None or not math.isfinite(time_ms) or time_ms <= 0:
                 timed.append(TimedConfig.failure(config))
                 self.stats["failed_choices"] += 1
@@ -175,7 +188,7 @@ class Collector:
         timed_ids = {id(c) for c in timings}
         for choice in caller_list:
             if id(choice) not in timed_ids:
-                timed.append(TimedConfig.failure(config_from_choice(choice)))
+                timed.append(TimedConfig.failure(config_of(choice)))
                 self.stats["failed_choices"] += 1
         self.dataset.add(self._hardware_of(list(input_nodes)[-1]), problem, timed)
         self.stats["gemms"] += 1

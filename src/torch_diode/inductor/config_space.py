@@ -88,6 +88,27 @@ def allow_tf32(problem: Problem) -> bool:
     return tf32_enabled() and problem.M >= 16 and min(problem.N, problem.K) >= 512
 
 
+def aten_allows_tf32(problem: Problem, tf32: bool) -> bool:
+    """Whether an ATen (cuBLAS) choice of ``problem`` may run TF32 kernels: fp32 with TF32 allowed
+    (``tf32``). Its config then carries ``allow_tf32`` (the collectors record it, the handler sets
+    it on Inductor's ATen choices), so that a model tells cuBLAS's TF32 times from its
+    full-precision ones."""
+    return tf32 and problem.dtype_a == "float32"
+
+
+def with_aten_tf32(problem: Problem, rows: np.ndarray, tf32: bool) -> np.ndarray:
+    """``features.config_rows`` of a problem's candidates with the ATen rows' ``allow_tf32`` set
+    as :func:`aten_allows_tf32` says (a copy where it changes anything)."""
+    if not aten_allows_tf32(problem, tf32) or len(rows) == 0:
+        return rows
+    from .._C import config_columns
+    from ..features import is_extern
+
+    rows = np.array(rows, copy=True)
+    rows[is_extern(rows), config_columns().index("allow_tf32")] = 1
+    return rows
+
+
 def tf32_enabled() -> bool:
     """Whether fp32 CUDA matmuls may use TF32 (``torch.set_float32_matmul_precision("high")``)."""
     import torch
@@ -159,15 +180,12 @@ def triton_configs(problem: Problem, search_space: str = "DEFAULT") -> list[Kern
     return [config_at(i) for i in range(len(rows))]
 
 
-def aten_configs(problem: Problem) -> list[KernelConfig]:
-    """The ATen (cuBLAS) choices Inductor offers for the op."""
-    if problem.op == "mm":
-        return [KernelConfig("aten::mm")]
-    if problem.op == "bmm":
-        return [KernelConfig("aten::bmm")]
-    if problem.op == "baddbmm":
-        return [KernelConfig("aten::baddbmm")]
-    return [KernelConfig("aten::bias_addmm"), KernelConfig("aten::addmm")]
+def aten_configs(problem: Problem, tf32: bool | None = None) -> list[KernelConfig]:
+    """The ATen (cuBLAS) choices Inductor offers for the op, marked ``allow_tf32`` where
+    :func:`aten_allows_tf32` says (``tf32``: whether TF32 is allowed; None: as torch is set now)."""
+    names = {"mm": ("aten::mm",), "bmm": ("aten::bmm",), "baddbmm": ("aten::baddbmm",)}
+    tf32 = aten_allows_tf32(problem, tf32_enabled() if tf32 is None else tf32)
+    return [KernelConfig(name, allow_tf32=tf32) for name in names.get(problem.op, ("aten::bias_addmm", "aten::addmm"))]
 
 
 def beyond_default_list(problem: Problem, rows: np.ndarray) -> np.ndarray:

@@ -48,7 +48,7 @@ from ..inductor.candidates import (
     search_space,
     template_uids,
 )
-from ..inductor.config_space import beyond_default_list, tf32_enabled, triton_candidates
+from ..inductor.config_space import beyond_default_list, tf32_enabled, triton_candidates, with_aten_tf32
 from ..inductor.convert import ktc_config, ktc_with_config, problem_from_nodes
 from ..selection import Confidence, Decision, NoUsableCandidate, Policy, Pool, decide
 from ..types import Hardware, KernelConfig, Problem
@@ -455,7 +455,8 @@ class DiodeInductorChoices(InductorChoices):
         (statistics, ``decisions``): called once the decision is used, so that a decision the
         enumerated path gives up is not counted twice."""
         try:
-            features = featurize_rows(problem, candidates.rows, self._hardware_for(kernel_inputs))
+            rows = with_aten_tf32(problem, candidates.rows, tf32_enabled())  # cuBLAS's TF32 kernels
+            features = featurize_rows(problem, rows, self._hardware_for(kernel_inputs))
         except Exception as e:
             raise Fallback("feature_error", str(e), error=True) from None
         try:  # every ensemble member's ln time ([K, N]): their mean ranks, their spread is the risk

@@ -230,7 +230,9 @@ def unsure_reason(
       ``unsure_heldout_slowdown`` times slower than the best (judged where training's validation
       split held at least ``min_heldout_problems`` of them; that split also chose the early stop,
       so the figure leans optimistic);
-    - ``tf32``: fp32 with TF32 allowed (``tf32``) and the training data timed none so;
+    - ``tf32``: fp32 with TF32 allowed (``tf32``) and the training data timed none so, or fewer
+      than ``min_dtype_problems`` (cuBLAS and Triton run other kernels under TF32: the same bar
+      as for an element type);
     - ``loss_risk``: the estimated probability (``risk``, :func:`loss_probability`) that the
       first pick is more than LOSS_MARGIN times slower than the best ATen choice exceeds
       ``unsure_loss_probability``.
@@ -268,7 +270,8 @@ def unsure_reason(
     ):
         return "misaligned"
     # fp32 with TF32 allowed runs other kernels (cuBLAS and Triton) than a model timed without it
-    if "tf32" in rules and problem.dtype_a == "float32" and contract.tf32_problems == 0 and tf32:
+    tf32_count = contract.tf32_problems or 0
+    if "tf32" in rules and tf32 and problem.dtype_a == "float32" and tf32_count < max(1, policy.min_dtype_problems):
         return "tf32"
     if "loss_risk" in rules and risk is not None and risk > policy.unsure_loss_probability:
         return "loss_risk"
