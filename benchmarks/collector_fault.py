@@ -49,7 +49,7 @@ def parse_problem(label: str) -> Problem:
     """``"addmm 384x1442x1595 float16 TN"`` (M x N x K; bmm: B x M x N x K) -> Problem."""
     m = _LABEL.match(label.strip())
     if not m:
-        raise SystemExit(f"collector_fault: --problem {label!r}: expected 'OP [Bx]MxNxK DTYPE LAYOUT'")
+        raise ValueError(f"--problem {label!r}: expected 'OP [Bx]MxNxK DTYPE LAYOUT'")
     op, b, mm, n, k, dtype, ta, tb = m.groups()
     return Problem(op, int(b or 1), int(mm), int(n), int(k), dtype, dtype, dtype, ta == "T", tb == "T")
 
@@ -180,7 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", type=int, help=argparse.SUPPRESS)
     p.add_argument("--variant", default="as_is", choices=VARIANTS, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    problems = [parse_problem(label) for label in args.problem]
+    try:
+        problems = [parse_problem(label) for label in args.problem]
+    except ValueError as e:
+        p.error(str(e))
     if args.child:
         skip = {int(x) for x in args.skip.split(",") if x}
         child(problems[0], args.sample, args.seed, skip, args.only, args.variant)

@@ -11,14 +11,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_part(tmp_path: Path, codes: list[int], retries: int = 4) -> tuple[int, list[str]]:
+def run_part(tmp_path: Path, codes: list[int], retries: int = 4, part: str = "train-mm") -> tuple[int, list[str]]:
     calls = tmp_path / "calls"
     codes_file = tmp_path / "codes"
     codes_file.write_text("\n".join(map(str, codes)) + "\n")
     fake = tmp_path / "fake_diode.sh"
-    # each call logs its arguments and exits with the next code of the list
+    # each call logs its arguments (and the TMA switch) and exits with the next code of the list
     fake.write_text(
-        'echo "$*" >> "$CALLS"\n'
+        'echo "${ENABLE_PERSISTENT_TMA_MATMUL:-0} $*" >> "$CALLS"\n'
         'code=$(head -n 1 "$CODES"); tail -n +2 "$CODES" > "$CODES.rest"; mv "$CODES.rest" "$CODES"\n'
         'exit "${code:-0}"\n'
     )
@@ -31,9 +31,17 @@ def run_part(tmp_path: Path, codes: list[int], retries: int = 4) -> tuple[int, l
         "CODES": str(codes_file),
     }
     proc = subprocess.run(
-        ["bash", str(ROOT / "data" / "h100" / "collect.sh"), "train-mm"], env=env, capture_output=True, text=True
+        ["bash", str(ROOT / "data" / "h100" / "collect.sh"), part], env=env, capture_output=True, text=True
     )
     return proc.returncode, calls.read_text().splitlines() if calls.exists() else []
+
+
+def script_parts() -> list[str]:
+    """The parts collect.sh knows: the labels of its ``case``."""
+    import re
+
+    text = (ROOT / "data" / "h100" / "collect.sh").read_text()
+    return re.findall(r"^\s+([a-z0-9-]+)\)\s", text, flags=re.M)
 
 
 @pytest.mark.parametrize(
@@ -50,4 +58,24 @@ def run_part(tmp_path: Path, codes: list[int], retries: int = 4) -> tuple[int, l
 def test_a_crashed_part_runs_again(tmp_path, codes, retries, want_rc, want_calls):
     rc, calls = run_part(tmp_path, codes, retries)
     assert rc == want_rc and len(calls) == want_calls, (rc, calls)
-    assert all(c.startswith("collect ") and c.endswith("h100/train/h100_mm.msgpack.gz") for c in calls)
+    assert all(c.startswith("0 collect ") and c.endswith("h100/train/h100_mm.msgpack.gz") for c in calls)
+
+
+def test_every_part_gives_the_cli_arguments_it_accepts(tmp_path):
+    """Each part's command, as the script builds it, parses with diode's own argument parser, and
+    only the TMA part turns Inductor's persistent TMA template on."""
+    from torch_diode.cli import build_parser, hoist_global_options
+
+    parts = script_parts()
+    assert {"train-mm", "realmodels", "v2-decomposek", "v2-tma"} <= set(parts) and len(parts) >= 25
+    parser = build_parser()
+    for part in parts:
+        (tmp_path / part).mkdir()
+        rc, calls = run_part(tmp_path / part, [0], 0, part)
+        assert rc == 0 and len(calls) == 1, (part, rc, calls)
+        tma, *argv = calls[0].split()
+        args = parser.parse_args(hoist_global_options(parser, argv))
+        assert args.command in ("collect", "collect-shapeset", "create-validation"), part
+        assert tma == ("1" if part == "v2-tma" else "0"), part
+        if part in ("v2-decomposek", "v2-tma"):
+            assert args.search_mode == "max-autotune" and args.search_space == "DEFAULT", part
