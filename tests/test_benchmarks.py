@@ -233,3 +233,28 @@ def test_e2e_draws_one_gemm_of_each_model_of_a_shapeset():
     assert [label for label, _, _ in drawn] != [label for label, _, _ in load_shapes("realmodels_heldout", 1, 1)]
     assert len(load_shapes("realmodels_heldout", None, 0)) == len(load_shapeset("realmodels_heldout"))
     assert load_shapes(SHAPES, 1, 0) == load_shapes(SHAPES)  # a shapes file is read whole
+
+
+def test_collector_fault_reads_problem_labels_and_refuses_a_bad_one():
+    from benchmarks.collector_fault import parse_problem
+
+    p = parse_problem("addmm 384x1442x1595 float16 TN")
+    assert (p.op, p.B, p.M, p.N, p.K, p.dtype_a, p.transpose_a, p.transpose_b) == (
+        "addmm",
+        1,
+        384,
+        1442,
+        1595,
+        "float16",
+        True,
+        False,
+    )
+    assert parse_problem(p.short()) == p and parse_problem("bmm 16x100x32x950 float32 NN").B == 16
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.collector_fault", "--problem", "addmm 384x1442 float16 TN"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 2 and "--problem 'addmm 384x1442 float16 TN'" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
