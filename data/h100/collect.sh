@@ -2,7 +2,7 @@
 # How data/h100/ was collected (on the lent H100, fast mode): bash data/h100/collect.sh [PART...]
 # Parts: realmodels (the held-out real models' GEMMs, never trained on: benchmarks.selection_replay realmodels judges on them);
 # v2-layouts v2-hugek v2-vocab v2-skinnyk v2-batch v2-attn-qk v2-attn-pv v2-odd v2-f32 v2-tf32 v2-f32-odd v2-tf32-odd
-# v2-decomposek v2-tma (coverage design);
+# v2-f32-hugek v2-tf32-hugek v2-f32-vocab v2-tf32-vocab v2-f32-batch v2-tf32-batch v2-decomposek v2-tma (coverage design);
 # train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m odd-v1
 # (default: all but odd-v1, in that order). Files go to $DATA (default data/h100); every command
 # resumes where a killed run stopped. Run it from the repository root.
@@ -78,6 +78,12 @@ V2_ATTN_PV="$V2_HALF --ops bmm baddbmm --min-batch 8 --max-batch 512 --max-gflop
 V2_ODD="$V2_HALF --ops mm addmm bmm baddbmm --max-batch 512 --max-gflop 100 --log-normal --log-normal-mean 6.5 --log-normal-sigma 1.3 --min-size 1 --max-size 16384"
 V2_F32="--dtypes float32 --layouts NN NT TN TT --ops mm addmm bmm baddbmm --max-batch 32 --max-gflop 20 --sizes 64 128 256 512 768 1024 1536 2048 3072 4096 5120 8192 --m-sizes 1 2 8 16 32 64 128 256 512 1024 2048 4096"
 V2_F32_ODD="--dtypes float32 --layouts NN NT TN TT --ops mm addmm bmm baddbmm --max-batch 64 --max-gflop 20 --log-normal --log-normal-mean 6.3 --log-normal-sigma 1.3 --min-size 1 --max-size 16384"
+# fp32 in the long-K, vocabulary-N and large-batch regimes, with and without TF32 (v2-f32 draws none
+# of them: its sizes stop at 8192 and its batches at 32).
+F32_ALL="--dtypes float32 --layouts NN NT TN TT"
+V2_F32_HUGEK="$F32_ALL --ops mm addmm bmm baddbmm --max-batch 8 --max-gflop 40 --m-sizes 1 4 16 32 64 128 256 512 1024 --n-sizes 16 32 64 128 256 512 1024 2048 --k-sizes 16384 24576 32768 65536 131072"
+V2_F32_VOCAB="$F32_ALL --ops mm addmm --max-gflop 60 --m-sizes 1 2 4 8 16 32 64 128 256 512 --n-sizes 32000 32768 50257 65536 128256 151936 --k-sizes 512 768 1024 2048 4096"
+V2_F32_BATCH="$F32_ALL --ops bmm baddbmm --min-batch 64 --max-batch 2048 --max-gflop 40 --sizes 16 32 64 128 256 512 1024 --m-sizes 1 4 16 64 128 256 512 1024"
 # decompose_k (mm with K >= 32 x M and K >= 32 x N: one candidate per split of K) and the persistent
 # TMA template (offered only with ENABLE_PERSISTENT_TMA_MATMUL=1) come from Inductor's own lowering,
 # which the fast path does not copy: these parts record every choice Inductor benchmarks in stock
@@ -117,6 +123,12 @@ for part in "${parts[@]}"; do
     v2-tf32)   run_diode collect $V2_SAMPLED $V2_F32 --float32-matmul-precision high --num-shapes ${N:-200} --seed 30 -o "$DATA/train/${GPU}_v2_tf32.msgpack.gz" ;;
     v2-f32-odd) run_diode collect $V2_SAMPLED $V2_F32_ODD --float32-matmul-precision highest --num-shapes ${N:-100} --seed 31 -o "$DATA/train/${GPU}_v2_f32_odd.msgpack.gz" ;;
     v2-tf32-odd) run_diode collect $V2_SAMPLED $V2_F32_ODD --float32-matmul-precision high --num-shapes ${N:-100} --seed 32 -o "$DATA/train/${GPU}_v2_tf32_odd.msgpack.gz" ;;
+    v2-f32-hugek) run_diode collect $V2_SAMPLED $V2_F32_HUGEK --float32-matmul-precision highest --num-shapes ${N:-20} --seed 35 -o "$DATA/train/${GPU}_v2_f32_hugek.msgpack.gz" ;;
+    v2-tf32-hugek) run_diode collect $V2_SAMPLED $V2_F32_HUGEK --float32-matmul-precision high --num-shapes ${N:-20} --seed 36 -o "$DATA/train/${GPU}_v2_tf32_hugek.msgpack.gz" ;;
+    v2-f32-vocab) run_diode collect $V2_SAMPLED $V2_F32_VOCAB --float32-matmul-precision highest --num-shapes ${N:-20} --seed 37 -o "$DATA/train/${GPU}_v2_f32_vocab.msgpack.gz" ;;
+    v2-tf32-vocab) run_diode collect $V2_SAMPLED $V2_F32_VOCAB --float32-matmul-precision high --num-shapes ${N:-20} --seed 38 -o "$DATA/train/${GPU}_v2_tf32_vocab.msgpack.gz" ;;
+    v2-f32-batch) run_diode collect $V2_SAMPLED $V2_F32_BATCH --float32-matmul-precision highest --num-shapes ${N:-20} --seed 39 -o "$DATA/train/${GPU}_v2_f32_batch.msgpack.gz" ;;
+    v2-tf32-batch) run_diode collect $V2_SAMPLED $V2_F32_BATCH --float32-matmul-precision high --num-shapes ${N:-20} --seed 40 -o "$DATA/train/${GPU}_v2_tf32_batch.msgpack.gz" ;;
     v2-decomposek) run_diode collect $V2_MA $V2_DECOMPOSEK --num-shapes ${N:-120} --seed 33 -o "$DATA/train/${GPU}_v2_decomposek.msgpack.gz" ;;
     v2-tma)    DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode collect $V2_MA $V2_TMA --num-shapes ${N:-120} --seed 34 -o "$DATA/train/${GPU}_v2_tma.msgpack.gz" ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
