@@ -92,7 +92,8 @@ TEST(Features, AtenChoiceCarriesTf32ForFloat32) {
   std::vector<int64_t> off = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, on = {0, 0, 0, 0, 0, 0, 0, 0, 1, 0};
   EXPECT_FLOAT_EQ(run(problem(0, 1, 1024, 1024, 1024, 0), on)[col("allow_tf32")], 1.0f);
   EXPECT_FLOAT_EQ(run(problem(0, 1, 1024, 1024, 1024, 0), off)[col("allow_tf32")], 0.0f);
-  EXPECT_EQ(run(problem(0, 1, 1024, 1024, 1024, 1), on), run(problem(0, 1, 1024, 1024, 1024, 1), off));
+  EXPECT_EQ(run(problem(0, 1, 1024, 1024, 1024, 1), on),
+            run(problem(0, 1, 1024, 1024, 1024, 1), off));
   EXPECT_FLOAT_EQ(run(problem(0, 1, 1024, 1024, 1024, 0), on)[col("is_tiled")], 0.0f);
 }
 
