@@ -88,10 +88,21 @@ def featurize_rows(problem: Problem, rows: np.ndarray, hardware: Hardware) -> np
     return _C.compute_features(problem_row(problem), rows, hardware_row(hardware))
 
 
+@cache
+def _aten_kinds() -> tuple[int, ...]:
+    return tuple(code for code, name in enumerate(template_kind_names()) if name.startswith("aten_"))
+
+
 def is_extern(rows: np.ndarray) -> np.ndarray:
     """Which configs, given by their :func:`config_rows`, are extern (ATen/cuBLAS) choices: those
-    without block sizes, as ``KernelConfig.is_tiled`` says."""
-    return np.asarray(rows).reshape(-1, len(_C.config_columns()))[:, 1] == 0
+    of an ATen template kind. Having no block sizes is not enough: decompose_k and the CPU's C++
+    template have none, and they compile kernels."""
+    return np.isin(np.asarray(rows).reshape(-1, len(_C.config_columns()))[:, 0], _aten_kinds())
+
+
+def is_aten(config: KernelConfig) -> bool:
+    """:func:`is_extern` of one config."""
+    return template_kind(config.template_id) in _aten_kinds()
 
 
 class Candidates:

@@ -14,6 +14,7 @@ from torch._inductor import select_algorithm
 
 from torch_diode.collection import Collector, collect
 from torch_diode.collection.sweep_state import problem_key
+from torch_diode.features import is_aten
 from torch_diode.types import load_dataset
 
 pytestmark = pytest.mark.slow
@@ -109,9 +110,10 @@ def test_an_aten_choice_of_fp32_under_tf32_is_recorded_as_such(recorded, tmp_pat
         torch.set_float32_matmul_precision(before)
     ((_, problem, recorded_timings),) = list(load_dataset(tmp_path / "t.msgpack").problems())
     assert problem.dtype_a == "float32"
-    aten = [t.config for t in recorded_timings if not t.config.is_tiled]
+    aten = [t.config for t in recorded_timings if is_aten(t.config)]
     assert aten and all(c.allow_tf32 is marked for c in aten)
-    assert not any(t.config.allow_tf32 for t in recorded_timings if t.config.is_tiled)
+    others = [t.config for t in recorded_timings if not is_aten(t.config)]  # the C++ template's
+    assert others and not any(c.allow_tf32 for c in others)
 
 
 def test_saver_signatures_and_unknown_ops(tmp_path):

@@ -138,10 +138,9 @@ def test_widen_always_holds_the_best_aten_choice_and_the_best_default_template()
 
 
 def test_unknown_template_kinds_are_never_the_first_pick_nor_the_safety_net():
-    """decompose_k (no block sizes: an extern-like row) predicted fastest, in a model whose
-    training data held no decompose_k timing: the pick is the best known candidate; the ATen
-    choice that rides along is aten::mm, not decompose_k; only an unsure, benchmarked decision
-    takes it along."""
+    """decompose_k predicted fastest, in a model whose training data held no decompose_k timing:
+    the pick is the best known candidate; the ATen choice that rides along is aten::mm, not
+    decompose_k; only an unsure, benchmarked decision takes it along."""
     from torch_diode.selection import Confidence, Policy, Pool, decide
     from torch_diode.selection.contract import KNOWN_BEFORE_V2
 
@@ -149,7 +148,7 @@ def test_unknown_template_kinds_are_never_the_first_pick_nor_the_safety_net():
     kinds = ["decompose_k", "aten_mm", "triton_mm", "triton_mm", "triton_tma"]
     features = _kind_features(kinds)
     features[:, 3] = 12.0  # log2_k; the other range features 0
-    extern = np.array([True, True, False, False, False])
+    extern = np.array([False, True, False, False, False])  # features.is_extern: ATen kinds only
     pool = Pool(features, extern, np.zeros(5, dtype=bool))
     predicted = np.log([1.0, 3.0, 2.0, 2.5, 0.5])
     policy = Policy(
@@ -170,6 +169,43 @@ def test_unknown_template_kinds_are_never_the_first_pick_nor_the_safety_net():
     assert unsure.first == 2 and unsure.widened == (2, 1, 4)
     with pytest.raises(NoUsableCandidate):
         decide(problem, Pool(features[[0, 4]], extern[[0, 4]]), predicted[[0, 4]], policy, Confidence())
+
+
+def test_a_decompose_k_candidate_is_a_template_never_the_aten_choice():
+    """decompose_k (and the CPU's C++ template) have no block sizes but compile kernels: they are
+    not extern choices. Once a model knows decompose_k and predicts it fastest, cuBLAS still rides
+    along with a sure pick and is still in the set an unsure decision benchmarks."""
+    from torch_diode.features import config_rows, is_aten, is_extern, template_kind_names
+    from torch_diode.selection import Confidence, Policy, Pool, decide
+
+    configs = [
+        KernelConfig("decompose_k", extras={"k_split": 16}),
+        KernelConfig("aten::mm"),
+        KernelConfig("triton::mm", 64, 64, 32, 8, 3, 4),
+        KernelConfig("cpp::CppGemmTemplate"),
+        KernelConfig("aten::bias_addmm"),
+    ]
+    assert is_extern(config_rows(configs)).tolist() == [False, True, False, False, True]
+    assert [is_aten(c) for c in configs] == [False, True, False, False, True]
+    problem = Problem("mm", 1, 64, 64, 65536, "float16", "float16", "float16")
+    extern = is_extern(config_rows(configs[:3]))
+    pool = Pool(_kind_features(["decompose_k", "aten_mm", "triton_mm"]), extern, np.zeros(3, dtype=bool))
+    predicted = np.log([0.5, 3.0, 2.0])
+    policy = Policy(
+        top_k=2,
+        performance_threshold=1.0,
+        max_selected_configs=8,
+        extern_preference=1.0,
+        unsure_top_k=2,
+        unsure_heldout_slowdown=1.05,
+        min_dtype_problems=0,
+    )
+    every_kind = tuple(template_kind_names())
+    sure = decide(problem, pool, predicted, policy, Confidence(template_kinds=every_kind))
+    assert sure.unsure is None and sure.chosen == (0, 2, 1) and sure.extern_added
+    ranges = {"log2_k": (4.0, 8.0)}  # log2 K is 0 in these rows: out of range
+    unsure = decide(problem, pool, predicted, policy, Confidence(template_kinds=every_kind, feature_ranges=ranges))
+    assert unsure.unsure == "out_of_range" and unsure.first == 0 and unsure.widened == (0, 1)
 
 
 def test_known_kinds_of_a_contract_follow_its_version():

@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..features import is_aten
 from ..inductor.config_space import aten_allows_tf32, tf32_enabled
 from ..inductor.convert import config_from_choice, problem_from_nodes
 from ..inductor.hooks import feedback_savers, resume_handlers, set_inductor_config, suspend_handlers
@@ -37,7 +38,7 @@ def _recorded_config(problem: Problem, tf32: bool, choice: Any) -> KernelConfig:
     """A choice's config as recorded: an ATen choice is marked ``allow_tf32`` where cuBLAS may
     run TF32 kernels (:func:`~torch_diode.inductor.config_space.aten_allows_tf32`)."""
     config = config_from_choice(choice)
-    if not config.is_tiled and aten_allows_tf32(problem, tf32):
+    if is_aten(config) and aten_allows_tf32(problem, tf32):
         config = dataclasses.replace(config, allow_tf32=True)
     return config
 

@@ -36,7 +36,7 @@ import numpy as np
 from torch._inductor.choices import InductorChoices
 
 from .. import __version__, config
-from ..features import Candidates, config_rows, featurize_rows
+from ..features import Candidates, config_rows, featurize_rows, is_aten
 from ..hardware import detect_hardware, hardware_match
 from ..inductor import settings as inductor_settings
 from ..inductor.candidates import (
@@ -275,7 +275,7 @@ class DiodeInductorChoices(InductorChoices):
         benchmarked (the stock list where it holds none)."""
         for ktc in stock:
             try:
-                if not ktc_config(ktc).is_tiled:
+                if is_aten(ktc_config(ktc)):
                     return [ktc]
             except Exception:
                 continue
