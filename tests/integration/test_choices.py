@@ -351,9 +351,8 @@ def test_fp32_with_tf32_allowed_widens_the_selection_when_the_model_saw_it_too_r
     from torch._inductor.virtualized import V
 
     a, b = torch.randn(3, 40, 24), torch.randn(3, 24, 56)
-    # (min_dtype_problems, precision, TF32 problems the model recorded, widened)
-    cases = [(0, "high", 0, 1), (0, "highest", 0, 0), (0, "high", 5, 0), (0, "high", None, 1)]
-    for bar, precision, recorded, widened in cases + [(10, "high", 9, 1), (10, "high", 10, 0)]:
+
+    def handler(recorded):
         choices = DiodeInductorChoices(cpu_model)
         assert choices.metadata["training_data"]["tf32_problems"] == 0  # CPU timings: no TF32
         choices.metadata["training_data"]["problems_by_dtype"]["float32"] = 1000  # not few_examples
@@ -361,14 +360,24 @@ def test_fp32_with_tf32_allowed_widens_the_selection_when_the_model_saw_it_too_r
             del choices.metadata["training_data"]["tf32_problems"]
         else:
             choices.metadata["training_data"]["tf32_problems"] = recorded
+        return choices
+
+    # (min_dtype_problems, precision, TF32 problems the model recorded, widened)
+    cases = [(0, "high", 0, 1), (0, "highest", 0, 0), (0, "high", 5, 0), (0, "high", None, 1)]
+    for bar, precision, recorded, widened in cases + [(10, "high", 9, 1), (10, "high", 10, 0)]:
+        choices = handler(recorded)
         with V.set_choices_handler(choices), config.patch(min_dtype_problems=bar):
             with float32_matmul_precision(precision):
                 torch.testing.assert_close(compile_bmm(a, b), torch.bmm(a, b))
-                assert choices.get_stats()["unsure_tf32"] == widened, (precision, recorded, bar)
-            with float32_matmul_precision("highest" if precision == "high" else "high"):
-                compile_bmm(a, b)  # the other setting: not the cached decision
         stats = choices.get_stats()
-        assert stats["cache_hits"] == 0 and stats["model_selections"] == 2, (precision, recorded, stats)
+        assert stats["unsure_tf32"] == widened and stats["model_selections"] == 1, (precision, recorded, bar, stats)
+    choices = handler(0)
+    with V.set_choices_handler(choices):
+        for precision in ("high", "highest"):  # the other setting: not the cached decision
+            with float32_matmul_precision(precision):
+                compile_bmm(a, b)
+    stats = choices.get_stats()
+    assert stats["cache_hits"] == 0 and stats["model_selections"] == 2 and stats["unsure_tf32"] == 1, stats
 
 
 def run(code, env=None):
