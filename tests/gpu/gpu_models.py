@@ -4,15 +4,21 @@ import pytest
 import torch
 
 
-def shipped_model_for_this_gpu() -> str:
-    """The shipped model made for this GPU (an exact hardware match), or the test is skipped."""
+def exact_shipped_model() -> str | None:
+    """The shipped model made for this GPU (an exact hardware match), or None."""
     from torch_diode.hardware import detect_hardware
     from torch_diode.registry import model_for_hardware
 
     found = model_for_hardware(detect_hardware("cuda"))
-    if found is None or found[2] != "exact":
+    return found[0] if found is not None and found[2] == "exact" else None
+
+
+def shipped_model_for_this_gpu() -> str:
+    """:func:`exact_shipped_model`, or the test is skipped."""
+    name = exact_shipped_model()
+    if name is None:
         pytest.skip(f"no shipped model for {torch.cuda.get_device_name()}")
-    return found[0]
+    return name
 
 
 def gpu_slug() -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from gpu_models import exact_shipped_model
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,14 +27,6 @@ print("STATS " + json.dumps(_c.get_stats() if _c is not None else None, default=
 """
 
 
-def _has_exact_shipped_model() -> bool:
-    from torch_diode.hardware import detect_hardware
-    from torch_diode.registry import model_for_hardware
-
-    found = model_for_hardware(detect_hardware("cuda"))
-    return found is not None and found[2] == "exact"
-
-
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_readme_gpu_example_lets_the_shipped_model_decide():
     (code,) = [b for b in readme.blocks("python", "Use it with torch.compile") if 'device="cuda"' in b]
@@ -42,7 +35,7 @@ def test_readme_gpu_example_lets_the_shipped_model_decide():
     proc = subprocess.run([sys.executable, "-c", code + STATS], capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     stats = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("STATS "))[len("STATS ") :])
-    if not _has_exact_shipped_model():  # no model, or a family member's (every decision unsure)
+    if exact_shipped_model() is None:  # no model, or a family member's (every decision unsure)
         return
     assert stats is not None, f"the import registered no model on {torch.cuda.get_device_name()}"
     assert stats["fallbacks_total"] == 0, stats["fallbacks"]
