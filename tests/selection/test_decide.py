@@ -110,6 +110,23 @@ def _kind_features(kinds):
     return features
 
 
+def _policy(**settings):
+    """A selection policy for these tests: two picks, no threshold, no ATen preference, unless
+    ``settings`` say otherwise."""
+    from torch_diode.selection import Policy
+
+    base = dict(
+        top_k=2,
+        performance_threshold=1.0,
+        max_selected_configs=8,
+        extern_preference=1.0,
+        unsure_top_k=3,
+        unsure_heldout_slowdown=1.05,
+        min_dtype_problems=0,
+    )
+    return Policy(**{**base, **settings})
+
+
 def test_widen_always_holds_the_best_aten_choice_and_the_best_default_template():
     from torch_diode.selection import widen
 
@@ -141,7 +158,7 @@ def test_unknown_template_kinds_are_never_the_first_pick_nor_the_safety_net():
     """decompose_k predicted fastest, in a model whose training data held no decompose_k timing:
     the pick is the best known candidate; the ATen choice that rides along is aten::mm, not
     decompose_k; only an unsure, benchmarked decision takes it along."""
-    from torch_diode.selection import Confidence, Policy, Pool, decide
+    from torch_diode.selection import Confidence, Pool, decide
     from torch_diode.selection.contract import KNOWN_BEFORE_V2
 
     problem = Problem("mm", 1, 4096, 4096, 4096, "float16", "float16", "float16")
@@ -151,15 +168,7 @@ def test_unknown_template_kinds_are_never_the_first_pick_nor_the_safety_net():
     extern = np.array([False, True, False, False, False])  # features.is_extern: ATen kinds only
     pool = Pool(features, extern, np.zeros(5, dtype=bool))
     predicted = np.log([1.0, 3.0, 2.0, 2.5, 0.5])
-    policy = Policy(
-        top_k=2,
-        performance_threshold=1.0,
-        max_selected_configs=8,
-        extern_preference=1.0,
-        unsure_top_k=3,
-        unsure_heldout_slowdown=1.05,
-        min_dtype_problems=0,
-    )
+    policy = _policy()
     sure = decide(problem, pool, predicted, policy, Confidence(template_kinds=KNOWN_BEFORE_V2))
     assert sure.unsure is None and sure.chosen == (2, 3, 1) and sure.extern_added  # aten::mm, not decompose_k
     assert decide(problem, pool, predicted, policy).first == 4  # no contract: every kind is trusted
@@ -176,7 +185,7 @@ def test_a_decompose_k_candidate_is_a_template_never_the_aten_choice():
     not extern choices. Once a model knows decompose_k and predicts it fastest, cuBLAS still rides
     along with a sure pick and is still in the set an unsure decision benchmarks."""
     from torch_diode.features import config_rows, is_aten, is_extern, template_kind_names
-    from torch_diode.selection import Confidence, Policy, Pool, decide
+    from torch_diode.selection import Confidence, Pool, decide
 
     configs = [
         KernelConfig("decompose_k", extras={"k_split": 16}),
@@ -191,15 +200,7 @@ def test_a_decompose_k_candidate_is_a_template_never_the_aten_choice():
     extern = is_extern(config_rows(configs[:3]))
     pool = Pool(_kind_features(["decompose_k", "aten_mm", "triton_mm"]), extern, np.zeros(3, dtype=bool))
     predicted = np.log([0.5, 3.0, 2.0])
-    policy = Policy(
-        top_k=2,
-        performance_threshold=1.0,
-        max_selected_configs=8,
-        extern_preference=1.0,
-        unsure_top_k=2,
-        unsure_heldout_slowdown=1.05,
-        min_dtype_problems=0,
-    )
+    policy = _policy(unsure_top_k=2)
     every_kind = tuple(template_kind_names())
     sure = decide(problem, pool, predicted, policy, Confidence(template_kinds=every_kind))
     assert sure.unsure is None and sure.chosen == (0, 2, 1) and sure.extern_added
@@ -242,23 +243,14 @@ def test_loss_probability_reads_the_members_difference_as_normal():
 def test_a_risky_first_pick_is_unsure_and_the_rules_can_be_switched_off():
     from dataclasses import replace
 
-    from torch_diode.selection import Confidence, LossCalibration, Policy, Pool, decide
+    from torch_diode.selection import Confidence, LossCalibration, Pool, decide
 
     problem = Problem("mm", 1, 4096, 4096, 4096, "float16", "float16", "float16")
     features = _kind_features(["aten_mm", "triton_mm", "triton_mm"])
     pool = Pool(features, np.array([True, False, False]), np.zeros(3, dtype=bool))
     # the members agree that candidate 1 is 30% faster than ATen on average, but not on how much
     members = np.log([[1.0, 0.5, 2.0], [1.0, 0.95, 2.0]])
-    policy = Policy(
-        top_k=1,
-        performance_threshold=1.0,
-        max_selected_configs=8,
-        extern_preference=1.1,
-        unsure_top_k=3,
-        unsure_heldout_slowdown=1.05,
-        min_dtype_problems=0,
-        unsure_loss_probability=0.1,
-    )
+    policy = _policy(top_k=1, extern_preference=1.1, unsure_loss_probability=0.1)
     contract = Confidence(loss_calibration=LossCalibration(1.0, 0.1, 30), template_kinds=("aten_mm", "triton_mm"))
     decision = decide(problem, pool, members, policy, contract)
     assert decision.first == 1 and 0.1 < decision.loss_risk < 0.2  # P(Z > 1.05)

@@ -10,7 +10,6 @@ killed process loses at most the GEMM in flight.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import math
 import os
@@ -177,9 +176,9 @@ class Collector:
         out_dtype = caller_list[0].layout.dtype
         problem = problem_from_nodes(name, list(input_nodes), out_dtype)
         timed = []
-        config_of = functools.partial(_recorded_config, problem, tf32_enabled())
+        tf32 = tf32_enabled()
         for choice, time_ms in timings.items():
-            config = config_of(choice)
+            config = _recorded_config(problem, tf32, choice)
             if time_ms is None or not math.isfinite(time_ms) or time_ms <= 0:
                 timed.append(TimedConfig.failure(config))
                 self.stats["failed_choices"] += 1
@@ -189,7 +188,7 @@ class Collector:
         timed_ids = {id(c) for c in timings}
         for choice in caller_list:
             if id(choice) not in timed_ids:
-                timed.append(TimedConfig.failure(config_of(choice)))
+                timed.append(TimedConfig.failure(_recorded_config(problem, tf32, choice)))
                 self.stats["failed_choices"] += 1
         self.dataset.add(self._hardware_of(list(input_nodes)[-1]), problem, timed)
         self.stats["gemms"] += 1

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..features import template_kind
+from .. import _C
+from ..features import is_extern, template_kind
 from ..types import KernelConfig, Problem
 
 SEARCH_SPACES = ("DEFAULT", "EXHAUSTIVE")
@@ -101,11 +102,8 @@ def with_aten_tf32(problem: Problem, rows: np.ndarray, tf32: bool) -> np.ndarray
     as :func:`aten_allows_tf32` says (a copy where it changes anything)."""
     if not aten_allows_tf32(problem, tf32) or len(rows) == 0:
         return rows
-    from .._C import config_columns
-    from ..features import is_extern
-
     rows = np.array(rows, copy=True)
-    rows[is_extern(rows), config_columns().index("allow_tf32")] = 1
+    rows[is_extern(rows), _C.config_columns().index("allow_tf32")] = 1
     return rows
 
 
