@@ -434,7 +434,8 @@ def combine(args: argparse.Namespace) -> int:
         run
         for part in parts
         for run in (
-            part.get("runs") or [{k: part.get(k) for k in ("command", "date", "device", "torch", "triton", "workers")}]
+            part.get("runs")
+            or [{k: part[k] for k in ("command", "date", "device", "torch", "triton", "workers", "note") if k in part}]
         )
     ]
     return finish(report, [row for part in parts for row in part["rows"]], args)
