@@ -149,7 +149,7 @@ def reference_features(problem: Problem, config: KernelConfig, hardware: Hardwar
         for name in tiled_names:
             f[name] = 0.0
         f["allow_tf32"] = float(config.allow_tf32 and problem.dtype_a == "float32")
-        return f
+        return split_features(f, problem, config)
 
     bm, bn, bk = config.block_m, config.block_n, config.block_k
     stages, warps = config.num_stages, config.num_warps
@@ -197,6 +197,16 @@ def reference_features(problem: Problem, config: KernelConfig, hardware: Hardwar
     operand_regs = smem_stage / (4.0 * warps * 32)
     f["log2_operand_regs_per_thread"] = lg(operand_regs)
     f["log2_regs_per_thread"] = lg(operand_regs + bm * bn / (warps * 32))
+    return split_features(f, problem, config)
+
+
+def split_features(f: OrderedDict[str, float], problem: Problem, config: KernelConfig) -> OrderedDict[str, float]:
+    """decompose_k's split (version 3): a bmm of k_split batches over K / k_split each, into fp32
+    partial sums that a reduction adds; zero for a config without a split."""
+    split = dict(config.extras).get("k_split", 0)
+    f["log2_k_split"] = lg(split) if split else 0.0
+    f["log2_k_per_split"] = lg(ceil_div(problem.K, split)) if split else 0.0
+    f["log2_split_partial_bytes"] = lg(4.0 * problem.B * split * problem.M * problem.N) if split else 0.0
     return f
 
 
@@ -253,6 +263,8 @@ def _rand_config(rng: np.random.Generator) -> KernelConfig:
     flags = dict(even_k=bool(rng.integers(2)), allow_tf32=bool(rng.integers(2)), use_fast_accum=bool(rng.integers(2)))
     if rng.random() < 0.2:
         return KernelConfig(str(rng.choice(ATEN_TEMPLATES)), **flags)
+    if rng.random() < 0.1:  # Inductor's decompose_k: no block sizes, a split of K
+        return KernelConfig("decompose_k", **flags, extras={"k_split": int(2 ** rng.integers(1, 9))})
     return KernelConfig(
         str(rng.choice(TILED_TEMPLATES)),
         block_m=int(rng.choice(BLOCKS)),
@@ -415,8 +427,14 @@ def test_row_layouts():
     }  # fmt: skip
     c = config_rows([KernelConfig("triton::mm", 64, 32, 16, 8, 3, 4, True, False, True), KernelConfig("aten::mm")])
     assert c.shape == (2, len(_C.config_columns()))
-    assert c[0].tolist() == [3, 64, 32, 16, 8, 3, 4, 1, 0, 1]
-    assert c[1].tolist() == [0] * 10
+    assert c[0].tolist() == [3, 64, 32, 16, 8, 3, 4, 1, 0, 1, 0]
+    assert c[1].tolist() == [0] * 11
+    split = config_rows([KernelConfig("decompose_k", extras={"k_split": 12})])
+    assert dict(zip(_C.config_columns(), split[0].tolist())) == {
+        "template_kind": list(_C.template_kind_names()).index("decompose_k"), "block_m": 0, "block_n": 0, "block_k": 0,
+        "group_m": 0, "num_stages": 0, "num_warps": 0, "even_k": 0, "allow_tf32": 0, "use_fast_accum": 0,
+        "k_split": 12,
+    }  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------------
@@ -424,7 +442,7 @@ def test_row_layouts():
 # ----------------------------------------------------------------------------------------------
 HW = np.array([132, 232448], dtype=np.int64)
 GOOD_PROBLEM = np.array([0, 1, 128, 256, 64, 1, 1, 1, 0, 0, 0, 64, 256, 256], dtype=np.int64)
-GOOD_CONFIG = np.array([[3, 64, 64, 32, 8, 3, 4, 1, 0, 0]], dtype=np.int64)
+GOOD_CONFIG = np.array([[3, 64, 64, 32, 8, 3, 4, 1, 0, 0, 0]], dtype=np.int64)
 
 
 def _with(a: np.ndarray, index, value) -> np.ndarray:
@@ -444,7 +462,7 @@ def test_good_arguments_work():
         (GOOD_PROBLEM[:10], GOOD_CONFIG, HW, r"problem must have 14 columns, got 10"),
         (np.append(GOOD_PROBLEM, 0), GOOD_CONFIG, HW, r"problem must have 14 columns, got 15"),
         (GOOD_PROBLEM[None, :], GOOD_CONFIG, HW, r"problem must have 1 dimension"),
-        (GOOD_PROBLEM, GOOD_CONFIG[:, :9], HW, r"configs must have 10 columns, got 9"),
+        (GOOD_PROBLEM, GOOD_CONFIG[:, :10], HW, r"configs must have 11 columns, got 10"),
         (GOOD_PROBLEM, GOOD_CONFIG[0], HW, r"configs must have 2 dimension"),
         (_with(GOOD_PROBLEM, 2, 0), GOOD_CONFIG, HW, r"column 'm' is 0"),
         (_with(GOOD_PROBLEM, 4, -5), GOOD_CONFIG, HW, r"column 'k' is -5"),
@@ -502,7 +520,7 @@ def test_batch_bad_arguments():
 
 def test_untiled_row_with_zero_stages_is_fine():
     # num_stages 0 is an error only where the config is tiled (block_m > 0).
-    aten = np.array([[0, 0, 0, 0, 0, 0, 0, 0, 0, 0]], np.int64)
+    aten = np.array([[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]], np.int64)
     out = _C.compute_features(GOOD_PROBLEM, aten, HW)
     assert out.shape == (1, NUM_FEATURES)
 
@@ -512,11 +530,11 @@ def test_untiled_row_with_zero_stages_is_fine():
 # ----------------------------------------------------------------------------------------------
 def test_empty_config_list():
     out = featurize(PROBLEMS[0], [], H100)
-    assert out.shape == (0, NUM_FEATURES) == (0, 62) and out.dtype == np.float32
-    out = _C.compute_features(GOOD_PROBLEM, np.zeros((0, 10), np.int64), HW)
-    assert out.shape == (0, 62) and out.dtype == np.float32
+    assert out.shape == (0, NUM_FEATURES) == (0, 65) and out.dtype == np.float32
+    out = _C.compute_features(GOOD_PROBLEM, np.zeros((0, 11), np.int64), HW)
+    assert out.shape == (0, 65) and out.dtype == np.float32
     out = featurize_many(PROBLEMS[:2], np.zeros(0, np.int64), [], H100)
-    assert out.shape == (0, 62) and out.dtype == np.float32
+    assert out.shape == (0, 65) and out.dtype == np.float32
 
 
 # ----------------------------------------------------------------------------------------------

@@ -277,7 +277,7 @@ def test_model_loader(data):
             assert model.bias(layer).shape == (model.dims[layer + 1],)
         except ValueError:
             assert not 0 <= layer < layers
-    x = np.zeros((2, model.num_features), np.float32)
+    x = np.zeros((2, len(_C.FEATURE_NAMES)), np.float32)  # a row of every feature; the model reads its first
     assert model.predict_features(x).shape == (2,)
     assert model.feature_mean().shape == model.feature_std().shape == (model.num_features,)
 

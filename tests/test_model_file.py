@@ -49,6 +49,34 @@ def test_engine_equals_pytorch_on_real_features(model_path):
         np.testing.assert_allclose(engine.predict_features(x), expected, rtol=1e-4, atol=1e-5)
 
 
+def test_a_model_of_an_older_feature_version_reads_the_first_features(tmp_path):
+    """A version-2 model (no decompose_k split features) runs on this build's longer feature rows,
+    in the engine and in PyTorch alike, and keeps its version through a rewrite."""
+    old_nf = _C.features_of_version(_C.OLDEST_FEATURE_VERSION)
+    assert _C.OLDEST_FEATURE_VERSION < _C.FEATURE_VERSION and 0 < old_nf < NUM_FEATURES
+    torch.manual_seed(1)
+    rng = np.random.default_rng(1)
+    reg = Regressor(MLP(old_nf, 16, 2), rng.normal(size=old_nf), rng.uniform(0.5, 2, old_nf), 3.0, 1.5)
+    mf = reg.to_model_file({"model_family": "test"})
+    mf.feature_version = _C.OLDEST_FEATURE_VERSION
+    path = write_model(tmp_path / "v2.diode", mf)
+    engine = load_model(path)
+    assert (engine.feature_version, engine.num_features) == (_C.OLDEST_FEATURE_VERSION, old_nf)
+    x = np.random.default_rng(2).normal(size=(7, NUM_FEATURES)).astype(np.float32)
+    with torch.no_grad():
+        expected = reg(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(engine.predict_features(x), expected, rtol=1e-4, atol=1e-5)
+    x[:, old_nf:] += 5.0  # the features it was not trained on change nothing
+    np.testing.assert_allclose(engine.predict_features(x), expected, rtol=1e-4, atol=1e-5)
+    back = read_model(path)
+    assert back.feature_version == _C.OLDEST_FEATURE_VERSION
+    assert load_model(write_model(tmp_path / "again.diode", back)).feature_version == _C.OLDEST_FEATURE_VERSION
+    mf.feature_version = _C.FEATURE_VERSION  # 62 inputs do not make a version-3 model
+    with pytest.raises(ModelFormatError, match=r"dims\[0\]"):
+        write_model(tmp_path / "bad.diode", mf)
+    assert not (tmp_path / "bad.diode").exists()
+
+
 def test_round_trip_is_exact_and_strict(model_path):
     mf = read_model(model_path)
     assert mf.metadata == {"model_family": "test", "note": "ü"}

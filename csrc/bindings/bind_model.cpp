@@ -63,7 +63,9 @@ void bind_model(nb::module_& m) {
             return diode::Model::from_bytes(b, source);
           },
           nb::arg("data"), nb::arg("source") = "<bytes>")
-      .def_prop_ro("num_features", &diode::Model::num_features)
+      .def_prop_ro("num_features", &diode::Model::num_features,
+                   "features the model reads: the first ones of each feature row")
+      .def_prop_ro("feature_version", &diode::Model::feature_version)
       .def_prop_ro("dims", &diode::Model::dims)
       .def_prop_ro("metadata_json", &diode::Model::metadata_json)
       .def(
@@ -98,8 +100,8 @@ void bind_model(nb::module_& m) {
       .def(
           "predict_members",
           [](const diode::Model& self, ArrayArg features) {
-            const auto x =
-                as_array<float>(features, "features", 2, static_cast<size_t>(self.num_features()));
+            const auto x = as_array<float>(features, "features", 2,
+                                           static_cast<size_t>(diode::num_features()));
             diode::py::NumpyBuffer<float> out(self.num_members() * x.shape(0));
             {
               nb::gil_scoped_release release;
@@ -108,12 +110,13 @@ void bind_model(nb::module_& m) {
             return out.view({self.num_members(), x.shape(0)});
           },
           nb::arg("features").none(),
-          "Every member's ln(time_us): float32[K, N] for a float32[N, F] feature matrix.")
+          "Every member's ln(time_us): float32[K, N] for a float32[N, F] feature matrix (F: every "
+          "feature of this build; a model of an older feature version reads the first ones).")
       .def(
           "predict_features",
           [](const diode::Model& self, ArrayArg features) {
-            const auto x =
-                as_array<float>(features, "features", 2, static_cast<size_t>(self.num_features()));
+            const auto x = as_array<float>(features, "features", 2,
+                                           static_cast<size_t>(diode::num_features()));
             diode::py::NumpyBuffer<float> out(x.shape(0));
             {
               nb::gil_scoped_release release;

@@ -74,6 +74,12 @@ NB_MODULE(_C, m) {
   bind_model(m);
   bind_metrics(m);
   m.attr("FEATURE_VERSION") = diode::kFeatureVersion;
+  m.attr("OLDEST_FEATURE_VERSION") = diode::kOldestFeatureVersion;
+  m.def(
+      "features_of_version", [](int version) { return diode::features_of_version(version); },
+      nb::arg("version"),
+      "How many features (the first of each row) a model of a feature version reads; 0 for a "
+      "version this build cannot run.");
   m.attr("FEATURE_NAMES") = feature_name_tuple();
   m.def("feature_names", &diode::feature_names,
         "Names of the feature columns, in order (FEATURE_NAMES).");

@@ -36,8 +36,8 @@ const std::vector<std::string>& problem_columns() {
 
 const std::vector<std::string>& config_columns() {
   static const std::vector<std::string> v = {
-      "template_kind", "block_m",   "block_n", "block_k",    "group_m",
-      "num_stages",    "num_warps", "even_k",  "allow_tf32", "use_fast_accum"};
+      "template_kind", "block_m", "block_n",    "block_k",        "group_m", "num_stages",
+      "num_warps",     "even_k",  "allow_tf32", "use_fast_accum", "k_split"};
   return v;
 }
 
@@ -168,6 +168,7 @@ void compute_features(std::span<const int64_t> problems, std::span<const int64_t
       check_range(c[col], tiled ? 1 : 0, 1 << 16, "configs", i, ccols[col]);
     for (int col : {kCEvenK, kCAllowTF32, kCUseFastAccum})
       check_range(c[col], 0, 1, "configs", i, ccols[col]);
+    check_range(c[kCKSplit], 0, kMaxDim, "configs", i, ccols[kCKSplit]);
   }
 
   for (size_t i = 0; i < rows; ++i) {
@@ -260,6 +261,11 @@ void compute_features(std::span<const int64_t> problems, std::span<const int64_t
       std::fill(f + kFIsTiled, f + kNumFeatures, 0.f);
       f[kFAllowTf32] = tf32;
     }
+    const int64_t split = c[kCKSplit];
+    f[kFLog2KSplit] = split > 0 ? lg(split) : 0.f;
+    f[kFLog2KPerSplit] = split > 0 ? lg(ceil_div(p[kPK], split)) : 0.f;
+    // fp32 partial sums of the bmm: written once, read once by the reduction
+    f[kFLog2SplitPartialBytes] = split > 0 ? lg(4.0 * B * static_cast<double>(split) * M * N) : 0.f;
   }
 }
 

@@ -116,9 +116,11 @@ Model Model::from_bytes(const std::vector<uint8_t>& b, const std::string& source
                                  ": upgrade torch-diode");
   if (version == 0) r.fail("format_version", "invalid version 0");
   const auto fv = r.scalar<uint32_t>("feature_version");
-  if (fv != static_cast<uint32_t>(kFeatureVersion))
+  if (fv < static_cast<uint32_t>(kOldestFeatureVersion) ||
+      fv > static_cast<uint32_t>(kFeatureVersion))
     r.fail("feature_version", "model was trained on features version " + std::to_string(fv) +
-                                  ", this build computes version " +
+                                  ", this build runs versions " +
+                                  std::to_string(kOldestFeatureVersion) + " to " +
                                   std::to_string(kFeatureVersion));
   const auto members = version >= 2 ? r.scalar<uint32_t>("num_members") : 1u;
   if (members < 1 || members > 64)
@@ -127,16 +129,17 @@ Model Model::from_bytes(const std::vector<uint8_t>& b, const std::string& source
   if (layers < 1 || layers > 64)
     r.fail("num_layers", "expected 1..64, got " + std::to_string(layers));
   Model m;
+  m.feature_version_ = static_cast<int>(fv);
   for (uint32_t i = 0; i <= layers; ++i) {
     const auto d = r.scalar<uint32_t>("dims");
     if (d < 1 || d > 65536)
       r.fail("dims[" + std::to_string(i) + "]", "expected 1..65536, got " + std::to_string(d));
     m.dims_.push_back(d);
   }
-  if (m.dims_.front() != static_cast<uint32_t>(diode::num_features()))
-    r.fail("dims[0]", "model takes " + std::to_string(m.dims_.front()) +
-                          " features, the extractor makes " +
-                          std::to_string(diode::num_features()));
+  if (m.dims_.front() != static_cast<uint32_t>(features_of_version(m.feature_version_)))
+    r.fail("dims[0]", "model takes " + std::to_string(m.dims_.front()) + " features, version " +
+                          std::to_string(fv) + " has " +
+                          std::to_string(features_of_version(m.feature_version_)));
   if (m.dims_.back() != 1)
     r.fail("dims[" + std::to_string(layers) + "]", "the last layer must have 1 output");
   if (r.scalar<uint32_t>("activation") != 0) r.fail("activation", "unknown activation (0 = ReLU)");
@@ -218,10 +221,11 @@ const DenseFn dense_layer = pick_dense_layer();
 }  // namespace
 
 void Model::predict_members(std::span<const float> x, std::span<float> out) const {
-  const size_t nf = dims_.front();
-  if (x.size() % nf != 0)
-    throw std::invalid_argument("features must be an N x " + std::to_string(nf) + " matrix");
-  const size_t rows = x.size() / nf;
+  const size_t nf = dims_.front();  // the first nf of every row's row_width features
+  constexpr size_t row_width = kNumFeatures;
+  if (x.size() % row_width != 0)
+    throw std::invalid_argument("features must be an N x " + std::to_string(row_width) + " matrix");
+  const size_t rows = x.size() / row_width;
   if (out.size() != rows * members_.size())
     throw std::invalid_argument("output has the wrong size");
   size_t widest = 0;
@@ -233,7 +237,7 @@ void Model::predict_members(std::span<const float> x, std::span<float> out) cons
     const size_t nr = std::min(kBlock, rows - r0);
     for (size_t r = 0; r < nr; ++r)
       for (size_t i = 0; i < nf; ++i)
-        input[r * nf + i] = (x[(r0 + r) * nf + i] - mean_[i]) * inv_std_[i];
+        input[r * nf + i] = (x[(r0 + r) * row_width + i] - mean_[i]) * inv_std_[i];
     for (size_t k = 0; k < members_.size(); ++k) {
       const Member& member = members_[k];
       const float* in = input.data();
@@ -249,10 +253,10 @@ void Model::predict_members(std::span<const float> x, std::span<float> out) cons
 }
 
 void Model::predict_features(std::span<const float> x, std::span<float> out) const {
-  const size_t nf = dims_.front();
-  if (x.size() % nf != 0)
-    throw std::invalid_argument("features must be an N x " + std::to_string(nf) + " matrix");
-  const size_t rows = x.size() / nf;
+  constexpr size_t row_width = kNumFeatures;
+  if (x.size() % row_width != 0)
+    throw std::invalid_argument("features must be an N x " + std::to_string(row_width) + " matrix");
+  const size_t rows = x.size() / row_width;
   if (out.size() != rows) throw std::invalid_argument("output has the wrong size");
   if (members_.size() == 1) {
     predict_members(x, out);
@@ -272,7 +276,7 @@ void Model::predict(std::span<const int64_t> problem, std::span<const int64_t> c
                     std::span<const int64_t> hardware, std::span<float> out) const {
   const size_t rows = configs.size() / kNumConfigColumns;
   std::vector<int64_t> index(rows, 0);
-  std::vector<float> features(rows * dims_.front());
+  std::vector<float> features(rows * kNumFeatures);
   compute_features(problem, index, configs, hardware, features);
   predict_features(features, out);
 }

@@ -37,7 +37,7 @@ TEST(Features, SpecTablesAreConsistent) {
   EXPECT_EQ(diode::config_columns().size(), static_cast<size_t>(diode::kNumConfigColumns));
   EXPECT_EQ(diode::dtype_names().size(), static_cast<size_t>(diode::kNumDTypes));
   EXPECT_EQ(diode::template_kind_names().size(), static_cast<size_t>(diode::kNumTemplateKinds));
-  EXPECT_EQ(diode::num_features(), 62);
+  EXPECT_EQ(diode::num_features(), 65);
 }
 
 TEST(Features, TemplateKinds) {
@@ -52,7 +52,7 @@ TEST(Features, TemplateKinds) {
 
 TEST(Features, TileGeometryOfAnUnevenShape) {
   // M=1000 with BLOCK_M=128 -> 8 tiles covering 1024 rows; N=700 with 64 -> 11 tiles (704).
-  std::vector<int64_t> cfg = {3, 128, 64, 32, 8, 3, 4, 1, 0, 0};
+  std::vector<int64_t> cfg = {3, 128, 64, 32, 8, 3, 4, 1, 0, 0, 0};
   auto f = run(problem(0, 1, 1000, 700, 1024), cfg);
   EXPECT_FLOAT_EQ(f[col("log2_tiles_m")], std::log2(9.0f));
   EXPECT_FLOAT_EQ(f[col("log2_tiles_n")], std::log2(12.0f));
@@ -70,7 +70,7 @@ TEST(Features, TileGeometryOfAnUnevenShape) {
 }
 
 TEST(Features, AtenChoiceHasNoTileFeatures) {
-  std::vector<int64_t> cfg = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  std::vector<int64_t> cfg = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   auto f = run(problem(2, 8, 256, 256, 64), cfg);
   EXPECT_FLOAT_EQ(f[col("is_tiled")], 0.0f);
   EXPECT_FLOAT_EQ(f[col("log2_block_m")], 0.0f);
@@ -79,8 +79,8 @@ TEST(Features, AtenChoiceHasNoTileFeatures) {
 }
 
 TEST(Features, AllowTf32CountsOnlyForFloat32) {
-  std::vector<int64_t> off = {3, 128, 64, 32, 8, 3, 4, 1, 0, 0},
-                       on = {3, 128, 64, 32, 8, 3, 4, 1, 1, 0};
+  std::vector<int64_t> off = {3, 128, 64, 32, 8, 3, 4, 1, 0, 0, 0},
+                       on = {3, 128, 64, 32, 8, 3, 4, 1, 1, 0, 0};
   EXPECT_EQ(run(problem(0, 1, 1024, 1024, 1024, 1), on),
             run(problem(0, 1, 1024, 1024, 1024, 1), off));                                // fp16
   EXPECT_FLOAT_EQ(run(problem(0, 1, 1024, 1024, 1024, 0), on)[col("allow_tf32")], 1.0f);  // fp32
@@ -89,7 +89,8 @@ TEST(Features, AllowTf32CountsOnlyForFloat32) {
 
 TEST(Features, AtenChoiceCarriesTf32ForFloat32) {
   // cuBLAS under TF32: an ATen row has no tiles but the TF32 flag, on fp32 only.
-  std::vector<int64_t> off = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, on = {0, 0, 0, 0, 0, 0, 0, 0, 1, 0};
+  std::vector<int64_t> off = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                       on = {0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0};
   EXPECT_FLOAT_EQ(run(problem(0, 1, 1024, 1024, 1024, 0), on)[col("allow_tf32")], 1.0f);
   EXPECT_FLOAT_EQ(run(problem(0, 1, 1024, 1024, 1024, 0), off)[col("allow_tf32")], 0.0f);
   EXPECT_EQ(run(problem(0, 1, 1024, 1024, 1024, 1), on),
@@ -99,7 +100,7 @@ TEST(Features, AtenChoiceCarriesTf32ForFloat32) {
 
 TEST(Features, SharedMemoryOverflowIsFlagged) {
   // fp32 256x256x64, 5 stages: (256*64 + 64*256) * 4 * 5 = 640 KiB > 227 KiB.
-  std::vector<int64_t> cfg = {3, 256, 256, 64, 8, 5, 8, 1, 0, 0};
+  std::vector<int64_t> cfg = {3, 256, 256, 64, 8, 5, 8, 1, 0, 0, 0};
   auto f = run(problem(0, 1, 4096, 4096, 4096, 0), cfg);
   EXPECT_FLOAT_EQ(f[col("smem_exceeds")], 1.0f);
   EXPECT_GT(f[col("smem_fraction")], 1.0f);
@@ -108,11 +109,11 @@ TEST(Features, SharedMemoryOverflowIsFlagged) {
 TEST(Features, RegisterEstimates) {
   // 128x64x256 fp16 with 4 warps: (128*256 + 256*64) * 2 bytes / (128 threads * 4) = 192
   // operand registers, plus 128*64/128 = 64 for the accumulator.
-  std::vector<int64_t> cfg = {3, 128, 64, 256, 8, 1, 4, 1, 0, 0};
+  std::vector<int64_t> cfg = {3, 128, 64, 256, 8, 1, 4, 1, 0, 0, 0};
   auto f = run(problem(0, 1, 2048, 2048, 2048), cfg);
   EXPECT_FLOAT_EQ(f[col("log2_operand_regs_per_thread")], std::log2(193.0f));
   EXPECT_FLOAT_EQ(f[col("log2_regs_per_thread")], std::log2(257.0f));
-  std::vector<int64_t> aten = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  std::vector<int64_t> aten = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   EXPECT_FLOAT_EQ(run(problem(0, 1, 2048, 2048, 2048), aten)[col("log2_regs_per_thread")], 0.0f);
 }
 
@@ -125,7 +126,7 @@ TEST(Features, RowAlignment) {
   EXPECT_EQ(diode::row_alignment_log2(4096, 8), 4);  // capped at 16 bytes
   EXPECT_THROW(diode::row_alignment_log2(0, 2), std::invalid_argument);
 
-  std::vector<int64_t> cfg = {3, 64, 64, 32, 8, 3, 4, 0, 0, 0};
+  std::vector<int64_t> cfg = {3, 64, 64, 32, 8, 3, 4, 0, 0, 0, 0};
   auto f = run(problem(1, 1, 2048, 512, 479), cfg);  // DLRM's K=479 in fp16: A's rows misaligned
   EXPECT_FLOAT_EQ(f[col("align_a")], 1.0f);
   EXPECT_FLOAT_EQ(f[col("align_b")], 4.0f);
@@ -137,12 +138,35 @@ TEST(Features, RowAlignment) {
   EXPECT_THROW(run(padded, cfg), std::invalid_argument);
 }
 
+TEST(Features, DecomposeKSplitsAreToldApart) {
+  // mm 32x64x49152 fp16: decompose_k (kind 5) into 12 and into 48 parts, and cuBLAS (no split).
+  const auto p = problem(0, 1, 32, 64, 49152);
+  const std::vector<int64_t> split12 = {5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12},
+                             split48 = {5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 48},
+                             aten = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  const auto f12 = run(p, split12), f48 = run(p, split48), fa = run(p, aten);
+  EXPECT_FLOAT_EQ(f12[col("log2_k_split")], std::log2(13.0f));
+  EXPECT_FLOAT_EQ(f12[col("log2_k_per_split")], std::log2(1.0f + 49152 / 12));
+  EXPECT_FLOAT_EQ(f12[col("log2_split_partial_bytes")], std::log2(1.0f + 4.0f * 12 * 32 * 64));
+  EXPECT_GT(f48[col("log2_k_split")], f12[col("log2_k_split")]);
+  EXPECT_LT(f48[col("log2_k_per_split")], f12[col("log2_k_per_split")]);
+  for (const char* name : {"log2_k_split", "log2_k_per_split", "log2_split_partial_bytes"})
+    EXPECT_EQ(fa[col(name)], 0.f) << name;
+  EXPECT_NE(f12, f48);
+  // A tiled config carries no split either.
+  const auto ft = run(p, {3, 32, 64, 128, 8, 3, 4, 1, 0, 0, 0});
+  EXPECT_EQ(ft[col("log2_k_split")], 0.f);
+  std::vector<int64_t> negative = split12;
+  negative.back() = -1;
+  EXPECT_THROW(run(p, negative), std::invalid_argument);
+}
+
 TEST(Features, BadArgumentsThrowInvalidArgument) {
-  std::vector<int64_t> cfg = {3, 64, 64, 32, 8, 3, 4, 1, 0, 0};
+  std::vector<int64_t> cfg = {3, 64, 64, 32, 8, 3, 4, 1, 0, 0, 0};
   EXPECT_THROW(run(problem(0, 1, 0, 10, 10), cfg), std::invalid_argument);       // M = 0
   EXPECT_THROW(run(problem(7, 1, 10, 10, 10), cfg), std::invalid_argument);      // op
   EXPECT_THROW(run(problem(0, 1, 10, 10, 10, 99), cfg), std::invalid_argument);  // dtype
-  std::vector<int64_t> bad = {3, 64, 64, 32, 8, 0, 4, 1, 0, 0};                  // 0 stages
+  std::vector<int64_t> bad = {3, 64, 64, 32, 8, 0, 4, 1, 0, 0, 0};               // 0 stages
   EXPECT_THROW(run(problem(0, 1, 10, 10, 10), bad), std::invalid_argument);
   EXPECT_THROW(run(problem(0, 1, 10, 10, 10), cfg, {0, 1}), std::invalid_argument);
   try {

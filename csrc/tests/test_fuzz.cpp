@@ -96,7 +96,8 @@ class Fuzz : public ::testing::Test {
                            tiled ? 1 << uniform(0, 4) : 0,
                            uniform(0, 1),
                            uniform(0, 1),
-                           uniform(0, 1)};
+                           uniform(0, 1),
+                           coin(4) ? int64_t{1} << uniform(1, 10) : 0};
       for (size_t j = 0;
            j < diode::kNumConfigColumns && r * diode::kNumConfigColumns + j < c.size(); ++j)
         c[r * diode::kNumConfigColumns + j] = coin(30) ? column(0, 1) : v[j];
@@ -224,7 +225,7 @@ TEST_F(Fuzz, MutatedModelFilesLoadOrRaiseModelFormatError) {
       const auto model = diode::Model::from_bytes(b, "fuzz.diode");
       ++loaded;
       // A model that loads predicts on valid features without fault (any float comes out).
-      std::vector<float> x(3 * static_cast<size_t>(model.num_features())), out(3);
+      std::vector<float> x(3 * static_cast<size_t>(diode::num_features())), out(3);
       for (auto& v : x) v = static_cast<float>(real());
       model.predict_features(x, out);
     } catch (const diode::ModelFormatError&) {

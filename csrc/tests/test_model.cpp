@@ -24,9 +24,13 @@ void put_f32(std::vector<uint8_t>& b, float v) {
 }
 
 // A model F -> H -> 1 with weight[h][i] = (h + 1) * 0.01 * (i % 3), bias 0.1 * h; mean 0.5, std 2.
+// A model of an older feature version takes that version's features (`inputs`: how many, if not).
 std::vector<uint8_t> make_model(uint32_t hidden = 5,
-                                uint32_t feature_version = diode::kFeatureVersion) {
-  const uint32_t nf = static_cast<uint32_t>(diode::num_features());
+                                uint32_t feature_version = diode::kFeatureVersion,
+                                uint32_t inputs = 0) {
+  const int of_version = diode::features_of_version(static_cast<int>(feature_version));
+  const uint32_t nf =
+      inputs ? inputs : static_cast<uint32_t>(of_version ? of_version : diode::num_features());
   std::vector<uint8_t> b = {'D', 'I', 'O', 'D', 'E', 'M', 'D', 'L'};
   put_u32(b, 1);
   put_u32(b, feature_version);
@@ -139,6 +143,37 @@ TEST(Model, CorruptFilesNameTheField) {
   put_u64(bad, diode::fnv1a64(bad.data(), bad.size()));
   EXPECT_NE(error_of(bad).find("field 'metadata': not valid UTF-8"), std::string::npos);
   EXPECT_THROW(Model::load("/nonexistent/model.diode"), ModelFormatError);
+}
+
+TEST(Model, AModelOfAnOlderFeatureVersionReadsTheFirstFeaturesOfEachRow) {
+  // Version 2 models (62 features) predate decompose_k's split features, appended by version 3.
+  const auto m = Model::from_bytes(make_model(16, diode::kOldestFeatureVersion), "m.diode");
+  const size_t old_nf = diode::features_of_version(diode::kOldestFeatureVersion);
+  ASSERT_EQ(old_nf, 62u);
+  EXPECT_EQ(m.num_features(), 62);
+  EXPECT_EQ(m.feature_version(), diode::kOldestFeatureVersion);
+  const size_t nf = diode::num_features(), rows = 5;
+  std::vector<float> x(rows * nf), out(rows);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+  m.predict_features(x, out);
+  for (size_t r = 0; r < rows; ++r) {
+    std::vector<float> row(x.begin() + r * nf, x.begin() + r * nf + old_nf);
+    EXPECT_NEAR(out[r], reference(row, 16), 1e-4f) << "row " << r;
+  }
+  // The features it was not trained on change nothing.
+  auto changed = x;
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t i = old_nf; i < nf; ++i) changed[r * nf + i] += 7.f;
+  std::vector<float> again(rows);
+  m.predict_features(changed, again);
+  EXPECT_EQ(out, again);
+  // A file whose dims disagree with its feature version, or of a version before the oldest.
+  EXPECT_NE(error_of(make_model(5, diode::kOldestFeatureVersion, diode::num_features()))
+                .find("field 'dims[0]'"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(make_model(5, diode::kOldestFeatureVersion - 1, 62)).find("field 'feature_version'"),
+      std::string::npos);
 }
 
 TEST(Model, RejectsWrongShapes) {

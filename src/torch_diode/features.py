@@ -66,7 +66,14 @@ def config_row(config: KernelConfig) -> list[int]:
         int(config.even_k),
         int(config.allow_tf32),
         int(config.use_fast_accum),
+        k_split(config),
     ]
+
+
+def k_split(config: KernelConfig) -> int:
+    """decompose_k's split of K (the number of parts, Inductor's ``k_split``); 0 for a config
+    without one."""
+    return int(dict(config.extras).get("k_split", 0) or 0)
 
 
 def config_rows(configs: Sequence[KernelConfig]) -> np.ndarray:

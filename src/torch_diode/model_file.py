@@ -46,6 +46,8 @@ class ModelFile:
     target_std: float
     metadata: dict[str, Any] = field(default_factory=dict)
     more_members: list[Layers] = field(default_factory=list)  # members after the first
+    # the features it reads: the first _C.features_of_version(feature_version) of each row
+    feature_version: int = _C.FEATURE_VERSION
 
     @property
     def members(self) -> list[Layers]:
@@ -56,8 +58,6 @@ class ModelFile:
         return [self.layers[0][0].shape[1]] + [w.shape[0] for w, _ in self.layers]
 
     def to_bytes(self) -> bytes:
-        from .features import FEATURE_VERSION
-
         dims = self.dims
         if dims[-1] != 1:
             raise ValueError(f"the last layer must have 1 output, got {dims[-1]}")
@@ -72,7 +72,7 @@ class ModelFile:
         meta = json.dumps(self.metadata, sort_keys=True).encode()
         parts = [
             MAGIC,
-            struct.pack("<4I", FORMAT_VERSION, FEATURE_VERSION, len(self.members), len(self.layers)),
+            struct.pack("<4I", FORMAT_VERSION, self.feature_version, len(self.members), len(self.layers)),
             struct.pack(f"<{len(dims)}I", *dims),
             struct.pack("<I", 0),  # activation: ReLU
             struct.pack("<Q", len(meta)),
@@ -120,6 +120,7 @@ def read_model(path: str | os.PathLike) -> ModelFile:
         float(engine.target_std),
         _metadata(engine, path),
         members[1:],
+        int(engine.feature_version),
     )
 
 

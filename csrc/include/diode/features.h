@@ -20,7 +20,13 @@ namespace diode {
 // engine refuses a model trained on another version.
 // Version 2 added the operands' row alignment (ld_* problem columns, align_* features) and the
 // register estimates (log2_operand_regs_per_thread, log2_regs_per_thread).
-inline constexpr int kFeatureVersion = 2;
+// Version 3 added decompose_k's split of K (the k_split config column; the log2_k_split,
+// log2_k_per_split and log2_split_partial_bytes features).
+// From version 2 on, a version only appends features: a model of version v reads the first
+// features_of_version(v) features of every row, so the engine still runs models of older
+// versions down to kOldestFeatureVersion.
+inline constexpr int kFeatureVersion = 3;
+inline constexpr int kOldestFeatureVersion = 2;
 
 enum class Op : int32_t { mm = 0, addmm = 1, bmm = 2, baddbmm = 3 };
 inline constexpr int kNumOps = 4;
@@ -87,6 +93,7 @@ enum ConfigColumn : int {
   kCEvenK,
   kCAllowTF32,
   kCUseFastAccum,
+  kCKSplit,  // decompose_k: the number of parts K is split into; 0 for every other choice
   kNumConfigColumns
 };
 // Columns of the int64 hardware row.
@@ -171,6 +178,11 @@ enum Feature : int {
   kFLog2TileBytesPerKIter,
   kFLog2OperandRegsPerThread,
   kFLog2RegsPerThread,
+  // feature version 3: decompose_k's split (0 for configs without one). It computes a bmm of
+  // k_split batches, each over K / k_split, into fp32 partial sums that a reduction adds up.
+  kFLog2KSplit,
+  kFLog2KPerSplit,
+  kFLog2SplitPartialBytes,
   kNumFeatures
 };
 
@@ -242,7 +254,23 @@ inline constexpr std::array<FeatureSpec, kNumFeatures> kFeatures = {{
     {kFLog2TileBytesPerKIter, "log2_tile_bytes_per_k_iter"},
     {kFLog2OperandRegsPerThread, "log2_operand_regs_per_thread"},
     {kFLog2RegsPerThread, "log2_regs_per_thread"},
+    {kFLog2KSplit, "log2_k_split"},
+    {kFLog2KPerSplit, "log2_k_per_split"},
+    {kFLog2SplitPartialBytes, "log2_split_partial_bytes"},
 }};
+
+// How many features (the first ones of a row) a model of feature version `version` reads; 0 for
+// a version this build cannot run.
+constexpr int features_of_version(int version) {
+  switch (version) {
+    case 2:
+      return kFLog2KSplit;
+    case 3:
+      return kNumFeatures;
+    default:
+      return 0;
+  }
+}
 
 namespace detail {
 // Entry i of kFeatures is feature i, and each one-hot block names the codes it encodes, in order.
@@ -260,8 +288,11 @@ consteval bool feature_table_is_consistent() {
   return true;
 }
 }  // namespace detail
-static_assert(kFeatures.size() == kNumFeatures && kNumFeatures == 62,
+static_assert(kFeatures.size() == kNumFeatures && kNumFeatures == 65,
               "the feature count is part of kFeatureVersion");
+static_assert(features_of_version(kFeatureVersion) == kNumFeatures &&
+                  features_of_version(kOldestFeatureVersion) == 62,
+              "every version from kOldestFeatureVersion on is a prefix of the next");
 static_assert(kFOpIsBaddbmm - kFOpIsMm + 1 == kNumOps && kFHasBias == kFOpIsBaddbmm + 1);
 static_assert(kFTemplateIsOther - kFTemplateIsAtenMm + 1 == kNumTemplateKinds &&
               kFIsTiled == kFTemplateIsOther + 1);

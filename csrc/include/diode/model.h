@@ -3,10 +3,10 @@
 // Model file, format version 2 (all integers and floats little-endian):
 //   char[8]  magic "DIODEMDL"
 //   u32      format_version (2)
-//   u32      feature_version        must equal kFeatureVersion of this build
+//   u32      feature_version        kOldestFeatureVersion..kFeatureVersion of this build
 //   u32      num_members K          MLPs of the same dims (an ensemble), 1..64
 //   u32      num_layers L           Linear layers, ReLU between them
-//   u32      dims[L + 1]            dims[0] = number of features, dims[L] = 1
+//   u32      dims[L + 1]            dims[0] = features_of_version(feature_version), dims[L] = 1
 //   u32      activation             0 = ReLU
 //   u64      metadata_bytes         length of the JSON metadata that follows
 //   u8       metadata[metadata_bytes]   UTF-8 JSON for Python and people; the engine skips it
@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "diode/features.h"
+
 namespace diode {
 
 inline constexpr uint32_t kModelFormatVersion = 2;
@@ -42,7 +44,9 @@ class Model {
   static Model load(const std::string& path);
   static Model from_bytes(const std::vector<uint8_t>& bytes, const std::string& source);
 
+  // The features the model reads: the first num_features() of the extractor's rows.
   int num_features() const { return static_cast<int>(dims_.front()); }
+  int feature_version() const { return feature_version_; }
   const std::vector<uint32_t>& dims() const { return dims_; }
   const std::string& metadata_json() const { return metadata_; }
   const std::vector<float>& feature_mean() const { return mean_; }
@@ -56,7 +60,8 @@ class Model {
     return members_.at(member).bias.at(layer);
   }
 
-  // ln(time_us) for each row of a rows x num_features() matrix: the mean over members.
+  // ln(time_us) for each row of a rows x kNumFeatures matrix (compute_features's rows; a model of
+  // an older feature version reads their first num_features()): the mean over members.
   // Thread-safe (const).
   void predict_features(std::span<const float> features, std::span<float> out) const;
   // Every member's ln(time_us): out is num_members() x rows (member-major), one pass over the rows.
@@ -66,6 +71,7 @@ class Model {
                std::span<const int64_t> hardware, std::span<float> out) const;
 
  private:
+  int feature_version_ = kFeatureVersion;
   std::vector<uint32_t> dims_;
   std::vector<float> mean_, std_, inv_std_;
   float target_mean_ = 0.f, target_std_ = 1.f;

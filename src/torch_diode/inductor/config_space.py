@@ -149,7 +149,8 @@ def triton_candidates(
             warps,
             even_k,
             np.full(len(scaled), int(tf32)),
-            np.zeros(len(scaled), dtype=np.int64),
+            np.zeros(len(scaled), dtype=np.int64),  # use_fast_accum
+            np.zeros(len(scaled), dtype=np.int64),  # k_split
         ]
     ).astype(np.int64)
 

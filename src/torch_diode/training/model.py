@@ -53,6 +53,8 @@ class Regressor(nn.Module):
         self.target_mean, self.target_std = float(target_mean), float(target_std)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
+        # rows of every feature; a model of an older feature version reads the first ones, as the engine does
+        features = features[..., : len(self.feature_mean)]
         return self.mlp((features - self.feature_mean) / self.feature_std) * self.target_std + self.target_mean
 
     def to_model_file(self, metadata: dict[str, Any]) -> ModelFile:
