@@ -67,7 +67,8 @@ def test_every_part_gives_the_cli_arguments_it_accepts(tmp_path):
     from torch_diode.cli import build_parser, hoist_global_options
 
     parts = script_parts()
-    assert {"train-mm", "realmodels", "v2-decomposek", "v2-tma"} <= set(parts) and len(parts) >= 25
+    assert {"train-mm", "realmodels", "v2-decomposek", "inductor-decomposek", "inductor-tma"} <= set(parts)
+    assert len(parts) >= 26
     parser = build_parser()
     for part in parts:
         (tmp_path / part).mkdir()
@@ -76,6 +77,10 @@ def test_every_part_gives_the_cli_arguments_it_accepts(tmp_path):
         tma, *argv = calls[0].split()
         args = parser.parse_args(hoist_global_options(parser, argv))
         assert args.command in ("collect", "collect-shapeset", "create-validation"), part
-        assert tma == ("1" if part == "v2-tma" else "0"), part
-        if part in ("v2-decomposek", "v2-tma"):
-            assert args.search_mode == "max-autotune" and args.search_space == "DEFAULT", part
+        assert tma == ("1" if part == "inductor-tma" else "0"), part
+        # Inductor's own timings (with the host's launch in its ATen times) never go where training reads
+        inductor_timed = args.search_mode == "max-autotune"
+        assert inductor_timed == part.startswith("inductor-"), part
+        assert ("/inductor_timed/" in args.output) == inductor_timed, (part, args.output)
+        if inductor_timed:
+            assert args.search_space == "DEFAULT", part

@@ -2,7 +2,8 @@
 # How data/h100/ was collected (on the lent H100, fast mode): bash data/h100/collect.sh [PART...]
 # Parts: realmodels (the held-out real models' GEMMs, never trained on: benchmarks.selection_replay realmodels judges on them);
 # v2-layouts v2-hugek v2-vocab v2-skinnyk v2-batch v2-attn-qk v2-attn-pv v2-odd v2-f32 v2-tf32 v2-f32-odd v2-tf32-odd
-# v2-f32-hugek v2-tf32-hugek v2-f32-vocab v2-tf32-vocab v2-f32-batch v2-tf32-batch v2-decomposek v2-tma (coverage design);
+# v2-f32-hugek v2-tf32-hugek v2-f32-vocab v2-tf32-vocab v2-f32-batch v2-tf32-batch v2-decomposek (coverage design);
+# inductor-decomposek inductor-tma (stock max-autotune's own timings, to $DATA/inductor_timed);
 # train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m odd-v1
 # (default: all but odd-v1, in that order). Files go to $DATA (default data/h100); every command
 # resumes where a killed run stopped. Run it from the repository root.
@@ -84,10 +85,13 @@ F32_ALL="--dtypes float32 --layouts NN NT TN TT"
 V2_F32_HUGEK="$F32_ALL --ops mm addmm bmm baddbmm --max-batch 8 --max-gflop 40 --m-sizes 1 4 16 32 64 128 256 512 1024 --n-sizes 16 32 64 128 256 512 1024 2048 --k-sizes 16384 24576 32768 65536 131072"
 V2_F32_VOCAB="$F32_ALL --ops mm addmm --max-gflop 60 --m-sizes 1 2 4 8 16 32 64 128 256 512 --n-sizes 32000 32768 50257 65536 128256 151936 --k-sizes 512 768 1024 2048 4096"
 V2_F32_BATCH="$F32_ALL --ops bmm baddbmm --min-batch 64 --max-batch 2048 --max-gflop 40 --sizes 16 32 64 128 256 512 1024 --m-sizes 1 4 16 64 128 256 512 1024"
-# decompose_k (mm with K >= 32 x M and K >= 32 x N: one candidate per split of K) and the persistent
-# TMA template (offered only with ENABLE_PERSISTENT_TMA_MATMUL=1) come from Inductor's own lowering,
-# which the fast path does not copy: these parts record every choice Inductor benchmarks in stock
-# max-autotune (DEFAULT list), timed by Inductor's benchmark.
+# decompose_k (mm with K >= 32 x M and K >= 32 x N: one candidate per split of K): the fast
+# collector times every split Inductor offers (v2-decomposek). The persistent TMA template (offered
+# only with ENABLE_PERSISTENT_TMA_MATMUL=1) comes from Inductor's own lowering, which the fast path
+# does not copy: inductor-tma records every choice Inductor benchmarks in stock max-autotune
+# (DEFAULT list), timed by Inductor's benchmark, whose ATen and decompose_k times carry the host's
+# launch; so those files go to $DATA/inductor_timed, which no training reads (data/README.md).
+# inductor-decomposek is the same for the decompose_k shapes.
 V2_MA="--search-mode max-autotune --search-space DEFAULT --chunk-size 25 --exclude $HELD_OUT"
 V2_DECOMPOSEK="--dtypes float16 bfloat16 --layouts NN NT TN TT --ops mm --max-gflop 20 --m-sizes 16 32 64 128 256 --n-sizes 16 32 64 128 256 --k-sizes 8192 12288 16384 24576 32768 49152 65536 131072"
 V2_TMA="--dtypes float16 bfloat16 --layouts NN NT TN TT --ops mm addmm --max-gflop 200 $V2_SIZES --m-sizes 64 128 256 512 1024 2048 4096 8192"
@@ -129,8 +133,9 @@ for part in "${parts[@]}"; do
     v2-tf32-vocab) run_diode collect $V2_SAMPLED $V2_F32_VOCAB --float32-matmul-precision high --num-shapes ${N:-20} --seed 38 -o "$DATA/train/${GPU}_v2_tf32_vocab.msgpack.gz" ;;
     v2-f32-batch) run_diode collect $V2_SAMPLED $V2_F32_BATCH --float32-matmul-precision highest --num-shapes ${N:-20} --seed 39 -o "$DATA/train/${GPU}_v2_f32_batch.msgpack.gz" ;;
     v2-tf32-batch) run_diode collect $V2_SAMPLED $V2_F32_BATCH --float32-matmul-precision high --num-shapes ${N:-20} --seed 40 -o "$DATA/train/${GPU}_v2_tf32_batch.msgpack.gz" ;;
-    v2-decomposek) run_diode collect $V2_MA $V2_DECOMPOSEK --num-shapes ${N:-120} --seed 33 -o "$DATA/train/${GPU}_v2_decomposek.msgpack.gz" ;;
-    v2-tma)    DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode collect $V2_MA $V2_TMA --num-shapes ${N:-120} --seed 34 -o "$DATA/train/${GPU}_v2_tma.msgpack.gz" ;;
+    v2-decomposek) run_diode collect $V2_SAMPLED $V2_DECOMPOSEK --num-shapes ${N:-120} --seed 33 -o "$DATA/train/${GPU}_v2_decomposek.msgpack.gz" ;;
+    inductor-decomposek) run_diode collect $V2_MA $V2_DECOMPOSEK --num-shapes ${N:-120} --seed 33 -o "$DATA/inductor_timed/${GPU}_v2_decomposek.msgpack.gz" ;;
+    inductor-tma) DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode collect $V2_MA $V2_TMA --num-shapes ${N:-120} --seed 34 -o "$DATA/inductor_timed/${GPU}_v2_tma.msgpack.gz" ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

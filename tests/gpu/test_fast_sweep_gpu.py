@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from torch_diode.collection.fast_sweep import FastSweep, aten_launcher, choices_for
+from torch_diode.collection.fast_sweep import FastSweep, choices_for, untiled_launcher
 from torch_diode.collection.inductor_sweep import op_function
 from torch_diode.collection.operands import layout_tensors
 from torch_diode.inductor.config_space import triton_configs
@@ -18,6 +18,10 @@ PROBLEMS = [
     Problem("bmm", 3, 100, 64, 48, "bfloat16", "bfloat16", "bfloat16"),
     Problem("baddbmm", 2, 64, 80, 40, "float16", "float16", "float16", bias_shape=(1, 1, 80)),
     Problem("mm", 1, 128, 256, 96, "float32", "float32", "float32"),
+    # long K: Inductor offers decompose_k, whose launchers are checked with the ATen ones
+    Problem("mm", 1, 32, 64, 8192, "float16", "float16", "float16"),
+    Problem("mm", 1, 16, 48, 6144, "bfloat16", "bfloat16", "bfloat16", transpose_a=True),
+    Problem("mm", 1, 16, 16, 4096, "float32", "float32", "float32"),
 ]
 
 
@@ -45,11 +49,13 @@ def test_template_kernels_match_eager(problem):
         torch.testing.assert_close(
             out.float(), expected, atol=tol * max(1.0, expected.abs().max().item() / 10), rtol=tol
         )
-    for config in choices_for(problem, 0, 0):
-        if not config.is_tiled:
-            out.zero_()
-            aten_launcher(problem, config, a, b, out, bias)()
-            torch.testing.assert_close(out.float(), expected, atol=tol * 10, rtol=tol)
+    untiled = [c for c in choices_for(problem, 0, 0) if not c.is_tiled]
+    long_k = problem.op == "mm" and problem.K >= 32 * max(problem.M, problem.N)
+    assert any(c.template_id == "decompose_k" for c in untiled) == long_k
+    for config in untiled:
+        out.zero_()
+        untiled_launcher(problem, config, a, b, out, bias)()
+        torch.testing.assert_close(out.float(), expected, atol=tol * 10, rtol=tol)
 
 
 @pytest.mark.parametrize(

@@ -6,11 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from torch_diode.collection.fast_sweep import choices_for
-from torch_diode.inductor.config_space import aten_configs, scaled_configs, triton_configs
+from torch_diode.collection.fast_sweep import choices_for, untiled_launcher
+from torch_diode.collection.operands import layout_tensors
+from torch_diode.features import k_split
+from torch_diode.inductor.config_space import aten_configs, decompose_k_configs, scaled_configs, triton_configs
 from torch_diode.types import Problem, load_dataset
 
-SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "h100_sample.json.gz"
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "data" / "sample" / "h100_sample.json.gz"
 
 
 def test_derived_configs_match_what_inductor_generated():
@@ -26,6 +29,38 @@ def test_derived_configs_match_what_inductor_generated():
         assert len(derived - recorded) <= (1 if same_torch else 2), (problem.short(), derived - recorded)
         recorded_aten = {t.config.template_id for t in timings if not t.config.is_tiled}
         assert recorded_aten == {c.template_id for c in aten_configs(problem)}
+
+
+def test_decompose_k_choices_are_the_splits_inductor_benchmarked():
+    """data/h100/inductor_timed's decompose_k part was recorded from stock max-autotune (torch 2.11,
+    an H100): the decompose_k candidates derived here are the ones Inductor offered, split for
+    split, and none where it offered none."""
+    from torch_diode.types import load_datasets
+
+    paths = sorted((ROOT / "data" / "h100" / "inductor_timed").glob("h100_v2_decomposek_chunk*.msgpack.gz"))
+    assert paths, "the decompose_k data is missing"
+    checked = 0
+    for _, problem, timings in load_datasets(paths).problems():
+        recorded = sorted(k_split(t.config) for t in timings if t.config.template_id == "decompose_k")
+        assert sorted(k_split(c) for c in decompose_k_configs(problem)) == recorded, problem.short()
+        checked += bool(recorded)
+    assert checked >= 50
+    assert decompose_k_configs(Problem("mm", 1, 2048, 2048, 2048, "float16", "float16", "float16")) == []
+    assert decompose_k_configs(Problem("bmm", 4, 16, 16, 65536, "float16", "float16", "float16")) == []
+
+
+def test_decompose_k_launcher_computes_the_product():
+    """decompose_k as the fast collector times it (on the CPU in fp32: the bmm into fp32 of half
+    operands exists on CUDA only), with A stored transposed, which its reshape copies."""
+    problem = Problem("mm", 1, 16, 24, 4096, "float32", "float32", "float32", transpose_a=True)
+    choices = [c for c in choices_for(problem, 0, 0) if c.template_id == "decompose_k"]
+    assert [k_split(c) for c in choices] == [k_split(c) for c in decompose_k_configs(problem)] and choices
+    a, b, out, bias = layout_tensors(problem, "cpu")
+    expected = a @ b
+    for config in choices:
+        out.zero_()
+        untiled_launcher(problem, config, a, b, out, bias)()
+        torch.testing.assert_close(out, expected, atol=1e-3, rtol=1e-4)
 
 
 def test_scaling_and_pruning_follow_inductor():

@@ -29,8 +29,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..features import k_split
 from ..hardware import DeviceError, current_device
-from ..inductor.config_space import aten_configs, scaled_configs, triton_configs
+from ..inductor.config_space import aten_configs, decompose_k_configs, scaled_configs, triton_configs
 from ..types import KernelConfig, Problem, TimedConfig
 from .operands import layout_tensors
 from .recorder import Collector
@@ -51,21 +52,25 @@ def _config_rank(config: KernelConfig, seed: int) -> int:
 
 
 def choices_for(problem: Problem, exhaustive_sample: int, seed: int) -> list[KernelConfig]:
-    """ATen + the DEFAULT list + up to ``exhaustive_sample`` EXHAUSTIVE configs (no duplicates)."""
+    """ATen + decompose_k where Inductor offers it + the DEFAULT list + up to ``exhaustive_sample``
+    EXHAUSTIVE configs (no duplicates)."""
     default = triton_configs(problem, "DEFAULT")
     seen = set(default)
     exhaustive = [c for c in triton_configs(problem, "EXHAUSTIVE") if c not in seen]
     if exhaustive_sample >= 0 and len(exhaustive) > exhaustive_sample:
         exhaustive = sorted(exhaustive, key=lambda c: _config_rank(c, seed))[:exhaustive_sample]
-    return aten_configs(problem) + default + exhaustive
+    return aten_configs(problem) + decompose_k_configs(problem) + default + exhaustive
 
 
 # ----- tensors ----------------------------------------------------------------------------------
-def aten_launcher(problem: Problem, config: KernelConfig, a: Any, b: Any, out: Any, bias: Any) -> Callable[[], Any]:
-    """How Inductor calls each ATen choice (``out=`` variants, bias expanded or 1-D)."""
+def untiled_launcher(problem: Problem, config: KernelConfig, a: Any, b: Any, out: Any, bias: Any) -> Callable[[], Any]:
+    """How Inductor runs each choice that is not a tiled template: the ATen calls (``out=``
+    variants, bias expanded or 1-D) and decompose_k."""
     import torch
 
     tid = config.template_id
+    if tid == "decompose_k":
+        return decompose_k_launcher(a, b, out, k_split(config))
     if tid in ("aten::mm", "aten::bmm"):
         fn = torch.mm if tid == "aten::mm" else torch.bmm
         return lambda: fn(a, b, out=out)
@@ -77,6 +82,30 @@ def aten_launcher(problem: Problem, config: KernelConfig, a: Any, b: Any, out: A
     if tid == "aten::baddbmm":
         return lambda: torch.baddbmm(bias, a, b, out=out)
     raise ValueError(f"no ATen launcher for {tid}")
+
+
+def decompose_k_launcher(a: Any, b: Any, out: Any, splits: int) -> Callable[[], Any]:
+    """Inductor's decompose_k (``torch._inductor.kernel.mm.decomposeK``) as eager PyTorch runs
+    it: A and B reshaped into ``splits`` parts of K (a copy where A's layout needs one, as in
+    Inductor's subgraph), one cuBLAS bmm into fp32 partial sums, their sum, the cast to the output.
+    Inductor compiles the subgraph with ATen's bmm and fuses the sum and the cast into one Triton
+    kernel, so this runs one small kernel (over M x N) more than Inductor's."""
+    import torch
+
+    m, k = a.shape
+    n = b.shape[1]
+    if splits < 1 or k % splits:
+        raise ValueError(f"decompose_k: K={k} does not split into {splits} parts")
+    parts = k // splits
+    acc = torch.empty((m, n), dtype=torch.float32, device=a.device)
+    wide = {} if a.dtype == torch.float32 else {"out_dtype": torch.float32}
+
+    def run() -> None:
+        partial = torch.bmm(a.reshape(m, splits, parts).permute(1, 0, 2), b.reshape(splits, parts, n), **wide)
+        torch.sum(partial, 0, out=acc)
+        out.copy_(acc)
+
+    return run
 
 
 # ----- precompilation ---------------------------------------------------------------------------
@@ -363,7 +392,7 @@ class FastSweep:
                     launchers: list[Callable[[], Any] | None] = []
                     for config, error in zip(configs, errors):
                         if not config.is_tiled:
-                            launchers.append(aten_launcher(problem, config, a, b, out, bias))
+                            launchers.append(untiled_launcher(problem, config, a, b, out, bias))
                         elif error is not None:
                             launchers.append(None)  # did not compile
                         else:

@@ -187,6 +187,25 @@ def aten_configs(problem: Problem, tf32: bool | None = None) -> list[KernelConfi
     return [KernelConfig(name, allow_tf32=tf32) for name in names.get(problem.op, ("aten::bias_addmm", "aten::addmm"))]
 
 
+def decompose_k_configs(problem: Problem) -> list[KernelConfig]:
+    """Inductor's decompose_k candidates for ``problem``, one per split of K: for mm where K is at
+    least ``triton.decompose_k_threshold`` times M and N and ``triton.num_decompose_k_splits`` is
+    positive (Inductor's ``use_decompose_k_choice``, which needs a graph to ask), with the splits
+    of Inductor's own ``get_k_splits``. None on a torch without decompose_k."""
+    if problem.op != "mm":
+        return []
+    try:
+        from torch._inductor import config
+        from torch._inductor.utils import get_k_splits
+    except ImportError:
+        return []
+    threshold = config.triton.decompose_k_threshold
+    M, N, K = problem.M, problem.N, problem.K
+    if config.triton.num_decompose_k_splits <= 0 or K < threshold * M or K < threshold * N:
+        return []
+    return [KernelConfig("decompose_k", extras={"k_split": int(s)}) for s in get_k_splits(M, N, K)]
+
+
 def beyond_default_list(problem: Problem, rows: np.ndarray) -> np.ndarray:
     """Which of the candidates given by their ``features.config_rows`` are Triton mm/bmm template
     configs outside Inductor's DEFAULT list for ``problem`` (candidates of other templates and
