@@ -2,7 +2,7 @@
 # How data/h100/ was collected (on the lent H100, fast mode): bash data/h100/collect.sh [PART...]
 # Parts: realmodels (the held-out real models' GEMMs, never trained on: benchmarks.selection_replay realmodels judges on them);
 # v2-layouts v2-hugek v2-vocab v2-skinnyk v2-batch v2-attn-qk v2-attn-pv v2-odd v2-f32 v2-tf32 v2-f32-odd v2-tf32-odd
-# v2-f32-hugek v2-tf32-hugek v2-f32-vocab v2-tf32-vocab v2-f32-batch v2-tf32-batch v2-decomposek (coverage design);
+# v2-f32-hugek v2-tf32-hugek v2-f32-vocab v2-tf32-vocab v2-f32-batch v2-tf32-batch v2-decomposek v2-hidden (coverage design);
 # inductor-decomposek inductor-tma (stock max-autotune's own timings, to $DATA/inductor_timed);
 # train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m odd-v1
 # (default: all but odd-v1, in that order). Files go to $DATA (default data/h100); every command
@@ -85,6 +85,10 @@ F32_ALL="--dtypes float32 --layouts NN NT TN TT"
 V2_F32_HUGEK="$F32_ALL --ops mm addmm bmm baddbmm --max-batch 8 --max-gflop 40 --m-sizes 1 4 16 32 64 128 256 512 1024 --n-sizes 16 32 64 128 256 512 1024 2048 --k-sizes 16384 24576 32768 65536 131072"
 V2_F32_VOCAB="$F32_ALL --ops mm addmm --max-gflop 60 --m-sizes 1 2 4 8 16 32 64 128 256 512 --n-sizes 32000 32768 50257 65536 128256 151936 --k-sizes 512 768 1024 2048 4096"
 V2_F32_BATCH="$F32_ALL --ops bmm baddbmm --min-batch 64 --max-batch 2048 --max-gflop 40 --sizes 16 32 64 128 256 512 1024 --m-sizes 1 4 16 64 128 256 512 1024"
+# Public models' hidden and intermediate sizes (Qwen2.5's 896/3584/18944, Llama's 11008/14336, ...):
+# cuBLAS's speed on a size depends on its factors (on the H200, M=16 with N=K=3584 runs 2.9x slower
+# in cuBLAS than in Triton), and V2_SIZES holds few of them.
+V2_HIDDEN="$V2_HALF --ops mm addmm --max-gflop 200 --sizes 576 896 960 1152 1536 1792 2560 3584 4608 5632 6912 7168 8960 9216 12288 13824 18944 --m-sizes 1 2 4 8 16 32 64 128 256 512 1024 2048 4096"
 # decompose_k (mm with K >= 32 x M and K >= 32 x N: one candidate per split of K): the fast
 # collector times every split Inductor offers (v2-decomposek). The persistent TMA template (offered
 # only with ENABLE_PERSISTENT_TMA_MATMUL=1) comes from Inductor's own lowering, which the fast path
@@ -133,6 +137,7 @@ for part in "${parts[@]}"; do
     v2-tf32-vocab) run_diode collect $V2_SAMPLED $V2_F32_VOCAB --float32-matmul-precision high --num-shapes ${N:-20} --seed 38 -o "$DATA/train/${GPU}_v2_tf32_vocab.msgpack.gz" ;;
     v2-f32-batch) run_diode collect $V2_SAMPLED $V2_F32_BATCH --float32-matmul-precision highest --num-shapes ${N:-20} --seed 39 -o "$DATA/train/${GPU}_v2_f32_batch.msgpack.gz" ;;
     v2-tf32-batch) run_diode collect $V2_SAMPLED $V2_F32_BATCH --float32-matmul-precision high --num-shapes ${N:-20} --seed 40 -o "$DATA/train/${GPU}_v2_tf32_batch.msgpack.gz" ;;
+    v2-hidden) run_diode collect $V2_ALIGNED $V2_HIDDEN --num-shapes ${N:-300} --seed 41 -o "$DATA/train/${GPU}_v2_hidden.msgpack.gz" ;;
     v2-decomposek) run_diode collect $V2_SAMPLED $V2_DECOMPOSEK --num-shapes ${N:-120} --seed 33 -o "$DATA/train/${GPU}_v2_decomposek.msgpack.gz" ;;
     inductor-decomposek) run_diode collect $V2_MA $V2_DECOMPOSEK --num-shapes ${N:-120} --seed 33 -o "$DATA/inductor_timed/${GPU}_v2_decomposek.msgpack.gz" ;;
     inductor-tma) DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode collect $V2_MA $V2_TMA --num-shapes ${N:-120} --seed 34 -o "$DATA/inductor_timed/${GPU}_v2_tma.msgpack.gz" ;;
