@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -136,6 +137,9 @@ def test_cli_reports(files, tmp_path):
         "num_problems",
     ):
         assert key in r
+    # the evidence of a run: its command line and UTC date
+    assert r["command"].startswith("diode validate-model --model ") and "--report-json" in r["command"]
+    assert datetime.fromisoformat(r["date"]).tzinfo is not None
     assert "Validation RMSE (exp)" in out
     assert (tmp_path / "plots" / "predicted_vs_measured.png").stat().st_size > 1000
     assert (tmp_path / "plots" / "top1_slowdown_cdf.png").stat().st_size > 1000
