@@ -234,6 +234,7 @@ def test_by_op_reports_each_ops_problems_alone(files, tmp_path):
     )
     assert f"Comprehensive per-op statistics saved to: {out}" in proc.stdout
     by_op = json.loads(out.read_text())
+    assert set(by_op) <= {"mm", "addmm", "bmm", "baddbmm"}  # the per-op figures alone, keyed by op
     assert by_op["mm"]["num_problems"] == 2 and by_op["mm"]["top_n"]["1"]["ratio_geomean"] == pytest.approx(
         math.sqrt(20 / 30 * 6 / 5)
     )

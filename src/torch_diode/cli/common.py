@@ -7,7 +7,6 @@ import argparse
 import json
 import math
 import os
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -153,14 +152,16 @@ def add_inputs(p: argparse.ArgumentParser) -> None:
     )
 
 
-def write_report(path: str | None, report: dict) -> None:
-    """Writes a command's --report-json atomically (keys starting with '_' stay in memory), with
-    the command line and the UTC date it ran at (``command``, ``date``) where the report has none."""
+def write_report(path: str | None, report: dict, argv: Sequence[str] | None = None) -> None:
+    """Writes a command's --report-json atomically (keys starting with '_' stay in memory). With
+    ``argv`` (the command's words, ``args.argv``) it records the command line and the UTC date it
+    ran at (``command``, ``date``) where the report has none."""
     if path:
         from ..types import atomic_write_bytes
 
         clean = {k: v for k, v in report.items() if not k.startswith("_")}
-        clean.setdefault("command", " ".join(["diode", *sys.argv[1:]]))
-        clean.setdefault("date", datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        if argv is not None:
+            clean.setdefault("command", " ".join(["diode", *argv]))
+            clean.setdefault("date", datetime.now(timezone.utc).isoformat(timespec="seconds"))
         atomic_write_bytes(path, (json.dumps(clean, indent=2, sort_keys=True, default=str) + "\n").encode())
         print(f"report written to {path}")

@@ -41,7 +41,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
             aten_us = f"{aten.time_us:12.1f}" if aten else f"{'-':>12s}"
             ratio = f"{aten.time_us / best.time_us:9.2f}" if aten else f"{'-':>9s}"
             print(f"{problem.short():36s} {n:7d}  {best.config.short():36s} {best.time_us:9.1f} {aten_us} {ratio}")
-    write_report(args.report_json, stats)
+    write_report(args.report_json, stats, args.argv)
     return 0
 
 
@@ -60,7 +60,7 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
         coverage.add(load_dataset(f))  # file by file: a file's settings say whether it ran with TF32
     report = coverage.report(DEFAULT_TARGETS if args.targets else None)
     print("\n".join(format_report(report)))
-    write_report(args.report_json, report)
+    write_report(args.report_json, report, args.argv)
     return 0
 
 

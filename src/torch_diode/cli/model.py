@@ -192,7 +192,7 @@ def _cmd_validate_model(args: argparse.Namespace) -> int:
     if args.plot:
         for path in plot_validation(r, args.plot):
             print(f"plot written to {path}")
-    write_report(args.report_json, r)
+    write_report(args.report_json, r, args.argv)
     _write_by_op(args.by_op_json, r)
     return 0
 
@@ -236,7 +236,7 @@ def _cmd_validate_max_autotune(args: argparse.Namespace) -> int:
             f"  {op}: {o['num_problems']} problems, top-1 ratio geomean "
             f"{o['top_n'][min(o['top_n'], key=int)]['ratio_geomean']:.3f}"
         )
-    write_report(args.report_json, r)
+    write_report(args.report_json, r, args.argv)
     _write_by_op(args.by_op_json, r)
     return 0
 

@@ -191,7 +191,7 @@ def decompose_k_configs(problem: Problem) -> list[KernelConfig]:
     """Inductor's decompose_k candidates for ``problem``, one per split of K: for mm where K is at
     least ``triton.decompose_k_threshold`` times M and N and ``triton.num_decompose_k_splits`` is
     positive (Inductor's ``use_decompose_k_choice``, which needs a graph to ask), with the splits
-    of Inductor's own ``get_k_splits``. None on a torch without decompose_k."""
+    of Inductor's own ``get_k_splits``. Empty on a torch without decompose_k."""
     if problem.op != "mm":
         return []
     try:
