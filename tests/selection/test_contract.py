@@ -5,9 +5,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from selection_policies import make_policy
 
 from torch_diode.model_file import model_metadata
-from torch_diode.selection import CONFIDENCE_VERSION, Confidence, HeldoutSlowdown, LossCalibration, Policy, Pool, decide
+from torch_diode.selection import CONFIDENCE_VERSION, Confidence, HeldoutSlowdown, LossCalibration, Pool, decide
 from torch_diode.types import Problem
 
 SHIPPED = Path(__file__).resolve().parents[2] / "src" / "torch_diode" / "models" / "NVIDIA-H100-matmul.diode"
@@ -83,15 +84,7 @@ def test_decide_without_a_contract_trusts_the_model_and_with_one_judges_it():
     features[:2, FEATURE_NAMES.index("template_is_triton_mm")] = 1.0
     features[2, FEATURE_NAMES.index("template_is_aten_mm")] = 1.0
     pool = Pool(features, np.array([False, False, True]))
-    policy = Policy(
-        top_k=1,
-        performance_threshold=1.0,
-        max_selected_configs=8,
-        extern_preference=1.0,
-        unsure_top_k=3,
-        unsure_heldout_slowdown=1.05,
-        min_dtype_problems=100,
-    )
+    policy = make_policy(top_k=1, min_dtype_problems=100)
     sure = decide(problem, pool, np.log([2.0, 1.0, 3.0]), policy)
     assert sure.chosen == (1,) and sure.unsure is None and sure.first == 1
     narrow = Confidence(feature_ranges={"log2_m": (4.0, 8.0)})

@@ -2,6 +2,7 @@ import math
 
 import numpy as np
 import pytest
+from selection_policies import make_policy
 
 from torch_diode.selection import NoUsableCandidate, selection_order
 from torch_diode.types import KernelConfig, Problem
@@ -110,23 +111,6 @@ def _kind_features(kinds):
     return features
 
 
-def _policy(**settings):
-    """A selection policy for these tests: two picks, no threshold, no ATen preference, unless
-    ``settings`` say otherwise."""
-    from torch_diode.selection import Policy
-
-    base = dict(
-        top_k=2,
-        performance_threshold=1.0,
-        max_selected_configs=8,
-        extern_preference=1.0,
-        unsure_top_k=3,
-        unsure_heldout_slowdown=1.05,
-        min_dtype_problems=0,
-    )
-    return Policy(**{**base, **settings})
-
-
 def test_widen_always_holds_the_best_aten_choice_and_the_best_default_template():
     from torch_diode.selection import widen
 
@@ -168,7 +152,7 @@ def test_unknown_template_kinds_are_never_the_first_pick_nor_the_safety_net():
     extern = np.array([False, True, False, False, False])  # features.is_extern: ATen kinds only
     pool = Pool(features, extern, np.zeros(5, dtype=bool))
     predicted = np.log([1.0, 3.0, 2.0, 2.5, 0.5])
-    policy = _policy()
+    policy = make_policy()
     sure = decide(problem, pool, predicted, policy, Confidence(template_kinds=KNOWN_BEFORE_V2))
     assert sure.unsure is None and sure.chosen == (2, 3, 1) and sure.extern_added  # aten::mm, not decompose_k
     assert decide(problem, pool, predicted, policy).first == 4  # no contract: every kind is trusted
@@ -200,7 +184,7 @@ def test_a_decompose_k_candidate_is_a_template_never_the_aten_choice():
     extern = is_extern(config_rows(configs[:3]))
     pool = Pool(_kind_features(["decompose_k", "aten_mm", "triton_mm"]), extern, np.zeros(3, dtype=bool))
     predicted = np.log([0.5, 3.0, 2.0])
-    policy = _policy(unsure_top_k=2)
+    policy = make_policy(unsure_top_k=2)
     every_kind = tuple(template_kind_names())
     sure = decide(problem, pool, predicted, policy, Confidence(template_kinds=every_kind))
     assert sure.unsure is None and sure.chosen == (0, 2, 1) and sure.extern_added
@@ -250,7 +234,7 @@ def test_a_risky_first_pick_is_unsure_and_the_rules_can_be_switched_off():
     pool = Pool(features, np.array([True, False, False]), np.zeros(3, dtype=bool))
     # the members agree that candidate 1 is 30% faster than ATen on average, but not on how much
     members = np.log([[1.0, 0.5, 2.0], [1.0, 0.95, 2.0]])
-    policy = _policy(top_k=1, extern_preference=1.1, unsure_loss_probability=0.1)
+    policy = make_policy(top_k=1, extern_preference=1.1, unsure_loss_probability=0.1)
     contract = Confidence(loss_calibration=LossCalibration(1.0, 0.1, 30), template_kinds=("aten_mm", "triton_mm"))
     decision = decide(problem, pool, members, policy, contract)
     assert decision.first == 1 and 0.1 < decision.loss_risk < 0.2  # P(Z > 1.05)
