@@ -86,8 +86,8 @@ V2_F32_HUGEK="$F32_ALL --ops mm addmm bmm baddbmm --max-batch 8 --max-gflop 40 -
 V2_F32_VOCAB="$F32_ALL --ops mm addmm --max-gflop 60 --m-sizes 1 2 4 8 16 32 64 128 256 512 --n-sizes 32000 32768 50257 65536 128256 151936 --k-sizes 512 768 1024 2048 4096"
 V2_F32_BATCH="$F32_ALL --ops bmm baddbmm --min-batch 64 --max-batch 2048 --max-gflop 40 --sizes 16 32 64 128 256 512 1024 --m-sizes 1 4 16 64 128 256 512 1024"
 # Public models' hidden and intermediate sizes (Qwen2.5's 896/3584/18944, Llama's 11008/14336, ...):
-# cuBLAS's speed on a size depends on its factors (on the H200, M=16 with N=K=3584 runs 2.9x slower
-# in cuBLAS than in Triton), and V2_SIZES holds few of them.
+# cuBLAS's speed on a size depends on its factors (data/README.md, the H200's Qwen2.5-7B decode
+# addmms), and V2_SIZES holds few of them.
 V2_HIDDEN="$V2_HALF --ops mm addmm --max-gflop 200 --sizes 576 896 960 1152 1536 1792 2560 3584 4608 5632 6912 7168 8960 9216 12288 13824 18944 --m-sizes 1 2 4 8 16 32 64 128 256 512 1024 2048 4096"
 # decompose_k (mm with K >= 32 x M and K >= 32 x N: one candidate per split of K): the fast
 # collector times every split Inductor offers (v2-decomposek). The persistent TMA template (offered
