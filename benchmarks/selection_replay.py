@@ -6,8 +6,8 @@ measured times.
 
   first      measured time of the first pick / best measured time
   widened    best measured time among what an unsure decision hands Inductor's benchmark (the
-             first pick and the best predicted among ATen and Inductor's DEFAULT Triton configs,
-             unsure_top_k in all) / best measured time
+             unsure_top_k best predicted, the best ATen choice and the best of Inductor's DEFAULT
+             Triton configs among them) / best measured time
   kept       how many candidates that is
 
 Geometric means and worst cases per dataset are printed last and written to --out.
@@ -19,6 +19,9 @@ the handler ends with (the first pick where it is sure, the best of what it hand
 benchmark where it is not), and the fraction of problems it is unsure of; each problem named by
 the models and layers it comes from.
 
+``unsure-pool``: the handler's outcome where unsure decisions fill their places from every candidate
+or from the ATen choices and Inductor's DEFAULT list alone, per model and dataset.
+
 ``extern-preference``: the first pick for several values of ``extern_preference``: top-1
 normalised performance (geomean and worst), and how often the pick is ATen/cuBLAS (no kernel to
 compile).
@@ -27,6 +30,7 @@ compile).
     python -m benchmarks.selection_replay heldout --model NVIDIA-H100-matmul other.diode --data DIR ... --out sel.json
     python -m benchmarks.selection_replay realmodels --data DIR --out benchmarks/results/heldout_realmodels_h100.json
     python -m benchmarks.selection_replay extern-preference --out benchmarks/results/extern_preference_cpu.json
+    python -m benchmarks.selection_replay unsure-pool --out benchmarks/results/unsure_pool_cpu.json
 """
 
 from __future__ import annotations
@@ -108,7 +112,7 @@ def heldout(args: argparse.Namespace) -> int:
     policy = Policy.from_config()
     settings = {
         "unsure_top_k": policy.unsure_top_k,
-        "unsure_pool": "ATen and Inductor's DEFAULT Triton configs",
+        "unsure_pool": policy.unsure_pool,
         "extern_preference": policy.extern_preference,
     }
     rows = [judge(m, d, policy) for m in args.model for d in args.data]
@@ -380,6 +384,62 @@ def unsure_rules(args: argparse.Namespace) -> int:
     return 0
 
 
+def unsure_pool(args: argparse.Namespace) -> int:
+    """Where an unsure decision fills its places from (``Policy.unsure_pool``: every candidate, or
+    the ATen choices and Inductor's DEFAULT list), for each model and the dataset paired with it,
+    with the model's own contract: the handler's outcome (the best measured time among what it
+    hands Inductor / the best measured), the unsure fraction and the candidates benchmarked."""
+    from torch_diode.model_file import model_metadata
+    from torch_diode.registry import resolve_model
+    from torch_diode.selection import UNSURE_POOLS
+
+    if len(args.model) != len(args.data):
+        raise SystemExit("--model and --data pair up: give as many of each")
+    base = Policy.from_config()
+    rows = []
+    for model, data in zip(args.model, args.data):
+        contract = Confidence.from_dict(model_metadata(resolve_model(model)).get("training_data"))
+        problems = list(replays(model, [data], with_tf32=True))
+        for pool_name in UNSURE_POOLS:
+            for top_k in args.top_k:
+                policy = replace(base, unsure_pool=pool_name, unsure_top_k=top_k)
+                got, unsure, benchmarked = [], 0, []
+                for problem, pool, members, measured, tf32 in problems:
+                    try:
+                        decision = decide(problem, pool, members, policy, contract, tf32)
+                    except NoUsableCandidate:
+                        continue
+                    got.append(measured[list(decision.chosen)].min() / measured.min())
+                    if decision.unsure:
+                        unsure += 1
+                        benchmarked.append(len(decision.chosen))
+                rows.append(
+                    {
+                        "model": model,
+                        "data": data,
+                        "unsure_pool": pool_name,
+                        "unsure_top_k": top_k,
+                        "problems": len(got),
+                        "outcome": _summary(got),
+                        "over_1.10": int(sum(v > 1.10 for v in got)),
+                        "unsure_fraction": unsure / max(1, len(got)),
+                        "benchmarked_mean": float(np.mean(benchmarked)) if benchmarked else 0.0,
+                    }
+                )
+    _write(args, {"rows": rows})
+    print(
+        f"{'model':22s} {'data':20s} {'pool':8s} {'k':>2s} {'n':>4s} {'outcome':>8s} {'worst':>6s} "
+        f"{'>1.10':>5s} {'unsure':>7s}"
+    )
+    for r in rows:
+        print(
+            f"{r['model'][-22:]:22s} {r['data'][-20:]:20s} {r['unsure_pool']:8s} {r['unsure_top_k']:2d} "
+            f"{r['problems']:4d} {r['outcome']['geomean']:8.4f} {r['outcome']['worst']:6.3f} {r['over_1.10']:5d} "
+            f"{100 * r['unsure_fraction']:6.1f}%"
+        )
+    return 0
+
+
 def _write(args: argparse.Namespace, body: dict) -> None:
     import platform
 
@@ -431,6 +491,17 @@ def main() -> int:
     p.add_argument("--thresholds", type=float, nargs="+", default=[0.1, 0.2, 0.3, 0.5])
     p.add_argument("--out", required=True)
     p.set_defaults(run=unsure_rules)
+    p = sub.add_parser("unsure-pool", help="where an unsure decision fills its places from, per model and dataset")
+    p.add_argument("--model", nargs="+", default=["NVIDIA-H100-matmul", "NVIDIA-H200-matmul"])
+    p.add_argument(
+        "--data",
+        nargs="+",
+        default=[str(ROOT / "data" / gpu / "realmodels") for gpu in ("h100", "h200")],
+        help="one dataset per --model, in the same order",
+    )
+    p.add_argument("--top-k", type=int, nargs="+", default=[3, 5], help="unsure_top_k values to replay")
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=unsure_pool)
     args = parser.parse_args()
     return args.run(args)
 

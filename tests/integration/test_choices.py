@@ -198,11 +198,12 @@ def test_unsure_problems_widen_the_selection(cpu_model):
     assert choices.get_stats()["unsure_benchmarked"] == 0  # the CPU offers this bmm one candidate
 
 
-def test_unsure_widening_takes_aten_and_inductors_default_configs(cpu_model):
-    """An unsure decision hands Inductor the first pick and the next best predicted among the ATen
-    choices and the Triton configs of Inductor's DEFAULT list, unsure_top_k in all. (The CPU's
-    Inductor offers a single bmm candidate here, so the selection is called with five predicted
-    candidates directly; the features say M = 1, outside the training range.)"""
+def test_unsure_widening_takes_the_best_predicted_with_aten_and_a_default_config(cpu_model):
+    """An unsure decision hands Inductor the unsure_top_k best predicted, the best ATen choice and
+    the best Triton config of Inductor's DEFAULT list among them; with unsure_pool "default" the
+    places after the first pick are filled from the ATen choices and the DEFAULT list alone. (The
+    CPU's Inductor offers a single bmm candidate here, so the selection is called with five
+    predicted candidates directly; the features say M = 1, outside the training range.)"""
     from torch_diode.features import FEATURE_NAMES, Candidates
     from torch_diode.inductor.config_space import beyond_default_list, triton_configs
     from torch_diode.selection import Pool, decide
@@ -219,11 +220,12 @@ def test_unsure_widening_takes_aten_and_inductors_default_configs(cpu_model):
 
     pool = Pool(features, candidates.extern, lambda: beyond_default_list(problem, candidates.rows))
 
-    def select(times, top_k, **settings):
+    def select(times, top_k, unsure_pool="all", **settings):
         with config.patch(unsure_top_k=top_k, extern_preference=1.0, **settings):
             # the CPU model's data held no Triton timing: a contract of a model whose data did
             contract = dataclasses.replace(choices.contract(), template_kinds=("aten_mm", "triton_mm"))
-            decision = decide(problem, pool, np.log(times), choices.policy(), contract)
+            policy = dataclasses.replace(choices.policy(), unsure_pool=unsure_pool)
+            decision = decide(problem, pool, np.log(times), policy, contract)
         chosen, notes = list(decision.chosen), decision.notes()
         assert notes["unsure_widened"] == notes["unsure_out_of_range"] == 1
         assert notes["unsure_benchmarked"] == (top_k > 1), (chosen, notes)
@@ -231,13 +233,16 @@ def test_unsure_widening_takes_aten_and_inductors_default_configs(cpu_model):
 
     times = [14.0, 10.0, 12.5, 11.0, 30.0]  # predicted order 1, 3, 2, 0, 4
     assert select(times, 1) == [1]
-    assert select(times, 3) == [1, 3, 4]  # 2 skipped; ATen takes the last place (never more than unsure_top_k)
-    assert select(times, 4) == [1, 3, 0, 4]
-    assert select(times, 9) == [1, 3, 0, 4]  # all the eligible ones, 2 never
+    assert select(times, 3) == [1, 3, 4]  # ATen takes the last place (never more than unsure_top_k)
+    assert select(times, 4) == [1, 3, 2, 4]  # 2, beyond the DEFAULT list, is among the best predicted
+    assert select(times, 9) == [1, 3, 2, 0, 4]
+    assert select(times, 4, unsure_pool="default") == [1, 3, 0, 4]  # 2 skipped
+    assert select(times, 9, unsure_pool="default") == [1, 3, 0, 4]  # all the ATen and DEFAULT ones, 2 never
     # the first pick stays, even outside the DEFAULT list; ATen and the best DEFAULT config follow
     assert select([14.0, 10.0, 9.0, 11.0, 30.0], 3) == [2, 1, 4]
+    assert select([14.0, 10.0, 9.0, 11.0, 30.0], 3, unsure_pool="default") == [2, 1, 4]
     # the widened set is not cut by max_selected_configs
-    assert select(times, 4, max_selected_configs=2) == [1, 3, 0, 4]
+    assert select(times, 4, max_selected_configs=2) == [1, 3, 2, 4]
 
 
 def test_ranges_of_the_problems_dtype_decide_when_recorded(cpu_model):

@@ -76,15 +76,16 @@ def test_usable_candidates_leave_out_configs_that_cannot_compile_or_must_spill()
     assert usable_candidates(features).tolist() == [0, 1]
 
 
-def test_widen_keeps_the_first_pick_then_the_eligible():
+def test_widen_takes_the_best_predicted():
     from torch_diode.selection import widen
 
     order = np.array([4, 2, 0, 3, 1])
-    eligible = np.array([True, True, False, True, False])
-    assert widen(order, 3, eligible) == [4, 0, 3]  # 4 first though not eligible; 2 skipped
-    assert widen(order, 1, eligible) == [4]
-    assert widen(order, 0, eligible) == [4]
-    assert widen(order, 10, eligible) == [4, 0, 3, 1]
+    default = np.array([True, True, False, True, False])
+    # without the extern mask nothing is guaranteed: the first top_k of the order, whatever their list
+    assert widen(order, 3, default) == [4, 2, 0]
+    assert widen(order, 1, default) == [4]
+    assert widen(order, 0, default) == [4]
+    assert widen(order, 10, default) == [4, 2, 0, 3, 1]
     assert widen(order, 3) == [4, 2, 0]
 
 
@@ -117,25 +118,35 @@ def test_widen_always_holds_the_best_aten_choice_and_the_best_default_template()
     # order: a beyond-DEFAULT template first, then three ATen choices, then two DEFAULT templates
     order = np.array([0, 1, 2, 3, 4, 5])
     extern = np.array([False, True, True, True, False, False])
-    eligible = np.array([False, True, True, True, True, True])
-    assert widen(order, 3, eligible) == [0, 1, 2]  # without the extern mask: no DEFAULT template
+    default = np.array([False, True, True, True, True, True])
+    assert widen(order, 3, default) == [0, 1, 2]  # without the extern mask: no DEFAULT template
     # the best DEFAULT template takes the last place (never more than top_k)
-    assert widen(order, 3, eligible, extern) == [0, 1, 4]
-    assert widen(order, 2, eligible, extern) == [0, 1]  # the ATen choice is never given up for it
-    assert widen(order, 10, eligible, extern) == [0, 1, 2, 3, 4, 5]
+    assert widen(order, 3, default, extern) == [0, 1, 4]
+    assert widen(order, 2, default, extern) == [0, 1]  # the ATen choice is never given up for it
+    assert widen(order, 10, default, extern) == [0, 1, 2, 3, 4, 5]
     # templates fill the places: the best ATen choice takes the last one
     order = np.array([4, 5, 0, 1])
-    assert widen(order, 3, eligible, extern) == [4, 5, 1]
-    assert widen(order, 2, eligible, extern) == [4, 1]
-    assert widen(order, 1, eligible, extern) == [4]  # unsure_top_k 1: nothing benchmarked
+    assert widen(order, 3, default, extern) == [4, 5, 1]
+    assert widen(order, 2, default, extern) == [4, 1]
+    assert widen(order, 1, default, extern) == [4]  # unsure_top_k 1: nothing benchmarked
+    # configs beyond the DEFAULT list fill the places too; the DEFAULT template and ATen take the last two
+    order = np.array([0, 5, 4, 1])
+    default = np.array([False, True, False, True, False, True])
+    assert widen(order, 3, default, extern) == [0, 5, 1]
+    assert widen(order, 4, default, extern) == [0, 5, 4, 1]
+    assert widen(np.array([0, 4, 1, 5]), 3, default, extern) == [0, 1, 5]
     rng = np.random.default_rng(0)
-    for _ in range(200):  # never more than top_k, order[0] first, an ATen choice wherever one is eligible
+    for _ in range(500):  # never more than top_k, order[0] first, the best ATen choice and DEFAULT template held
         n, k = int(rng.integers(1, 12)), int(rng.integers(1, 8))
-        order, extern, eligible = rng.permutation(n), rng.random(n) < 0.3, rng.random(n) < 0.7
-        got = widen(order, k, eligible, extern)
+        order, extern, default = rng.permutation(n), rng.random(n) < 0.3, rng.random(n) < 0.7
+        got = widen(order, k, default, extern)
         assert len(got) <= k and got[0] == order[0] and len(set(got)) == len(got)
-        if k > 1 and (extern & eligible).any():
-            assert extern[got].any()
+        assert got == sorted(got, key=order.tolist().index)
+        atens, templates = order[extern[order]], order[~extern[order] & default[order]]
+        if k > 1 and len(atens):
+            assert atens[0] in got
+        if k > 2 and len(templates):
+            assert templates[0] in got
 
 
 def test_unknown_template_kinds_are_never_the_first_pick_nor_the_safety_net():

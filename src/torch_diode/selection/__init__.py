@@ -6,6 +6,7 @@ from .contract import CONFIDENCE_VERSION, Confidence, HeldoutSlowdown, LossCalib
 from .decide import (
     LOSS_MARGIN,
     SPILL_LOG2_REGS,
+    UNSURE_POOLS,
     UNSURE_RULES,
     Decision,
     NoUsableCandidate,
@@ -32,6 +33,7 @@ __all__ = [
     "Policy",
     "Pool",
     "SPILL_LOG2_REGS",
+    "UNSURE_POOLS",
     "UNSURE_RULES",
     "decide",
     "known_kinds",

@@ -18,11 +18,10 @@ The rules, in order:
 - Choice: the first ``top_k`` of the order, plus any predicted within ``performance_threshold``
   of the best, at most ``max_selected_configs``.
 - Unsure (:func:`unsure_reason`): where the model's ranking is not to be trusted alone, the choice
-  widens to the first pick and the next best predicted among the ATen choices and the Triton
-  configs of Inductor's DEFAULT list, ``unsure_top_k`` in all (:func:`widen`), and Inductor
-  benchmarks those, so an extrapolating model costs compile time rather than a slow kernel. The
-  widened set always holds the best predicted ATen choice (what default mode runs) and the best
-  predicted DEFAULT Triton config (what max-autotune would try first), so the user never gets
+  widens to the ``unsure_top_k`` best predicted (:func:`widen`), and Inductor benchmarks those, so
+  an extrapolating model costs compile time rather than a slow kernel. The widened set always
+  holds the best predicted ATen choice (what default mode runs) and the best predicted Triton
+  config of Inductor's DEFAULT list (what max-autotune would try first), so the user never gets
   slower than what they had.
 - Several choices become one MultiTemplateBuffer, which Inductor's scheduler resolves to an ATen
   choice when the Triton winner's layout conflicts with its users'; with no ATen choice in it,
@@ -67,7 +66,8 @@ class Pool:
     ``features``: the model's input rows (``features.featurize``); ``extern``: which are extern
     choices (``features.is_extern`` of their config rows); ``beyond_default``: which are Triton
     mm/bmm configs outside Inductor's DEFAULT list (``inductor.config_space.beyond_default_list``),
-    or a function computing it, called only where a decision widens (None: none is);
+    or a function computing it, called only where a decision widens (None: none is; the widened
+    set's DEFAULT template is then the best predicted template);
     ``allowed``: which may be chosen at all (offline: those with a measured time; None: all)."""
 
     features: np.ndarray
@@ -140,38 +140,34 @@ def usable_candidates(features: np.ndarray) -> np.ndarray:
 
 
 def widen(
-    order: np.ndarray, top_k: int, eligible: np.ndarray | None = None, extern: np.ndarray | None = None
+    order: np.ndarray, top_k: int, default: np.ndarray | None = None, extern: np.ndarray | None = None
 ) -> list[int]:
-    """What an unsure decision hands Inductor's benchmark: at most ``top_k`` (at least 1)
-    candidates, the first of ``order`` among the ``eligible`` ones (a mask; default: all), with
-    ``order[0]`` kept. The handler makes eligible the ATen choices and the Triton configs of
-    Inductor's DEFAULT list: where the model is unsure, its ranking of configs beyond Inductor's
-    hand-picked list is the least to be trusted. With ``extern`` (a mask) and ``top_k`` > 1, the
-    best eligible ATen choice (default mode's kernel) and the best eligible template
-    (max-autotune's) take the last places where the first ``top_k`` lack them; the ATen choice is
-    never given up for the template. The result is in the order of ``order``."""
+    """What an unsure decision hands Inductor's benchmark: the first ``top_k`` (at least 1) of
+    ``order``. With ``extern`` (a mask) and ``top_k`` > 1, the best ATen choice (default mode's
+    kernel) and the best template of ``default`` (a mask: Inductor's DEFAULT list, what
+    max-autotune tries; None: every template) take the last places where the first ``top_k`` lack
+    them, so the benchmark never ends slower than what the user had; ``order[0]`` and the ATen
+    choice are never given up. The result is in the order of ``order``."""
     order = np.asarray(order)
     k = max(1, int(top_k))
-    ok = None if eligible is None else np.asarray(eligible, dtype=bool)
-    rest = order[1:] if ok is None else order[1:][ok[order[1:]]]
-    chosen = [int(i) for i in order[:1]] + [int(i) for i in rest[: k - 1]]
+    chosen = [int(i) for i in order[:k]]
     if extern is None or k == 1 or not len(order):
         return chosen
     extern = np.asarray(extern, dtype=bool)
-    first_counts = ok is None or bool(ok[chosen[0]])
-    for want in (True, False):  # the best ATen choice (default mode's), the best DEFAULT template (max-autotune's)
-        present = chosen[1:] + chosen[:1] * first_counts
-        add = [int(i) for i in rest if extern[i] == want and int(i) not in chosen][:1]
-        if any(extern[i] == want for i in present) or not add:
+    template = ~extern if default is None else ~extern & np.asarray(default, dtype=bool)
+    kept: list[int] = []
+    for want in (extern, template):  # the best ATen choice (default mode's), the best DEFAULT template (max-autotune's)
+        best = next((int(i) for i in order if want[i]), None)
+        if best is None:
             continue
-        if len(chosen) < k:
-            chosen += add
-            continue
-        # a place given up: the last of the other kind after the first, never the only ATen choice
-        droppable = [i for i in chosen[1:] if extern[i] != want and not (extern[i] and sum(extern[chosen]) == 1)]
-        if droppable:
-            chosen.remove(droppable[-1])
-            chosen += add
+        if best not in chosen:
+            droppable = [i for i in chosen[1:] if i not in kept]
+            if len(chosen) >= k and not droppable:
+                continue
+            if len(chosen) >= k:
+                chosen.remove(droppable[-1])
+            chosen.append(best)
+        kept.append(best)
     position = {int(i): n for n, i in enumerate(order)}
     return sorted(chosen, key=position.__getitem__)
 
@@ -209,6 +205,7 @@ def loss_probability(
 
 
 UNSURE_RULES = ("out_of_range", "few_examples", "misaligned", "tf32", "loss_risk")
+UNSURE_POOLS = ("all", "default")
 
 
 def unsure_reason(
@@ -328,7 +325,11 @@ def decide(
         beyond = candidates.beyond_default() if callable(candidates.beyond_default) else candidates.beyond_default
         # at most unsure_top_k benchmarked: the best predicted unknown kind, where there is one, takes the last place
         k = policy.unsure_top_k - (len(riders) > 0 and policy.unsure_top_k > 2)
-        widened = widen(order, k, None if beyond is None else ~np.asarray(beyond, dtype=bool), extern)
+        default = None if beyond is None else ~np.asarray(beyond, dtype=bool)
+        fill = order
+        if policy.unsure_pool == "default" and default is not None:
+            fill = order[np.concatenate([[True], default[order[1:]]])]
+        widened = widen(fill, k, default, extern)
         if 1 < len(widened) < policy.unsure_top_k and len(riders):  # benchmarked: the unknown kind rides along
             widened.append(int(riders[np.argmin(predicted[riders])]))
     best = predicted[order[0]]

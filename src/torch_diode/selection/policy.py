@@ -22,6 +22,9 @@ class Policy:
     unsure_loss_probability: float = 1.0  # 1.0: the rule never fires
     # the unsure rules that apply (selection.UNSURE_RULES; replays measure each)
     unsure_rules: tuple[str, ...] = ("out_of_range", "few_examples", "misaligned", "tf32", "loss_risk")
+    # where an unsure decision's places are filled from (selection.UNSURE_POOLS): "all" candidates,
+    # or "default": the ATen choices and Inductor's DEFAULT list after the first pick (replays measure each)
+    unsure_pool: str = "all"
 
     @classmethod
     def from_config(
