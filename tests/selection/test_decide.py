@@ -76,6 +76,17 @@ def test_usable_candidates_leave_out_configs_that_cannot_compile_or_must_spill()
     assert usable_candidates(features).tolist() == [0, 1]
 
 
+def test_policy_refuses_an_unknown_unsure_pool():
+    import dataclasses
+
+    from torch_diode.selection import UNSURE_POOLS, Policy
+
+    base = Policy.from_config()
+    assert [dataclasses.replace(base, unsure_pool=p).unsure_pool for p in UNSURE_POOLS] == list(UNSURE_POOLS)
+    with pytest.raises(ValueError, match="unsure_pool"):
+        dataclasses.replace(base, unsure_pool="DEFAULT")
+
+
 def test_widen_takes_the_best_predicted():
     from torch_diode.selection import widen
 

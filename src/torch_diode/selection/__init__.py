@@ -6,7 +6,6 @@ from .contract import CONFIDENCE_VERSION, Confidence, HeldoutSlowdown, LossCalib
 from .decide import (
     LOSS_MARGIN,
     SPILL_LOG2_REGS,
-    UNSURE_POOLS,
     UNSURE_RULES,
     Decision,
     NoUsableCandidate,
@@ -20,7 +19,7 @@ from .decide import (
     usable_candidates,
     widen,
 )
-from .policy import Policy
+from .policy import UNSURE_POOLS, Policy
 
 __all__ = [
     "CONFIDENCE_VERSION",

@@ -205,7 +205,6 @@ def loss_probability(
 
 
 UNSURE_RULES = ("out_of_range", "few_examples", "misaligned", "tf32", "loss_risk")
-UNSURE_POOLS = ("all", "default")
 
 
 def unsure_reason(

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# where an unsure decision fills its places from (Policy.unsure_pool)
+UNSURE_POOLS = ("all", "default")
+
 
 @dataclass(frozen=True)
 class Policy:
@@ -22,9 +25,13 @@ class Policy:
     unsure_loss_probability: float = 1.0  # 1.0: the rule never fires
     # the unsure rules that apply (selection.UNSURE_RULES; replays measure each)
     unsure_rules: tuple[str, ...] = ("out_of_range", "few_examples", "misaligned", "tf32", "loss_risk")
-    # where an unsure decision's places are filled from (selection.UNSURE_POOLS): "all" candidates,
-    # or "default": the ATen choices and Inductor's DEFAULT list after the first pick (replays measure each)
+    # "all" candidates, or "default": the ATen choices and Inductor's DEFAULT list after the first
+    # pick (replays measure each)
     unsure_pool: str = "all"
+
+    def __post_init__(self) -> None:
+        if self.unsure_pool not in UNSURE_POOLS:
+            raise ValueError(f"unsure_pool: {self.unsure_pool!r} is not one of {', '.join(UNSURE_POOLS)}")
 
     @classmethod
     def from_config(
