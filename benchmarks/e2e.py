@@ -78,6 +78,7 @@ from torch_diode import config as diode_config  # noqa: E402
 from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs, op_function  # noqa: E402
 from torch_diode.collection.sweep_state import problem_key  # noqa: E402
 from torch_diode.integration.install import diode_choices  # noqa: E402
+from torch_diode.selection import Policy  # noqa: E402
 from torch_diode.types import load_datasets  # noqa: E402
 
 METHODS = ("default", "diode_top1", "diode_top3", "max_autotune", "exhaustive", "diode_max_autotune_mode")
@@ -529,7 +530,7 @@ def main() -> int:
                 "candidate_pool": diode_config.candidate_pool,
                 "performance_threshold": 1.0,
                 "unsure_top_k": diode_config.unsure_top_k,
-                "unsure_pool": "ATen and Inductor's DEFAULT Triton configs",
+                "unsure_pool": Policy.from_config().unsure_pool,
             },
             GUIDE_MODE: {
                 "mode": "max-autotune",

@@ -35,6 +35,18 @@ def _measure(collector: Collector, m: int) -> None:
     collector.flush()
 
 
+def test_the_next_writer_removes_what_a_killed_writer_left(tmp_path):
+    """A writer killed between writing its temporary file and renaming it leaves the file behind;
+    the next writer of that dataset removes it, and only its own."""
+    path = tmp_path / "d.msgpack"
+    orphan = tmp_path / ".d.msgpack.k3x9q1.tmp"
+    other = tmp_path / ".e.msgpack.k3x9q1.tmp"
+    for f in (orphan, other):
+        f.write_bytes(b"half a dataset")
+    with DatasetWriter(path):
+        assert not orphan.exists() and other.exists()
+
+
 def test_a_second_writer_is_refused_until_the_first_closes(tmp_path):
     path = tmp_path / "d.msgpack"
     with DatasetWriter(path) as first:

@@ -10,8 +10,8 @@ Each setting below reads: name (environment variable; default): meaning.
   predicted within this factor of the best (1.1 = 10%)
 - ``max_selected_configs`` (``TORCH_DIODE_MAX_SELECTED``; 8): cap on the choices kept
 - ``unsure_top_k`` (``TORCH_DIODE_UNSURE_TOP_K``; 5): choices Inductor benchmarks where the model
-  is unsure: the best predicted, with the best ATen choice and the best of Inductor's DEFAULT
-  Triton configs among them (torch_diode.selection.widen)
+  is unsure: the best predicted, with the best ATen choice and the best of the templates stock
+  max-autotune tries (Inductor's DEFAULT list) among them (torch_diode.selection.widen)
 - ``unsure_heldout_slowdown`` (``TORCH_DIODE_UNSURE_HELDOUT_SLOWDOWN``; 1.05): a misaligned
   problem (rows not 16-byte aligned) is unsure where the model's first picks on held-out
   misaligned problems were on geometric mean slower than this factor (recorded by diode train)

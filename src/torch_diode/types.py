@@ -35,6 +35,7 @@ first one's data.
 from __future__ import annotations
 
 import fcntl
+import glob
 import gzip
 import json
 import math
@@ -784,7 +785,8 @@ class DatasetLockedError(UserError):
 class DatasetWriter:
     """Exclusive write access to a dataset file: an ``fcntl.flock`` on the sidecar file
     ``.<name>.lock`` beside it (removed again by :meth:`close`), held from :meth:`acquire` (on
-    creation) to :meth:`close`. A second
+    creation) to :meth:`close`; acquiring it removes the temporary files a killed writer left
+    beside the file. A second
     writer of the same file, in this process or another, gets :class:`DatasetLockedError` naming
     the holder instead of overwriting what the first one writes. Readers take no lock: writes are
     atomic renames."""
@@ -837,6 +839,10 @@ class DatasetWriter:
         lock.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
         lock.flush()
         self._lock = lock
+        # temporary files of a writer killed between writing and renaming (atomic_write_bytes): only
+        # the lock's holder writes them, so any there now are orphans
+        for orphan in self.path.parent.glob(f".{glob.escape(self.path.name)}.*.tmp"):
+            orphan.unlink(missing_ok=True)
 
     def load(self) -> Dataset | None:
         """The dataset now in the file (None where there is no file yet)."""

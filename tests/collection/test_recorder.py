@@ -188,13 +188,11 @@ def test_kill_minus_9_then_resume(tmp_path):
     killed = load_dataset(out)  # the file is whole: writes are atomic
     done_before = killed.metadata["completed"]
     assert 1 <= len(done_before) < 4
-    # the writer's lock file stays after kill -9 (no process holds its lock: the resume below takes it)
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".") and p.name != ".sweep.json.lock"], (
-        "temporary files left behind"
-    )
+    # the writer's lock file stays after kill -9 (no process holds its lock: the resume below takes
+    # it), and so may a temporary file where the kill came between a write and its rename
 
     subprocess.run(cmd, check=True, capture_output=True)
-    assert not (tmp_path / ".sweep.json.lock").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "lock or temporary files left behind"
     final = load_dataset(out)
     assert final.metadata["completed"][: len(done_before)] == done_before
     assert len(set(final.metadata["completed"])) == 4 == len(final.metadata["completed"])

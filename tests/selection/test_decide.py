@@ -156,8 +156,16 @@ def test_widen_always_holds_the_best_aten_choice_and_the_best_default_template()
         atens, templates = order[extern[order]], order[~extern[order] & default[order]]
         if k > 1 and len(atens):
             assert atens[0] in got
-        if k > 2 and len(templates):
+        # the DEFAULT template: where there is room besides the first pick and the ATen choice
+        template_held = len(templates) and (k > 2 or (k == 2 and extern[order[0]]))
+        if template_held:
             assert templates[0] in got
+        # every place is taken, and the places the two guarantees leave go to the best predicted
+        assert len(got) == min(k, n)
+        guaranteed = {int(atens[0])} if k > 1 and len(atens) else set()
+        guaranteed |= {int(templates[0])} if template_held else set()
+        rest = [i for i in got if i not in guaranteed]
+        assert rest == [int(i) for i in order if int(i) not in guaranteed][: len(rest)]
 
 
 def test_unknown_template_kinds_are_never_the_first_pick_nor_the_safety_net():

@@ -19,10 +19,10 @@ The rules, in order:
   of the best, at most ``max_selected_configs``.
 - Unsure (:func:`unsure_reason`): where the model's ranking is not to be trusted alone, the choice
   widens to the ``unsure_top_k`` best predicted (:func:`widen`), and Inductor benchmarks those, so
-  an extrapolating model costs compile time rather than a slow kernel. The widened set always
-  holds the best predicted ATen choice (what default mode runs) and the best predicted Triton
-  config of Inductor's DEFAULT list (what max-autotune would try first), so the user never gets
-  slower than what they had.
+  an extrapolating model costs compile time rather than a slow kernel. Where ``unsure_top_k`` > 2
+  the widened set always holds the best predicted ATen choice (what default mode runs) and the
+  best predicted of the templates stock max-autotune tries (Inductor's DEFAULT list, decompose_k),
+  so the user never gets slower than what they had.
 - Several choices become one MultiTemplateBuffer, which Inductor's scheduler resolves to an ATen
   choice when the Triton winner's layout conflicts with its users'; with no ATen choice in it,
   torch.compile fails. So the best extern choice rides along with several Triton choices: it needs
@@ -144,10 +144,11 @@ def widen(
 ) -> list[int]:
     """What an unsure decision hands Inductor's benchmark: the first ``top_k`` (at least 1) of
     ``order``. With ``extern`` (a mask) and ``top_k`` > 1, the best ATen choice (default mode's
-    kernel) and the best template of ``default`` (a mask: Inductor's DEFAULT list, what
-    max-autotune tries; None: every template) take the last places where the first ``top_k`` lack
-    them, so the benchmark never ends slower than what the user had; ``order[0]`` and the ATen
-    choice are never given up. The result is in the order of ``order``."""
+    kernel) and the best template of ``default`` (a mask of what stock max-autotune tries:
+    Inductor's DEFAULT list and decompose_k; None: every template) take the last places where the
+    first ``top_k`` lack them, so the benchmark never ends slower than what the user had;
+    ``order[0]`` and the ATen choice are never given up (with ``top_k`` 2 the ATen choice takes the
+    one place). The result is in the order of ``order``."""
     order = np.asarray(order)
     k = max(1, int(top_k))
     chosen = [int(i) for i in order[:k]]

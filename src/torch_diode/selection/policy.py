@@ -11,7 +11,8 @@ UNSURE_POOLS = ("all", "default")
 @dataclass(frozen=True)
 class Policy:
     """How a ranking becomes a choice (each field: the ``torch_diode.config`` setting of that name,
-    documented there, but ``top_k`` = ``top_k_configs``)."""
+    documented there, but ``top_k`` = ``top_k_configs``; ``unsure_rules`` and ``unsure_pool`` are
+    no settings: the replays set them to measure the alternatives)."""
 
     top_k: int
     performance_threshold: float
