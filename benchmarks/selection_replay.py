@@ -79,6 +79,14 @@ def replays(model: str, data: list[str], with_tf32: bool = False) -> Iterator[tu
         yield (*replay, any(c.allow_tf32 and c.is_tiled for c in configs)) if with_tf32 else replay
 
 
+def _contract(model: str) -> Confidence:
+    """The confidence contract the model file records (what the handler reads)."""
+    from torch_diode.model_file import model_metadata
+    from torch_diode.registry import resolve_model
+
+    return Confidence.from_dict(model_metadata(resolve_model(model)).get("training_data"))
+
+
 def judge(model: str, data: str, policy: Policy) -> dict:
     first, best_widened, kept = [], [], []
     for problem, pool, predicted, measured in replays(model, [data]):
@@ -139,11 +147,9 @@ def heldout(args: argparse.Namespace) -> int:
 
 def realmodels(args: argparse.Namespace) -> int:
     from torch_diode.collection.shapes import load_shapeset, problem_identity
-    from torch_diode.model_file import model_metadata
-    from torch_diode.registry import resolve_model
 
     policy = Policy.from_config()
-    contract = Confidence.from_dict(model_metadata(resolve_model(args.model)).get("training_data"))
+    contract = _contract(args.model)
     names: dict[Problem, list[str]] = {}
     for entry in load_shapeset(args.shapeset):
         names.setdefault(problem_identity(entry.problem), []).append(f"{entry.model}: {entry.layer}")
@@ -319,11 +325,9 @@ def unsure_rules(args: argparse.Namespace) -> int:
     for each variant (every rule; every rule but one; the hand-made rules alone; the loss_risk rule
     alone at several thresholds) the best measured time among what the handler hands Inductor
     (its first pick alone where it is sure) / best measured, and the unsure fraction."""
-    import json as _json
-
     from torch_diode.selection import UNSURE_RULES
 
-    contract = Confidence.from_dict(_json.loads(load_model(args.model).metadata_json).get("training_data"))
+    contract = _contract(args.model)
     base = Policy.from_config()
     hand = tuple(r for r in UNSURE_RULES if r != "loss_risk")
     variants = {"all": replace(base, unsure_rules=UNSURE_RULES), "none": replace(base, unsure_rules=())}
@@ -389,8 +393,6 @@ def unsure_pool(args: argparse.Namespace) -> int:
     the ATen choices and Inductor's DEFAULT list), for each model and the dataset paired with it,
     with the model's own contract: the handler's outcome (the best measured time among what it
     hands Inductor / the best measured), the unsure fraction and the candidates benchmarked."""
-    from torch_diode.model_file import model_metadata
-    from torch_diode.registry import resolve_model
     from torch_diode.selection import UNSURE_POOLS
 
     if len(args.model) != len(args.data):
@@ -398,7 +400,7 @@ def unsure_pool(args: argparse.Namespace) -> int:
     base = Policy.from_config()
     rows = []
     for model, data in zip(args.model, args.data):
-        contract = Confidence.from_dict(model_metadata(resolve_model(model)).get("training_data"))
+        contract = _contract(model)
         problems = list(replays(model, [data], with_tf32=True))
         for pool_name in UNSURE_POOLS:
             for top_k in args.top_k:
