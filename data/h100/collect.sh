@@ -3,6 +3,7 @@
 # Parts: realmodels (the held-out real models' GEMMs, never trained on: benchmarks.selection_replay realmodels judges on them);
 # v2-layouts v2-hugek v2-vocab v2-skinnyk v2-batch v2-attn-qk v2-attn-pv v2-odd v2-f32 v2-tf32 v2-f32-odd v2-tf32-odd
 # v2-f32-hugek v2-tf32-hugek v2-f32-vocab v2-tf32-vocab v2-f32-batch v2-tf32-batch v2-decomposek v2-hidden (coverage design);
+# v2-fill-baddbmm v2-fill-bmm-tt v2-f32-bmm v2-tf32-bmm v2-f32-mm v2-tf32-mm (the cells left short);
 # inductor-decomposek inductor-tma (stock max-autotune's own timings, to $DATA/inductor_timed);
 # train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m odd-v1
 # (default: all but odd-v1, in that order). Files go to $DATA (default data/h100); every command
@@ -99,6 +100,13 @@ V2_HIDDEN="$V2_HALF --ops mm addmm --max-gflop 200 --sizes 576 896 960 1152 1536
 V2_MA="--search-mode max-autotune --search-space DEFAULT --chunk-size 25 --exclude $HELD_OUT"
 V2_DECOMPOSEK="--dtypes float16 bfloat16 --layouts NN NT TN TT --ops mm --max-gflop 20 --m-sizes 16 32 64 128 256 --n-sizes 16 32 64 128 256 --k-sizes 8192 12288 16384 24576 32768 49152 65536 131072"
 V2_TMA="--dtypes float16 bfloat16 --layouts NN NT TN TT --ops mm addmm --max-gflop 200 $V2_SIZES --m-sizes 64 128 256 512 1024 2048 4096 8192"
+# Cells the draws above left short (benchmarks/results/coverage_h100.json, "missing"): the same
+# designs narrowed to the short ops, dtypes and layouts, with seeds of their own.
+V2_FILL_BADDBMM="--dtypes float16 --layouts NN TN --ops baddbmm --max-batch 128 --max-gflop 200 $V2_SIZES $V2_M"
+V2_FILL_BMM_TT="--dtypes bfloat16 --layouts TT --ops bmm --max-batch 128 --max-gflop 200 $V2_SIZES $V2_M"
+V2_F32_SIZES="--max-gflop 20 --sizes 64 128 256 512 768 1024 1536 2048 3072 4096 5120 8192 --m-sizes 1 2 8 16 32 64 128 256 512 1024 2048 4096"
+V2_F32_BMM="--dtypes float32 --layouts NN NT TN TT --ops bmm baddbmm --max-batch 32 $V2_F32_SIZES"
+V2_F32_MM="--dtypes float32 --layouts NN TN TT --ops mm addmm $V2_F32_SIZES"
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m)
 for part in "${parts[@]}"; do
@@ -138,6 +146,12 @@ for part in "${parts[@]}"; do
     v2-f32-batch) run_diode collect $V2_SAMPLED $V2_F32_BATCH --float32-matmul-precision highest --num-shapes ${N:-20} --seed 39 -o "$DATA/train/${GPU}_v2_f32_batch.msgpack.gz" ;;
     v2-tf32-batch) run_diode collect $V2_SAMPLED $V2_F32_BATCH --float32-matmul-precision high --num-shapes ${N:-20} --seed 40 -o "$DATA/train/${GPU}_v2_tf32_batch.msgpack.gz" ;;
     v2-hidden) run_diode collect $V2_ALIGNED $V2_HIDDEN --num-shapes ${N:-300} --seed 41 -o "$DATA/train/${GPU}_v2_hidden.msgpack.gz" ;;
+    v2-fill-baddbmm) run_diode collect $V2_ALIGNED $V2_FILL_BADDBMM --num-shapes ${N:-30} --seed 42 -o "$DATA/train/${GPU}_v2_fill_baddbmm.msgpack.gz" ;;
+    v2-fill-bmm-tt) run_diode collect $V2_ALIGNED $V2_FILL_BMM_TT --num-shapes ${N:-15} --seed 43 -o "$DATA/train/${GPU}_v2_fill_bmm_tt.msgpack.gz" ;;
+    v2-f32-bmm) run_diode collect $V2_SAMPLED $V2_F32_BMM --float32-matmul-precision highest --num-shapes ${N:-60} --seed 44 -o "$DATA/train/${GPU}_v2_f32_bmm.msgpack.gz" ;;
+    v2-tf32-bmm) run_diode collect $V2_SAMPLED $V2_F32_BMM --float32-matmul-precision high --num-shapes ${N:-60} --seed 45 -o "$DATA/train/${GPU}_v2_tf32_bmm.msgpack.gz" ;;
+    v2-f32-mm) run_diode collect $V2_SAMPLED $V2_F32_MM --float32-matmul-precision highest --num-shapes ${N:-45} --seed 46 -o "$DATA/train/${GPU}_v2_f32_mm.msgpack.gz" ;;
+    v2-tf32-mm) run_diode collect $V2_SAMPLED $V2_F32_MM --float32-matmul-precision high --num-shapes ${N:-45} --seed 47 -o "$DATA/train/${GPU}_v2_tf32_mm.msgpack.gz" ;;
     v2-decomposek) run_diode collect $V2_SAMPLED $V2_DECOMPOSEK --num-shapes ${N:-120} --seed 33 -o "$DATA/train/${GPU}_v2_decomposek.msgpack.gz" ;;
     inductor-decomposek) run_diode collect $V2_MA $V2_DECOMPOSEK --num-shapes ${N:-120} --seed 33 -o "$DATA/inductor_timed/${GPU}_v2_decomposek.msgpack.gz" ;;
     inductor-tma) DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode collect $V2_MA $V2_TMA --num-shapes ${N:-120} --seed 34 -o "$DATA/inductor_timed/${GPU}_v2_tma.msgpack.gz" ;;
