@@ -22,14 +22,16 @@ the models and layers it comes from.
 ``unsure-pool``: the handler's outcome where unsure decisions fill their places from every candidate
 or from the ATen choices and Inductor's DEFAULT list alone, per model and dataset.
 
-``extern-preference``: the first pick for several values of ``extern_preference``: top-1
-normalised performance (geomean and worst), and how often the pick is ATen/cuBLAS (no kernel to
-compile).
+``extern-preference``: the handler's first pick per dataset for several values of
+``extern_preference``, applied to every problem or (as the handler does) to those whose rows are
+aligned only: its slowdown against the best measured (geomean and worst; aligned and misaligned
+problems apart), and how often the pick is ATen/cuBLAS (no kernel to compile).
 
     python -m benchmarks.selection_replay heldout --out benchmarks/results/heldout_selection_cpu.json
     python -m benchmarks.selection_replay heldout --model NVIDIA-H100-matmul other.diode --data DIR ... --out sel.json
     python -m benchmarks.selection_replay realmodels --data DIR --out benchmarks/results/heldout_realmodels_h100.json
     python -m benchmarks.selection_replay extern-preference --out benchmarks/results/extern_preference_cpu.json
+    python -m benchmarks.selection_replay extern-preference --model NVIDIA-H200-matmul --data data/h200/realmodels --out pref.json
     python -m benchmarks.selection_replay unsure-pool --out benchmarks/results/unsure_pool_cpu.json
 """
 
@@ -204,46 +206,53 @@ def realmodels(args: argparse.Namespace) -> int:
 
 
 def extern_preference(args: argparse.Namespace) -> int:
-    problems = list(replays(args.model, args.data))
     base = Policy.from_config()
+    contract = _contract(args.model)
     rows = []
-    for preference in args.preferences:
-        policy = replace(base, extern_preference=preference)
-        perf, extern_picks = [], 0
-        for problem, pool, predicted, measured in problems:
-            try:
-                pick = decide(problem, pool, predicted, policy).first
-            except NoUsableCandidate:
-                continue
-            extern_picks += bool(pool.extern[pick])
-            perf.append(measured.min() / measured[pick])
-        perf = np.array(perf)
-        rows.append(
-            {
-                "extern_preference": preference,
-                "top1_perf_geomean": math.exp(np.log(perf).mean()),
-                "worst_top1_slowdown": float(1 / perf.min()),
-                "extern_picks": extern_picks,
-            }
-        )
-    measured_best_extern = sum(bool(pool.extern[np.argmin(m)]) for _, pool, _, m in problems)
+    for data in args.data:
+        problems = list(replays(args.model, [data], with_tf32=True))
+        for preference in args.preferences:
+            for misaligned_too in (True, False):
+                policy = replace(base, extern_preference=preference, misaligned_extern_preference=misaligned_too)
+                slowdowns: dict[str, list[float]] = {"aligned": [], "misaligned": []}
+                extern_picks = 0
+                for problem, pool, predicted, measured, tf32 in problems:
+                    try:
+                        pick = decide(problem, pool, predicted, policy, contract, tf32).first
+                    except NoUsableCandidate:
+                        continue
+                    extern_picks += bool(pool.extern[pick])
+                    kind = "misaligned" if problem.misaligned_operands else "aligned"
+                    slowdowns[kind].append(float(measured[pick] / measured.min()))
+                every = slowdowns["aligned"] + slowdowns["misaligned"]
+                rows.append(
+                    {
+                        "data": data,
+                        "extern_preference": preference,
+                        "misaligned_too": misaligned_too,
+                        "problems": len(every),
+                        "first_pick": _summary(every),
+                        **{f"first_pick_{k}": _summary(v) for k, v in slowdowns.items() if v},
+                        "extern_picks": extern_picks,
+                    }
+                )
     report = {
         "command": command_line(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": "CPU (predictions and measured H100 data only)",
+        "machine": "CPU (predictions against data measured on the GPU named in each dataset)",
         "model": args.model,
-        "data": args.data,
-        "problems": len(problems),
-        "extern_measured_best": measured_best_extern,
         "rows": rows,
     }
     Path(args.out).write_text(json.dumps(report, indent=1))
-    print(f"{len(problems)} problems; ATen/cuBLAS measured fastest on {measured_best_extern}")
-    print(f"{'preference':>10s} {'top-1 perf':>10s} {'worst':>7s} {'ATen picks':>10s}")
+    print(
+        f"{'data':40s} {'pref':>5s} {'unaligned too':>13s} {'n':>4s} {'first gm':>8s} {'worst':>6s} "
+        f"{'unaligned gm':>12s} {'ATen picks':>10s}"
+    )
     for r in rows:
+        mis = r.get("first_pick_misaligned", {}).get("geomean", float("nan"))
         print(
-            f"{r['extern_preference']:10.2f} {r['top1_perf_geomean']:10.4f} "
-            f"{r['worst_top1_slowdown']:7.3f} {r['extern_picks']:10d}"
+            f"{r['data'][-40:]:40s} {r['extern_preference']:5.2f} {str(r['misaligned_too']):>13s} {r['problems']:4d} "
+            f"{r['first_pick']['geomean']:8.4f} {r['first_pick']['worst']:6.2f} {mis:12.4f} {r['extern_picks']:10d}"
         )
     return 0
 
@@ -478,8 +487,14 @@ def main() -> int:
     p.set_defaults(run=realmodels)
     p = sub.add_parser("extern-preference", help="the first pick for several extern_preference values")
     p.add_argument("--model", default="NVIDIA-H100-matmul")
-    p.add_argument("--data", nargs="+", default=[str(ROOT / "data" / "h100" / "validation")])
-    p.add_argument("--preferences", type=float, nargs="+", default=[1.0, 1.05, 1.1, 1.2, 1.3])
+    p.add_argument(
+        "--data",
+        nargs="+",
+        default=[str(ROOT / "data" / "h100" / "realmodels"), *HELDOUT_SETS],
+        help="dataset files or folders, each judged on its own (default: data/h100/realmodels and the "
+        "H100 held-out sets)",
+    )
+    p.add_argument("--preferences", type=float, nargs="+", default=[1.0, 1.1, 1.2])
     p.add_argument("--out", required=True)
     p.set_defaults(run=extern_preference)
     p = sub.add_parser("ranking", help="held-out ranking metrics of several models (Triton-only top-1, first pick)")

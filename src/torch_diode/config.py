@@ -22,8 +22,8 @@ Each setting below reads: name (environment variable; default): meaning.
 - ``min_dtype_problems`` (``TORCH_DIODE_MIN_DTYPE_PROBLEMS``; 100): a problem whose element type
   had fewer training problems is unsure too (the model records its problems per element type)
 - ``extern_preference`` (``TORCH_DIODE_EXTERN_PREFERENCE``; 1.1): keep the best ATen/cuBLAS choice
-  first unless a Triton config is predicted this factor faster (1.0: off; see
-  torch_diode.selection)
+  first unless a Triton config is predicted this factor faster (1.0: off; not applied where an
+  operand's rows are misaligned; see torch_diode.selection)
 - ``candidate_pool`` (``TORCH_DIODE_CANDIDATE_POOL``; EXHAUSTIVE): Inductor search space the
   model ranks (DEFAULT or EXHAUSTIVE)
 - ``cache_predictions`` (``TORCH_DIODE_CACHE_PREDICTIONS``; 1): remember the decision for a

@@ -273,3 +273,20 @@ def test_a_risky_first_pick_is_unsure_and_the_rules_can_be_switched_off():
     assert decide(problem, pool, members, replace(policy, unsure_rules=("tf32",)), contract).unsure is None
     # the mean of the members ranks: one member's view alone is another order
     assert decide(problem, pool, members[1], policy).first == 0
+
+
+def test_no_extern_preference_where_rows_are_misaligned():
+    from torch_diode.features import FEATURE_NAMES
+    from torch_diode.selection import Policy, Pool, decide, extern_preference_for
+
+    # cuBLAS predicted 5% slower than the best template: kept first by the preference (1.1) on an
+    # aligned problem, not on one whose rows are misaligned (K=196 halves: 392 bytes)
+    aligned = Problem("mm", 1, 256, 256, 256, "float16", "float16", "float16")
+    misaligned = Problem("mm", 1, 256, 256, 196, "float16", "float16", "float16")
+    assert not aligned.misaligned_operands and misaligned.misaligned_operands
+    policy = Policy.from_config(extern_preference=1.1)
+    assert extern_preference_for(aligned, policy) == 1.1 and extern_preference_for(misaligned, policy) == 1.0
+    pool = Pool(np.zeros((2, len(FEATURE_NAMES))), np.array([True, False]))
+    predicted = np.log([1.05, 1.0])
+    assert decide(aligned, pool, predicted, policy).first == 0
+    assert decide(misaligned, pool, predicted, policy).first == 1

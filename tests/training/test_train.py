@@ -62,7 +62,7 @@ def test_training_records_held_out_first_picks_by_alignment():
     import math
 
     from torch_diode import config
-    from torch_diode.selection import selection_order
+    from torch_diode.selection import Policy, extern_preference_for, selection_order
 
     ds = load_dataset(SAMPLE)
     # seed 2 holds out both of the sample's misaligned problems (mm 1000x700x1024, K=1000 TN)
@@ -79,9 +79,8 @@ def test_training_records_held_out_first_picks_by_alignment():
         with torch.no_grad():
             predicted = regressor(torch.from_numpy(features)).numpy()
         usable = np.flatnonzero(features[:, names.index("smem_exceeds")] == 0)
-        pick = selection_order(predicted, features[:, names.index("is_tiled")] == 0, config.extern_preference, usable)[
-            0
-        ]
+        preference = extern_preference_for(arrays.problems[g][1], Policy.from_config())
+        pick = selection_order(predicted, features[:, names.index("is_tiled")] == 0, preference, usable)[0]
         times = np.exp(arrays.log_time_us[rows].astype(np.float64))
         kind = "misaligned" if arrays.problems[g][1].misaligned_operands else "aligned"
         expected.setdefault(kind, []).append(times[pick] / times[usable].min())
@@ -90,7 +89,7 @@ def test_training_records_held_out_first_picks_by_alignment():
     for kind, slowdowns in expected.items():
         assert figures[kind]["problems"] == len(slowdowns)
         assert figures[kind]["geomean"] == pytest.approx(math.exp(np.mean(np.log(slowdowns))), rel=1e-4)
-        assert figures[kind]["extern_preference"] == config.extern_preference
+        assert figures[kind]["extern_preference"] == (config.extern_preference if kind == "aligned" else 1.0)
     # without held-out problems there is nothing to record
     unsplit, _ = train_model(ds, TrainConfig(num_epochs=2, validation_fraction=0.0), progress=False)
     assert unsplit.metadata["training_data"]["heldout_top1_slowdown"] == {}

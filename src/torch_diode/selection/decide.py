@@ -14,7 +14,9 @@ The rules, in order:
   benchmark its choice.
 - Order: by predicted time, the best extern choice (ATen/cuBLAS) moved first unless a template is
   predicted ``extern_preference`` times faster: an extern choice needs nothing compiled, and a
-  small predicted gain is within the model's error.
+  small predicted gain is within the model's error. Not where an operand's rows are misaligned
+  (:func:`extern_preference_for`): there cuBLAS loses its vector loads, runs slower than the
+  model predicts, and first picks that kept it by the preference were the slow ones.
 - Choice: the first ``top_k`` of the order, plus any predicted within ``performance_threshold``
   of the best, at most ``max_selected_configs``.
 - Unsure (:func:`unsure_reason`): where the model's ranking is not to be trusted alone, the choice
@@ -127,6 +129,18 @@ def selection_order(
         if len(externs) and log_time[externs[0]] <= log_time[order[0]] + math.log(extern_preference):
             order = np.concatenate([externs[:1], order[order != externs[0]]])
     return order
+
+
+def extern_preference_for(problem: Problem, policy: Policy) -> float:
+    """The extern preference of ``problem``'s order: ``policy.extern_preference``, or none (1.0,
+    the model's plain order) where an operand's rows are not 16-byte aligned. On the held-out
+    unaligned problems, the first picks that the preference turned to cuBLAS ran 1.2-2.6x the best
+    measured; the plain order's were better on every held-out set
+    (``benchmarks/results/extern_preference_cpu.json``). ``policy.misaligned_extern_preference``
+    replays the preference on every problem."""
+    if problem.misaligned_operands and not policy.misaligned_extern_preference:
+        return 1.0
+    return policy.extern_preference
 
 
 def usable_candidates(features: np.ndarray) -> np.ndarray:
@@ -313,7 +327,7 @@ def decide(
         usable, riders = usable[known[usable]], usable[~known[usable]]
     if len(usable) == 0:
         raise NoUsableCandidate(f"no usable candidate of a known kind among {len(predicted)} for {problem.short()}")
-    order = selection_order(predicted, extern, policy.extern_preference, usable)
+    order = selection_order(predicted, extern, extern_preference_for(problem, policy), usable)
     extern_preferred = bool(order[0] != usable[np.argmin(predicted[usable])])
     widened: list[int] = []
     risk = None

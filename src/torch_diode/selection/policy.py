@@ -11,8 +11,8 @@ UNSURE_POOLS = ("all", "default")
 @dataclass(frozen=True)
 class Policy:
     """How a ranking becomes a choice (each field: the ``torch_diode.config`` setting of that name,
-    documented there, but ``top_k`` = ``top_k_configs``; ``unsure_rules`` and ``unsure_pool`` are
-    no settings: the replays set them to measure the alternatives)."""
+    documented there, but ``top_k`` = ``top_k_configs``; ``unsure_rules``, ``unsure_pool`` and
+    ``misaligned_extern_preference`` are no settings: the replays set them to measure the alternatives)."""
 
     top_k: int
     performance_threshold: float
@@ -29,6 +29,9 @@ class Policy:
     # "all" candidates, or "default": the ATen choices and Inductor's DEFAULT list after the first
     # pick (replays measure each)
     unsure_pool: str = "all"
+    # whether extern_preference also applies where an operand's rows are misaligned (replays measure
+    # it; the handler: no, see decide.extern_preference_for)
+    misaligned_extern_preference: bool = False
 
     def __post_init__(self) -> None:
         if self.unsure_pool not in UNSURE_POOLS:

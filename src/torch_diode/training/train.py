@@ -24,6 +24,7 @@ from ..selection import (
     Policy,
     Pool,
     decide,
+    extern_preference_for,
     safe_choice,
 )
 from ..selection.contract import RANGE_FEATURES
@@ -156,6 +157,7 @@ def heldout_top1_slowdown(
     time of the pick / best measured time among the usable candidates) and the problem count.
     Kinds without problems are left out."""
     slowdowns: dict[str, list[float]] = {"aligned": [], "misaligned": []}
+    preferences: dict[str, float] = {}
     with torch.no_grad():
         for g in problems:
             rows = np.flatnonzero(arrays.group == g)
@@ -170,8 +172,9 @@ def heldout_top1_slowdown(
             measured = arrays.log_time_us[rows].astype(np.float64)
             kind = "misaligned" if problem.misaligned_operands else "aligned"
             slowdowns[kind].append(float(measured[decision.first] - measured[decision.order].min()))
+            preferences[kind] = extern_preference_for(problem, policy)
     return {
-        name: HeldoutSlowdown(float(math.exp(np.mean(v))), len(v), policy.extern_preference)
+        name: HeldoutSlowdown(float(math.exp(np.mean(v))), len(v), preferences[name])
         for name, v in slowdowns.items()
         if v
     }
