@@ -31,7 +31,7 @@ problems apart), and how often the pick is ATen/cuBLAS (no kernel to compile).
     python -m benchmarks.selection_replay heldout --model NVIDIA-H100-matmul other.diode --data DIR ... --out sel.json
     python -m benchmarks.selection_replay realmodels --data DIR --out benchmarks/results/heldout_realmodels_h100.json
     python -m benchmarks.selection_replay extern-preference --out benchmarks/results/extern_preference_cpu.json
-    python -m benchmarks.selection_replay extern-preference --model NVIDIA-H200-matmul --data data/h200/realmodels --out pref.json
+    python -m benchmarks.selection_replay extern-preference --model NVIDIA-H200-matmul --data DIR --out pref.json
     python -m benchmarks.selection_replay unsure-pool --out benchmarks/results/unsure_pool_cpu.json
 """
 
