@@ -1,13 +1,26 @@
 """benchmarks/e2e.py records Inductor's pad_mm facts per measurement (CPU: pad_mm never pads there,
 so an explicit F.pad stands in for its rewrite)."""
 
+import os
+
+import pytest
 import torch
 import torch.nn.functional as F
 
-from benchmarks import e2e
+
+@pytest.fixture(scope="module")
+def e2e():
+    """benchmarks.e2e, whose import sets TORCH_DIODE_NO_AUTOREGISTER for its workers: the
+    environment is restored after this module, so later tests' subprocesses do not inherit it."""
+    saved = dict(os.environ)
+    from benchmarks import e2e as module
+
+    yield module
+    os.environ.clear()
+    os.environ.update(saved)
 
 
-def test_measure_records_pad_mm_on_cpu(monkeypatch):
+def test_measure_records_pad_mm_on_cpu(e2e, monkeypatch):
     # measure() is the worker's function; only its GPU timing is replaced
     for name in ("bench_us", "bench_cudagraph_us", "wall_us_per_call"):
         monkeypatch.setattr(e2e, name, lambda fn: 1.0)
@@ -23,7 +36,7 @@ def test_measure_records_pad_mm_on_cpu(monkeypatch):
     assert "error" not in pad_mm
 
 
-def test_pad_mm_facts_sees_a_padded_operand():
+def test_pad_mm_facts_sees_a_padded_operand(e2e):
     torch._dynamo.reset()
     fn = torch.compile(lambda a, b: torch.mm(F.pad(a, (0, 0, 0, 1)), b)[:-1], dynamic=False)
     with torch._inductor.config.patch(force_disable_caches=True), e2e.pad_mm_facts() as facts:
@@ -32,7 +45,7 @@ def test_pad_mm_facts_sees_a_padded_operand():
     assert facts["padded_gemms"] == 1
 
 
-def test_pad_mm_facts_diffs_counters_and_cache():
+def test_pad_mm_facts_diffs_counters_and_cache(e2e):
     from torch._dynamo.utils import counters
     from torch._inductor.fx_passes import pad_mm
     from torch._inductor.utils import fresh_cache
@@ -49,14 +62,14 @@ def test_pad_mm_facts_diffs_counters_and_cache():
     assert facts["cached_base_mm_ms"] == {"key": 0.021}
 
 
-def test_pad_mm_facts_never_raises_without_counters(monkeypatch):
+def test_pad_mm_facts_never_raises_without_counters(e2e, monkeypatch):
     monkeypatch.setattr(e2e, "PAD_MM_COUNTERS", ("no_such_counter",))
     with e2e.pad_mm_facts() as facts:
         pass
     assert facts["counters"] == {"no_such_counter": 0}
 
 
-def test_workers_share_pad_decisions_not_autotune_timings(tmp_path):
+def test_workers_share_pad_decisions_not_autotune_timings(e2e, tmp_path):
     from torch._inductor.fx_passes import pad_mm
     from torch._inductor.utils import fresh_cache
 
@@ -75,7 +88,7 @@ def test_workers_share_pad_decisions_not_autotune_timings(tmp_path):
     assert e2e.json.loads(shared.read_text()) == {"mm 199": True, "bmm 7": False}
 
 
-def test_sharing_from_a_missing_file_changes_nothing(tmp_path):
+def test_sharing_from_a_missing_file_changes_nothing(e2e, tmp_path):
     from torch._inductor.utils import fresh_cache
 
     with fresh_cache():
