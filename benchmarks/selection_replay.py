@@ -22,6 +22,11 @@ the models and layers it comes from.
 ``unsure-pool``: the handler's outcome where unsure decisions fill their places from every candidate
 or from the ATen choices and Inductor's DEFAULT list alone, per model and dataset.
 
+``uncertainty``: whether what the ensemble's members say of the first pick (their predicted
+regret, its spread, how many of them would pick otherwise) tells apart the first picks that run
+over ``--slow`` times the best measured: the AUC of each signal, aligned and misaligned problems
+apart (0.5: no signal).
+
 ``extern-preference``: the handler's first pick per dataset for several values of
 ``extern_preference``, applied to every problem or (as the handler does) to those whose rows are
 aligned only: its slowdown against the best measured (geomean and worst; aligned and misaligned
@@ -254,6 +259,76 @@ def extern_preference(args: argparse.Namespace) -> int:
             f"{r['data'][-40:]:40s} {r['extern_preference']:5.2f} {str(r['misaligned_too']):>13s} {r['problems']:4d} "
             f"{r['first_pick']['geomean']:8.4f} {r['first_pick']['worst']:6.2f} {mis:12.4f} {r['extern_picks']:10d}"
         )
+    return 0
+
+
+def _auc(score: np.ndarray, positive: np.ndarray) -> float | None:
+    """Probability that a positive case scores above a negative one (ties half): 0.5 is no signal."""
+    pos, neg = score[positive], score[~positive]
+    if not len(pos) or not len(neg):
+        return None
+    return float(((pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])).mean())
+
+
+# what an ensemble's members say of the first pick: each member's predicted regret (its ln time of
+# the pick over its own best), their mean and spread, and the share of members whose best is the pick
+UNCERTAINTY_SIGNALS = ("regret_mean", "regret_spread", "disagreement")
+
+
+def uncertainty(args: argparse.Namespace) -> int:
+    policy = Policy.from_config()
+    rows = []
+    for model in args.model:
+        contract = _contract(model)
+        for data in args.data:
+            cases: dict[str, list[tuple]] = {"aligned": [], "misaligned": []}
+            for problem, pool, predicted, measured, tf32 in replays(model, [data], with_tf32=True):
+                try:
+                    decision = decide(problem, pool, predicted, policy, contract, tf32)
+                except NoUsableCandidate:
+                    continue
+                usable = np.asarray(decision.order)
+                regret = predicted[:, decision.first] - predicted[:, usable].min(axis=1)
+                best_is_pick = usable[np.argmin(predicted[:, usable], axis=1)] == decision.first
+                cases["misaligned" if problem.misaligned_operands else "aligned"].append(
+                    (
+                        float(measured[decision.first] / measured.min()),
+                        float(regret.mean()),
+                        float(regret.std(ddof=1)) if len(regret) > 1 else 0.0,
+                        float(1.0 - best_is_pick.mean()),
+                    )
+                )
+            for kind, values in cases.items():
+                if not values:
+                    continue
+                table = np.array(values)
+                slow = table[:, 0] > args.slow
+                rows.append(
+                    {
+                        "model": model,
+                        "data": data,
+                        "kind": kind,
+                        "problems": len(table),
+                        "slow": int(slow.sum()),
+                        "auc": {name: _auc(table[:, i + 1], slow) for i, name in enumerate(UNCERTAINTY_SIGNALS)},
+                    }
+                )
+    _write(
+        args,
+        {
+            "slow": args.slow,
+            "signals": list(UNCERTAINTY_SIGNALS),
+            "rows": rows,
+        },
+    )
+    print(f"AUC of each signal for a first pick over {args.slow}x the best measured (0.5: no signal)")
+    print(
+        f"{'model':24s} {'data':22s} {'kind':10s} {'n':>4s} {'slow':>4s} "
+        + " ".join(f"{s:>13s}" for s in UNCERTAINTY_SIGNALS)
+    )
+    for r in rows:
+        aucs = " ".join(f"{'-' if v is None else f'{v:.3f}':>13s}" for v in r["auc"].values())
+        print(f"{r['model'][-24:]:24s} {r['data'][-22:]:22s} {r['kind']:10s} {r['problems']:4d} {r['slow']:4d} {aucs}")
     return 0
 
 
@@ -519,6 +594,12 @@ def main() -> int:
     p.add_argument("--top-k", type=int, nargs="+", default=[3, 5], help="unsure_top_k values to replay")
     p.add_argument("--out", required=True)
     p.set_defaults(run=unsure_pool)
+    p = sub.add_parser("uncertainty", help="whether the ensemble's spread tells the slow first picks apart")
+    p.add_argument("--model", nargs="+", default=["NVIDIA-H100-matmul"])
+    p.add_argument("--data", nargs="+", default=[str(ROOT / "data" / "h100" / "realmodels"), *HELDOUT_SETS])
+    p.add_argument("--slow", type=float, default=1.1, help="a first pick this many times the best is slow")
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=uncertainty)
     args = parser.parse_args()
     return args.run(args)
 

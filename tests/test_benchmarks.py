@@ -262,3 +262,26 @@ def test_collector_fault_reads_problem_labels_and_refuses_a_bad_one():
     )
     assert proc.returncode == 2 and "--problem 'addmm 384x1442 float16 TN'" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_uncertainty_replay_gives_each_signal_an_auc(tmp_path):
+    """benchmarks/selection_replay.py uncertainty on the shipped sample: one row per kind of
+    problem present, each signal's AUC a probability (None where no first pick, or every one, is slow)."""
+    out = tmp_path / "unc.json"
+    sample = str(ROOT / "data" / "sample" / "h100_sample.json.gz")
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.selection_replay", "uncertainty", "--data", sample, "--slow", "1.0001"]
+        + ["--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert run.returncode == 0, run.stderr
+    report = json.loads(out.read_text())
+    assert report["signals"] == ["regret_mean", "regret_spread", "disagreement"]
+    assert sum(r["problems"] for r in report["rows"]) == 12
+    for r in report["rows"]:
+        assert 0 <= r["slow"] <= r["problems"]
+        assert set(r["auc"]) == set(report["signals"])
+        assert all(v is None or 0.0 <= v <= 1.0 for v in r["auc"].values())
+    assert any(v is not None for r in report["rows"] for v in r["auc"].values())

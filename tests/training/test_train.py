@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -231,6 +232,32 @@ def test_an_ensemble_and_the_listwise_loss_train_and_the_engine_predicts_the_sam
     assert np.array_equal(a.layers[0][0], b.layers[0][0]) and not np.array_equal(a.layers[0][0], first.layers[0][0])
     with pytest.raises(ValueError, match="loss must be one of"):
         train_model(ds, TrainConfig(loss="pairwise"), progress=False)
+
+
+def test_bootstrap_members_fit_resamples_of_the_problems():
+    """--bootstrap: each member fits its own resample of whole problems (drawn with replacement,
+    as many as there are; one drawn twice counts twice), deterministically per seed, and differs
+    from the member of the same seed fitted on every problem."""
+    from torch_diode.training.train import _resample
+
+    group = torch.tensor([0, 0, 1, 2, 2, 2, 3])
+    rows, groups = _resample(group, 5)
+    assert len(torch.unique(groups)) == 4 and torch.equal(
+        group[rows].bincount(minlength=4).sum(), torch.tensor(len(rows))
+    )
+    for g in groups.unique():  # each drawn problem is one whole problem's rows
+        assert len(set(group[rows[groups == g]].tolist())) == 1
+        assert len(rows[groups == g]) == int((group == group[rows[groups == g]][0]).sum())
+    again = _resample(group, 5)
+    assert torch.equal(rows, again[0]) and torch.equal(groups, again[1])
+
+    ds = load_dataset(SAMPLE)
+    cfg = TrainConfig(num_epochs=20, patience=20, validation_fraction=0.0, seed=3, ensemble=2, loss="mse")
+    plain = train_model(ds, cfg, progress=False)[0]
+    boot = train_model(ds, replace(cfg, bootstrap=True), progress=False)[0]
+    boot2 = train_model(ds, replace(cfg, bootstrap=True), progress=False)[0]
+    assert np.array_equal(boot.members[1][0][0], boot2.members[1][0][0])
+    assert not np.array_equal(boot.members[0][0][0], plain.members[0][0][0])
 
 
 def test_the_listwise_loss_is_the_cross_entropy_of_softmaxes_within_each_problem():

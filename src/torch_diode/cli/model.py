@@ -109,6 +109,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         lr_schedule=args.lr_schedule,
         loss=args.loss,
         ensemble=args.ensemble,
+        bootstrap=args.bootstrap,
     )
     model, report = train_model(
         dataset,
@@ -326,6 +327,11 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
         type=_number(int, 1, 64),
         default=1,
         help="members (seeds --seed, --seed + 1, ...): their spread is the model's uncertainty (default 1)",
+    )
+    p.add_argument(
+        "--bootstrap",
+        action="store_true",
+        help="each ensemble member fits its own resample of the training problems (drawn with replacement)",
     )
     p.add_argument("--patience", type=positive_int, default=10, help="epochs without improvement before stopping")
     p.add_argument(

@@ -64,6 +64,10 @@ class TrainConfig:
     # members of the ensemble (seeds seed, seed + 1, ...; one split, one normalisation): their
     # spread is the model's uncertainty, which the handler reads (selection.decide)
     ensemble: int = 1
+    # each member fits its own resample of the training problems (drawn with replacement, as many
+    # as there are): members disagree more where few problems are alike, which is what their
+    # spread should say (benchmarks.selection_replay uncertainty measures it)
+    bootstrap: bool = False
 
     def resolved(self) -> tuple[int, int]:
         if self.lr_schedule not in LR_SCHEDULES:
@@ -267,6 +271,18 @@ def _batches(config: TrainConfig, group: torch.Tensor, generator: torch.Generato
     return batches
 
 
+def _resample(group: torch.Tensor, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A bootstrap resample of the problems of ``group`` (a problem index per row, 0..n-1): n
+    problems drawn with replacement under ``seed``; returns (row indices, the rows' problem index in
+    the resample, a drawn-twice problem being two problems)."""
+    sizes = torch.bincount(group)
+    by_group = torch.argsort(group, stable=True).split(sizes.tolist())
+    drawn = torch.randint(len(sizes), (len(sizes),), generator=torch.Generator().manual_seed(seed)).tolist()
+    rows = torch.cat([by_group[g] for g in drawn])
+    groups = torch.repeat_interleave(torch.arange(len(drawn)), sizes[drawn])
+    return rows, groups
+
+
 def _fit(
     model: Regressor,
     config: TrainConfig,
@@ -403,14 +419,15 @@ def train_model(
     members, runs = [], []
     for k in range(config.ensemble):
         member = Regressor(MLP(arrays.features.shape[1], hidden_dim, num_layers), mean, std, t_mean, t_std)
+        rows = _resample(gt, config.seed + k) if config.bootstrap else None
         runs.append(
             _fit(
                 member,
                 config,
                 config.seed + k,
-                xt,
-                yt,
-                gt,
+                xt if rows is None else xt[rows[0]],
+                yt if rows is None else yt[rows[0]],
+                gt if rows is None else rows[1],
                 xv,
                 yv,
                 writer,
