@@ -713,22 +713,23 @@ def main() -> int:
     if len(args.time_limits) not in (3, 4):
         raise SystemExit(f"--time-limits: give 3 or 4 values, got {len(args.time_limits)}")
     limits = list(args.time_limits) + [330.0] * (len(WORKERS) - len(args.time_limits))
-    pad_decisions = Path(tempfile.mkdtemp(prefix="e2e_pad_mm_")) / "decisions.json"
-    for worker_methods, limit in zip(WORKERS, limits):
-        methods = tuple(m for m in worker_methods if m in args.methods)
-        if not methods:
-            continue
-        worker_args = (
-            ["--worker", ",".join(methods), "--shapes", args.shapes, "--model", args.model]
-            + ["--per-model", str(args.per_model), "--seed", str(args.seed)]
-            + (["--only", args.only] if args.only else [])
-            + (["--no-exhaustive"] if args.no_exhaustive else [])
-            + ["--pad-decisions", str(pad_decisions)]
-        )
-        stage(f"worker {','.join(methods)} (limit {limit:.0f} s)")
-        done, code, seconds = run_worker("e2e", worker_args, limit)
-        report["workers"].append({"methods": list(methods), "exit": code, "seconds": seconds, "items": len(done)})
-        rows.extend(done)
+    with tempfile.TemporaryDirectory(prefix="e2e_pad_mm_") as pad_dir:
+        pad_decisions = Path(pad_dir) / "decisions.json"
+        for worker_methods, limit in zip(WORKERS, limits):
+            methods = tuple(m for m in worker_methods if m in args.methods)
+            if not methods:
+                continue
+            worker_args = (
+                ["--worker", ",".join(methods), "--shapes", args.shapes, "--model", args.model]
+                + ["--per-model", str(args.per_model), "--seed", str(args.seed)]
+                + (["--only", args.only] if args.only else [])
+                + (["--no-exhaustive"] if args.no_exhaustive else [])
+                + ["--pad-decisions", str(pad_decisions)]
+            )
+            stage(f"worker {','.join(methods)} (limit {limit:.0f} s)")
+            done, code, seconds = run_worker("e2e", worker_args, limit)
+            report["workers"].append({"methods": list(methods), "exit": code, "seconds": seconds, "items": len(done)})
+            rows.extend(done)
     return finish(report, rows, args)
 
 

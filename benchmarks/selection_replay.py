@@ -254,6 +254,8 @@ def extern_preference(args: argparse.Namespace) -> int:
         f"{'unaligned gm':>12s} {'ATen picks':>10s}"
     )
     for r in rows:
+        if not r["problems"]:
+            continue
         mis = r.get("first_pick_misaligned", {}).get("geomean", float("nan"))
         print(
             f"{r['data'][-40:]:40s} {r['extern_preference']:5.2f} {str(r['misaligned_too']):>13s} {r['problems']:4d} "
@@ -282,7 +284,9 @@ def uncertainty(args: argparse.Namespace) -> int:
         contract = _contract(model)
         for data in args.data:
             cases: dict[str, list[tuple]] = {"aligned": [], "misaligned": []}
+            members = 1
             for problem, pool, predicted, measured, tf32 in replays(model, [data], with_tf32=True):
+                members = len(predicted)
                 try:
                     decision = decide(problem, pool, predicted, policy, contract, tf32)
                 except NoUsableCandidate:
@@ -303,6 +307,8 @@ def uncertainty(args: argparse.Namespace) -> int:
                     continue
                 table = np.array(values)
                 slow = table[:, 0] > args.slow
+                # one member: no spread, no disagreement to read
+                spread_signals = members > 1
                 rows.append(
                     {
                         "model": model,
@@ -310,7 +316,11 @@ def uncertainty(args: argparse.Namespace) -> int:
                         "kind": kind,
                         "problems": len(table),
                         "slow": int(slow.sum()),
-                        "auc": {name: _auc(table[:, i + 1], slow) for i, name in enumerate(UNCERTAINTY_SIGNALS)},
+                        "members": members,
+                        "auc": {
+                            name: _auc(table[:, i + 1], slow) if i == 0 or spread_signals else None
+                            for i, name in enumerate(UNCERTAINTY_SIGNALS)
+                        },
                     }
                 )
     _write(
@@ -595,8 +605,14 @@ def main() -> int:
     p.add_argument("--out", required=True)
     p.set_defaults(run=unsure_pool)
     p = sub.add_parser("uncertainty", help="whether the ensemble's spread tells the slow first picks apart")
-    p.add_argument("--model", nargs="+", default=["NVIDIA-H100-matmul"])
-    p.add_argument("--data", nargs="+", default=[str(ROOT / "data" / "h100" / "realmodels"), *HELDOUT_SETS])
+    p.add_argument("--model", nargs="+", default=["NVIDIA-H100-matmul"], help="model files or shipped model names")
+    p.add_argument(
+        "--data",
+        nargs="+",
+        default=[str(ROOT / "data" / "h100" / "realmodels"), *HELDOUT_SETS],
+        help="dataset files or folders, each judged on its own (default: data/h100/realmodels and the H100 "
+        "held-out sets)",
+    )
     p.add_argument("--slow", type=float, default=1.1, help="a first pick this many times the best is slow")
     p.add_argument("--out", required=True)
     p.set_defaults(run=uncertainty)

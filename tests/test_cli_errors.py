@@ -123,6 +123,7 @@ def _all_failed(tmp_path: Path) -> Path:
         (["train", "--dataset", "{s}", "--model", "{d}/m.diode", "--hidden-dim", "-4"], ["--hidden-dim"]),
         (["train", "--dataset", "{s}", "--model", "{s}"], ["--model", "input"]),
         (["train", "--model", "{d}/m.diode"], ["--dataset"]),
+        (["train", "--dataset", "{s}", "--model", "{d}/m.diode", "--bootstrap"], ["--bootstrap", "--ensemble 2"]),
         (["train", "--dataset", "{s}", "--model", "{d}/m.diode", "--hardware-name", "TPU"], ["no usable problems"]),
         (["validate-model", "--model", "NVIDIA-A999-matmul", "--dataset", "{s}"], ["NVIDIA-A999-matmul"]),
         (["validate-model", "--model", "{d}/notes.txt", "--dataset", "{s}"], ["notes.txt"]),

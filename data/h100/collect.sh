@@ -78,7 +78,8 @@ V2_BATCH="$V2_HALF --ops bmm baddbmm --min-batch 64 --max-batch 2048 --max-gflop
 V2_ATTN_QK="$V2_HALF --ops bmm baddbmm --min-batch 8 --max-batch 512 --max-gflop 200 --log-normal --log-normal-mean 5.8 --log-normal-sigma 1.1 --min-size 1 --max-size 8192 --k-sizes 32 40 64 72 80 96 128 160 256"
 V2_ATTN_PV="$V2_HALF --ops bmm baddbmm --min-batch 8 --max-batch 512 --max-gflop 200 --log-normal --log-normal-mean 5.8 --log-normal-sigma 1.1 --min-size 1 --max-size 8192 --n-sizes 32 40 64 72 80 96 128 160 256"
 V2_ODD="$V2_HALF --ops mm addmm bmm baddbmm --max-batch 512 --max-gflop 100 --log-normal --log-normal-mean 6.5 --log-normal-sigma 1.3 --min-size 1 --max-size 16384"
-V2_F32="--dtypes float32 --layouts NN NT TN TT --ops mm addmm bmm baddbmm --max-batch 32 --max-gflop 20 --sizes 64 128 256 512 768 1024 1536 2048 3072 4096 5120 8192 --m-sizes 1 2 8 16 32 64 128 256 512 1024 2048 4096"
+V2_F32_SIZES="--max-gflop 20 --sizes 64 128 256 512 768 1024 1536 2048 3072 4096 5120 8192 --m-sizes 1 2 8 16 32 64 128 256 512 1024 2048 4096"
+V2_F32="--dtypes float32 --layouts NN NT TN TT --ops mm addmm bmm baddbmm --max-batch 32 $V2_F32_SIZES"
 V2_F32_ODD="--dtypes float32 --layouts NN NT TN TT --ops mm addmm bmm baddbmm --max-batch 64 --max-gflop 20 --log-normal --log-normal-mean 6.3 --log-normal-sigma 1.3 --min-size 1 --max-size 16384"
 # fp32 in the long-K, vocabulary-N and large-batch regimes, with and without TF32 (v2-f32 draws none
 # of them: its sizes stop at 8192 and its batches at 32).
@@ -104,7 +105,6 @@ V2_TMA="--dtypes float16 bfloat16 --layouts NN NT TN TT --ops mm addmm --max-gfl
 # designs narrowed to the short ops, dtypes and layouts, with seeds of their own.
 V2_FILL_BADDBMM="--dtypes float16 --layouts NN TN --ops baddbmm --max-batch 128 --max-gflop 200 $V2_SIZES $V2_M"
 V2_FILL_BMM_TT="--dtypes bfloat16 --layouts TT --ops bmm --max-batch 128 --max-gflop 200 $V2_SIZES $V2_M"
-V2_F32_SIZES="--max-gflop 20 --sizes 64 128 256 512 768 1024 1536 2048 3072 4096 5120 8192 --m-sizes 1 2 8 16 32 64 128 256 512 1024 2048 4096"
 V2_F32_BMM="--dtypes float32 --layouts NN NT TN TT --ops bmm baddbmm --max-batch 32 $V2_F32_SIZES"
 V2_F32_MM="--dtypes float32 --layouts NN TN TT --ops mm addmm $V2_F32_SIZES"
 parts=("$@")

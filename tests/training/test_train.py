@@ -240,16 +240,20 @@ def test_bootstrap_members_fit_resamples_of_the_problems():
     from the member of the same seed fitted on every problem."""
     from torch_diode.training.train import _resample
 
-    group = torch.tensor([0, 0, 1, 2, 2, 2, 3])
-    rows, groups = _resample(group, 5)
-    assert len(torch.unique(groups)) == 4 and torch.equal(
-        group[rows].bincount(minlength=4).sum(), torch.tensor(len(rows))
-    )
-    for g in groups.unique():  # each drawn problem is one whole problem's rows
-        assert len(set(group[rows[groups == g]].tolist())) == 1
-        assert len(rows[groups == g]) == int((group == group[rows[groups == g]][0]).sum())
-    again = _resample(group, 5)
-    assert torch.equal(rows, again[0]) and torch.equal(groups, again[1])
+    group = torch.repeat_interleave(torch.arange(8), torch.tensor([2, 1, 3, 1, 2, 4, 1, 2]))
+    draws = []
+    for seed in range(6):
+        rows, groups = _resample(group, seed)
+        drawn = [int(group[rows[groups == g]][0]) for g in range(8)]
+        for g, problem in enumerate(drawn):  # each drawn problem is one whole problem's rows
+            assert sorted(rows[groups == g].tolist()) == torch.nonzero(group == problem).flatten().tolist()
+        draws.append(drawn)
+        again = _resample(group, seed)
+        assert torch.equal(rows, again[0]) and torch.equal(groups, again[1])
+    assert any(len(set(d)) < 8 for d in draws)  # with replacement: some problem twice, another left out
+    assert len({tuple(d) for d in draws}) > 1  # each seed (member) its own resample
+    with pytest.raises(ValueError, match="ensemble of 2"):
+        TrainConfig(bootstrap=True).resolved()
 
     ds = load_dataset(SAMPLE)
     cfg = TrainConfig(num_epochs=20, patience=20, validation_fraction=0.0, seed=3, ensemble=2, loss="mse")

@@ -86,6 +86,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from ..types import load_datasets
 
     check_outputs(_inputs(args), {"--model": args.model})
+    if args.bootstrap and args.ensemble < 2:
+        raise OptionError("--bootstrap", "resamples the problems per ensemble member: give --ensemble 2 or more")
     dataset = _without_heldout(_load(args), args)
     prior = None
     if args.prior_data:
@@ -331,7 +333,8 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--bootstrap",
         action="store_true",
-        help="each ensemble member fits its own resample of the training problems (drawn with replacement)",
+        help="each ensemble member fits its own resample of the training problems (drawn with replacement; "
+        "needs --ensemble 2 or more)",
     )
     p.add_argument("--patience", type=positive_int, default=10, help="epochs without improvement before stopping")
     p.add_argument(

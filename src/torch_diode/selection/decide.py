@@ -133,9 +133,9 @@ def selection_order(
 
 def extern_preference_for(problem: Problem, policy: Policy) -> float:
     """The extern preference of ``problem``'s order: ``policy.extern_preference``, or none (1.0,
-    the model's plain order) where an operand's rows are not 16-byte aligned. On the held-out
-    unaligned problems, the first picks that the preference turned to cuBLAS ran 1.2-2.6x the best
-    measured; the plain order's were better on every held-out set
+    the model's plain order) where an operand's rows are not 16-byte aligned. There the first
+    picks that the preference turned to cuBLAS ran up to 2.6x the best measured, and the plain
+    order's first picks were better on geometric mean on every held-out set
     (``benchmarks/results/extern_preference_cpu.json``). ``policy.misaligned_extern_preference``
     replays the preference on every problem."""
     if problem.misaligned_operands and not policy.misaligned_extern_preference:

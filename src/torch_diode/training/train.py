@@ -76,6 +76,8 @@ class TrainConfig:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
         if not 1 <= self.ensemble <= 64:
             raise ValueError(f"ensemble must be 1..64 members, got {self.ensemble}")
+        if self.bootstrap and self.ensemble < 2:
+            raise ValueError("bootstrap resamples the problems per ensemble member: give an ensemble of 2 or more")
         if self.model_type not in MODEL_FAMILIES:
             raise ValueError(f"model type must be one of {sorted(MODEL_FAMILIES)}, got {self.model_type!r}")
         family = MODEL_FAMILIES[self.model_type]
