@@ -38,8 +38,8 @@ one host call after a cache flush, and where the host's cost of calling a compil
 exceeds the flush its figure is the host's, not the kernel's (the report's rows show both). A
 worker that outlives its time limit is stopped; its finished items are kept.
 
-Each measurement also records ``pad_mm``: what Inductor's shape-padding pass
-(torch/_inductor/fx_passes/pad_mm.py) did during the compile, which can make a row slower under
+Each measurement also records ``pad_mm`` (benchmarks/pad_mm.py): what Inductor's shape-padding
+pass (torch/_inductor/fx_passes/pad_mm.py) did during the compile, which can make a row slower under
 one method than another although both pick the same kernel (M=199 padded to 200 adds a pad
 kernel and runs the GEMM at M=200). ``counters``: the compile's increments of ``torch._dynamo.utils.counters
 ["inductor"]`` (``pad_mm_bench``: padded and unpadded GEMMs benchmarked against each other, not
@@ -64,7 +64,6 @@ optional label, transpose_a, transpose_b, exhaustive.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
 import math
@@ -94,6 +93,7 @@ from benchmarks.common import (  # noqa: E402
     stage,
     warm_up_function,
 )
+from benchmarks.pad_mm import pad_mm_facts, share_pad_decisions  # noqa: E402
 from torch_diode import config as diode_config  # noqa: E402
 from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs, op_function  # noqa: E402
 from torch_diode.collection.sweep_state import problem_key  # noqa: E402
@@ -108,17 +108,6 @@ WORKERS = (("diode_top1",), ("default", "max_autotune", "exhaustive"), ("diode_t
 DEFAULT_METHODS = METHODS[:-1]
 GUIDE_MODE = "diode_max_autotune_mode"  # compiled as the integration guide compiles
 WARMUP_MS, REP_MS = 25, 100
-# counters["inductor"] entries that say what pad_mm did (its own two, the pattern matcher's, the FX graph cache's)
-PAD_MM_COUNTERS = (
-    "pad_mm_bench",
-    "shape_padding_multiplier",
-    "pattern_matcher_count",
-    "pattern_matcher_nodes",
-    "fxgraph_cache_hit",
-    "fxgraph_cache_miss",
-    "fxgraph_cache_bypass",
-)
-GEMM_OPS = ("mm", "addmm", "bmm", "baddbmm")
 
 
 # ----- what is measured -------------------------------------------------------------------------
@@ -203,126 +192,6 @@ def bench_cudagraph_us(fn: Callable) -> float:
     import triton
 
     return 1000 * triton.testing.do_bench_cudagraph(fn, rep=REP_MS, return_mode="median")
-
-
-# ----- Inductor's pad_mm pass -------------------------------------------------------------------
-def inductor_counters() -> dict[str, int]:
-    """The PAD_MM_COUNTERS of ``counters["inductor"]`` now (0 where absent)."""
-    try:
-        from torch._dynamo.utils import counters
-
-        inductor = counters.get("inductor", {})
-        return {k: int(inductor.get(k, 0)) for k in PAD_MM_COUNTERS}
-    except Exception as e:
-        logger.debug("no Inductor counters: %s", e)
-        return {}
-
-
-def pad_cache_entries() -> dict[str, Any] | None:
-    """pad_mm's entries in Inductor's local cache file (decisions, base mm times); None if unreadable.
-
-    The file also holds autotuning results (nested dicts, keyed by op); pad_mm's entries are the
-    top-level scalars: ``str(key) -> bool`` and ``"base mm time: " + str(key) -> ms``."""
-    try:
-        from torch._inductor.fx_passes.pad_mm import get_pad_cache
-
-        return {k: v for k, v in get_pad_cache().get_local_cache().items() if not isinstance(v, dict)}
-    except Exception as e:
-        logger.debug("pad_mm's cache unreadable: %s", e)
-        return None
-
-
-def share_pad_decisions(path: Path, save: bool) -> None:
-    """pad_mm's decisions, one per GEMM for every method: ``save=False`` puts those an earlier
-    worker left in ``path`` into this process's pad cache (they are then cache hits, not benchmarked
-    again); ``save=True`` writes this process's pad_mm entries to ``path`` (atomically)."""
-    try:
-        if save:
-            entries = pad_cache_entries()
-            if entries is not None:
-                tmp = path.with_suffix(".tmp")
-                tmp.write_text(json.dumps(entries))
-                os.replace(tmp, path)
-        elif path.exists():
-            from torch._inductor.fx_passes.pad_mm import get_pad_cache
-
-            cache = get_pad_cache()
-            local = cache.get_local_cache()
-            local.update(json.loads(path.read_text()))
-            cache.update_local_cache(local)
-    except Exception as e:  # the row's own pad_mm facts still say what happened
-        logger.warning("pad_mm decisions not shared through %s: %s", path, e)
-
-
-def gemm_nodes(graph: Any) -> list[dict[str, Any]]:
-    """Every GEMM of a post-grad FX graph: op, operand shapes, whether an operand was padded."""
-    gemms = []
-    for node in graph.nodes:
-        name = getattr(getattr(node.target, "overloadpacket", None), "__name__", None)
-        if node.op != "call_function" or name not in GEMM_OPS:
-            continue
-        operands = [a for a in node.args if hasattr(a, "meta") and hasattr(a.meta.get("val"), "shape")]
-        gemms.append(
-            {
-                "op": name,
-                "shapes": [[int(d) if isinstance(d, int) else str(d) for d in a.meta["val"].shape] for a in operands],
-                "padded": any(
-                    getattr(getattr(a.target, "overloadpacket", None), "__name__", None) == "constant_pad_nd"
-                    for a in operands
-                ),
-            }
-        )
-    return gemms
-
-
-@contextlib.contextmanager
-def pad_mm_facts():
-    """Yields a dict that, once the block (a cold compile) ends, holds what pad_mm did in it.
-
-    The counters are diffed around the block, the GEMMs are read by a post-grad custom pass
-    installed for the block (Inductor's config restores the previous value on exit), the
-    cache entries are those new or changed in the block. Failures are recorded, never raised."""
-    facts: dict[str, Any] = {}
-    graphs: list[list[dict[str, Any]]] = []
-    counters_before = inductor_counters()
-    cache_before = pad_cache_entries()
-    patch: Any = contextlib.nullcontext()
-    try:
-        from torch._inductor import config as inductor_config
-        from torch._inductor.custom_graph_pass import CustomGraphPass
-
-        class GemmShapes(CustomGraphPass):
-            def __call__(self, graph: Any) -> None:
-                try:
-                    graphs.append(gemm_nodes(graph))
-                except Exception as e:  # never fails the compile
-                    facts["error"] = f"graph: {type(e).__name__}: {str(e)[:200]}"
-
-            def uuid(self) -> None:  # no FX graph cache entry: the pass must see every compile
-                return None
-
-        if inductor_config.post_grad_custom_post_pass is None:
-            patch = inductor_config.patch(post_grad_custom_post_pass=GemmShapes())
-        else:
-            facts["error"] = "post_grad_custom_post_pass already set: GEMMs not read"
-    except Exception as e:
-        facts["error"] = f"{type(e).__name__}: {str(e)[:200]}"
-    try:
-        with patch:
-            yield facts
-    finally:
-        after = inductor_counters()
-        facts["counters"] = {k: v - counters_before.get(k, 0) for k, v in after.items()}
-        if graphs:
-            facts["graphs"] = len(graphs)
-            facts["gemms"] = [g for gemms in graphs for g in gemms]
-            facts["padded_gemms"] = sum(g["padded"] for g in facts["gemms"])
-        cache_after = pad_cache_entries()
-        if cache_before is not None and cache_after is not None:
-            new = {k: v for k, v in cache_after.items() if cache_before.get(k) != v}
-            prefix = "base mm time: "
-            facts["cached_decisions"] = {k: v for k, v in new.items() if not k.startswith(prefix)}
-            facts["cached_base_mm_ms"] = {k[len(prefix) :]: v for k, v in new.items() if k.startswith(prefix)}
 
 
 def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""benchmarks/e2e.py records Inductor's pad_mm facts per measurement (CPU: pad_mm never pads there,
+"""benchmarks/pad_mm.py, and benchmarks/e2e.py recording its facts per measurement (CPU: pad_mm never pads there,
 so an explicit F.pad stands in for its rewrite)."""
 
 import os
@@ -6,6 +6,8 @@ import os
 import pytest
 import torch
 import torch.nn.functional as F
+
+from benchmarks import pad_mm as padding
 
 
 @pytest.fixture(scope="module")
@@ -29,30 +31,30 @@ def test_measure_records_pad_mm_on_cpu(e2e, monkeypatch):
     record = e2e.measure(torch.mm, (a, b), "default", "unused")
     pad_mm = record["pad_mm"]
     assert pad_mm["counters"]["pad_mm_bench"] == 0  # can_pad: CUDA/XPU only
-    assert set(pad_mm["counters"]) == set(e2e.PAD_MM_COUNTERS)
+    assert set(pad_mm["counters"]) == set(padding.PAD_MM_COUNTERS)
     assert pad_mm["gemms"] == [{"op": "mm", "shapes": [[199, 64], [64, 72]], "padded": False}]
     assert pad_mm["padded_gemms"] == 0
     assert pad_mm["cached_decisions"] == {} and pad_mm["cached_base_mm_ms"] == {}
     assert "error" not in pad_mm
 
 
-def test_pad_mm_facts_sees_a_padded_operand(e2e):
+def test_pad_mm_facts_sees_a_padded_operand():
     torch._dynamo.reset()
     fn = torch.compile(lambda a, b: torch.mm(F.pad(a, (0, 0, 0, 1)), b)[:-1], dynamic=False)
-    with torch._inductor.config.patch(force_disable_caches=True), e2e.pad_mm_facts() as facts:
+    with torch._inductor.config.patch(force_disable_caches=True), padding.pad_mm_facts() as facts:
         fn(torch.randn(199, 64), torch.randn(64, 72))
     assert facts["gemms"] == [{"op": "mm", "shapes": [[200, 64], [64, 72]], "padded": True}]
     assert facts["padded_gemms"] == 1
 
 
-def test_pad_mm_facts_diffs_counters_and_cache(e2e):
+def test_pad_mm_facts_diffs_counters_and_cache():
     from torch._dynamo.utils import counters
     from torch._inductor.fx_passes import pad_mm
     from torch._inductor.utils import fresh_cache
 
     counters["inductor"]["pad_mm_bench"] += 5  # an earlier compile's
     with fresh_cache():
-        with e2e.pad_mm_facts() as facts:
+        with padding.pad_mm_facts() as facts:
             counters["inductor"]["pad_mm_bench"] += 2
             pad_mm.set_cached_should_pad("key", True)
             pad_mm.set_cached_base_mm_benchmark_time("base mm time: key", 0.021)
@@ -62,14 +64,14 @@ def test_pad_mm_facts_diffs_counters_and_cache(e2e):
     assert facts["cached_base_mm_ms"] == {"key": 0.021}
 
 
-def test_pad_mm_facts_never_raises_without_counters(e2e, monkeypatch):
-    monkeypatch.setattr(e2e, "PAD_MM_COUNTERS", ("no_such_counter",))
-    with e2e.pad_mm_facts() as facts:
+def test_pad_mm_facts_never_raises_without_counters(monkeypatch):
+    monkeypatch.setattr(padding, "PAD_MM_COUNTERS", ("no_such_counter",))
+    with padding.pad_mm_facts() as facts:
         pass
     assert facts["counters"] == {"no_such_counter": 0}
 
 
-def test_workers_share_pad_decisions_not_autotune_timings(e2e, tmp_path):
+def test_workers_share_pad_decisions_not_autotune_timings(tmp_path):
     from torch._inductor.fx_passes import pad_mm
     from torch._inductor.utils import fresh_cache
 
@@ -77,20 +79,20 @@ def test_workers_share_pad_decisions_not_autotune_timings(e2e, tmp_path):
     with fresh_cache():  # the first worker decides
         pad_mm.set_cached_should_pad("mm 199", True)
         pad_mm.get_pad_cache().set_value("mm", "inputs", "choice", value=1.5)  # an autotune timing
-        e2e.share_pad_decisions(shared, save=True)
+        padding.share_pad_decisions(shared, save=True)
     with fresh_cache():  # a later worker, its own cache directory
         assert pad_mm.get_cached_should_pad("mm 199") is None
-        e2e.share_pad_decisions(shared, save=False)
+        padding.share_pad_decisions(shared, save=False)
         assert pad_mm.get_cached_should_pad("mm 199") is True
         assert pad_mm.get_pad_cache().lookup("mm") is None
         pad_mm.set_cached_should_pad("bmm 7", False)
-        e2e.share_pad_decisions(shared, save=True)
-    assert e2e.json.loads(shared.read_text()) == {"mm 199": True, "bmm 7": False}
+        padding.share_pad_decisions(shared, save=True)
+    assert padding.json.loads(shared.read_text()) == {"mm 199": True, "bmm 7": False}
 
 
-def test_sharing_from_a_missing_file_changes_nothing(e2e, tmp_path):
+def test_sharing_from_a_missing_file_changes_nothing(tmp_path):
     from torch._inductor.utils import fresh_cache
 
     with fresh_cache():
-        e2e.share_pad_decisions(tmp_path / "none.json", save=False)
-        assert e2e.pad_cache_entries() == {}
+        padding.share_pad_decisions(tmp_path / "none.json", save=False)
+        assert padding.pad_cache_entries() == {}
