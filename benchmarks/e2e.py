@@ -91,9 +91,10 @@ from benchmarks.common import (  # noqa: E402
     report_header,
     run_worker,
     stage,
+    timed_first_call,
     warm_up_function,
 )
-from benchmarks.pad_mm import pad_mm_facts, share_pad_decisions  # noqa: E402
+from benchmarks.pad_mm import load_pad_decisions, pad_mm_facts, save_pad_decisions  # noqa: E402
 from torch_diode import config as diode_config  # noqa: E402
 from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs, op_function  # noqa: E402
 from torch_diode.collection.sweep_state import problem_key  # noqa: E402
@@ -211,16 +212,18 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
         settings.update(max_autotune_gemm=True, max_autotune_gemm_backends="ATEN,TRITON")
     compiled = torch.compile(fn, dynamic=False, mode="max-autotune" if method == GUIDE_MODE else None)
     record: dict[str, Any] = {}
+
+    def first_call() -> None:
+        """The compile: wall seconds of the first call, and what pad_mm did in it."""
+        with pad_mm_facts() as pad_mm:
+            record["compile_s"] = timed_first_call(compiled, *inputs)
+        record["pad_mm"] = pad_mm
+
     with inductor_config.patch(settings), torch.no_grad():
         if method.startswith("diode"):
             k = 3 if method == "diode_top3" else 1
             with diode_choices(model) as choices, diode_config.patch(top_k_configs=k, performance_threshold=1.0):
-                with pad_mm_facts() as pad_mm:
-                    start = time.perf_counter()
-                    compiled(*inputs)
-                    torch.cuda.synchronize()
-                    record["compile_s"] = time.perf_counter() - start
-                record["pad_mm"] = pad_mm
+                first_call()
                 stats = choices.get_stats()
             record["diode"] = {
                 k2: stats[k2]
@@ -238,12 +241,7 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
             }
             record["diode"]["decisions"] = list(choices.decisions)
         else:
-            with pad_mm_facts() as pad_mm:
-                start = time.perf_counter()
-                compiled(*inputs)
-                torch.cuda.synchronize()
-                record["compile_s"] = time.perf_counter() - start
-            record["pad_mm"] = pad_mm
+            first_call()
         record["runtime_do_bench_us"] = bench_us(lambda: compiled(*inputs))
         try:
             record["runtime_cudagraph_us"] = bench_cudagraph_us(lambda: compiled(*inputs))
@@ -426,12 +424,12 @@ def worker(args: argparse.Namespace) -> int:
 
     pad_decisions = Path(args.pad_decisions) if args.pad_decisions else None
     if pad_decisions:
-        share_pad_decisions(pad_decisions, save=False)
+        load_pad_decisions(pad_decisions)
 
     def save() -> None:
         Path(args.out).write_text(json.dumps(rows, indent=1))
         if pad_decisions:
-            share_pad_decisions(pad_decisions, save=True)
+            save_pad_decisions(pad_decisions)
 
     run_item(
         "warm-up",

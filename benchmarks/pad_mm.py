@@ -13,9 +13,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
+
+from torch_diode.types import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -58,26 +59,32 @@ def pad_cache_entries() -> dict[str, Any] | None:
         return None
 
 
-def share_pad_decisions(path: Path, save: bool) -> None:
-    """pad_mm's decisions, one per GEMM for every method: ``save=False`` puts those an earlier
-    worker left in ``path`` into this process's pad cache (they are then cache hits, not benchmarked
-    again); ``save=True`` writes this process's pad_mm entries to ``path`` (atomically)."""
+def save_pad_decisions(path: Path) -> None:
+    """Writes this process's pad_mm entries to ``path`` (atomically), for the workers after it."""
+    entries = pad_cache_entries()
+    if entries is None:
+        return
     try:
-        if save:
-            entries = pad_cache_entries()
-            if entries is not None:
-                tmp = path.with_suffix(".tmp")
-                tmp.write_text(json.dumps(entries))
-                os.replace(tmp, path)
-        elif path.exists():
-            from torch._inductor.fx_passes.pad_mm import get_pad_cache
-
-            cache = get_pad_cache()
-            local = cache.get_local_cache()
-            local.update(json.loads(path.read_text()))
-            cache.update_local_cache(local)
-    except Exception as e:  # the row's own pad_mm facts still say what happened
+        atomic_write_bytes(path, json.dumps(entries).encode())
+    except OSError as e:  # the row's own pad_mm facts still say what happened
         logger.warning("pad_mm decisions not shared through %s: %s", path, e)
+
+
+def load_pad_decisions(path: Path) -> None:
+    """Puts the pad_mm entries an earlier worker saved in ``path`` into this process's pad cache:
+    its GEMMs' decisions are then cache hits, not benchmarked again (one decision per GEMM for
+    every method)."""
+    if not path.exists():
+        return
+    try:
+        from torch._inductor.fx_passes.pad_mm import get_pad_cache
+
+        cache = get_pad_cache()
+        local = cache.get_local_cache()
+        local.update(json.loads(path.read_text()))
+        cache.update_local_cache(local)
+    except Exception as e:  # the row's own pad_mm facts still say what happened
+        logger.warning("pad_mm decisions not read from %s: %s", path, e)
 
 
 def gemm_nodes(graph: Any) -> list[dict[str, Any]]:

@@ -343,6 +343,10 @@ def uncertainty(args: argparse.Namespace) -> int:
 
 
 HELDOUT_SETS = [str(ROOT / "data" / "h100" / name) for name in ("validation", "odd", "odd2")]
+REALMODELS_AND_HELDOUT = [str(ROOT / "data" / "h100" / "realmodels"), *HELDOUT_SETS]
+REALMODELS_AND_HELDOUT_HELP = (
+    "dataset files or folders, each judged on its own (default: data/h100/realmodels and the H100 held-out sets)"
+)
 
 
 def _members(model: str, data: str) -> Iterator[tuple[Problem, Pool, np.ndarray, np.ndarray]]:
@@ -572,13 +576,7 @@ def main() -> int:
     p.set_defaults(run=realmodels)
     p = sub.add_parser("extern-preference", help="the first pick for several extern_preference values")
     p.add_argument("--model", default="NVIDIA-H100-matmul")
-    p.add_argument(
-        "--data",
-        nargs="+",
-        default=[str(ROOT / "data" / "h100" / "realmodels"), *HELDOUT_SETS],
-        help="dataset files or folders, each judged on its own (default: data/h100/realmodels and the "
-        "H100 held-out sets)",
-    )
+    p.add_argument("--data", nargs="+", default=REALMODELS_AND_HELDOUT, help=REALMODELS_AND_HELDOUT_HELP)
     p.add_argument("--preferences", type=float, nargs="+", default=[1.0, 1.1, 1.2])
     p.add_argument("--out", required=True)
     p.set_defaults(run=extern_preference)
@@ -606,13 +604,7 @@ def main() -> int:
     p.set_defaults(run=unsure_pool)
     p = sub.add_parser("uncertainty", help="whether the ensemble's spread tells the slow first picks apart")
     p.add_argument("--model", nargs="+", default=["NVIDIA-H100-matmul"], help="model files or shipped model names")
-    p.add_argument(
-        "--data",
-        nargs="+",
-        default=[str(ROOT / "data" / "h100" / "realmodels"), *HELDOUT_SETS],
-        help="dataset files or folders, each judged on its own (default: data/h100/realmodels and the H100 "
-        "held-out sets)",
-    )
+    p.add_argument("--data", nargs="+", default=REALMODELS_AND_HELDOUT, help=REALMODELS_AND_HELDOUT_HELP)
     p.add_argument("--slow", type=float, default=1.1, help="a first pick this many times the best is slow")
     p.add_argument("--out", required=True)
     p.set_defaults(run=uncertainty)

@@ -79,14 +79,14 @@ def test_workers_share_pad_decisions_not_autotune_timings(tmp_path):
     with fresh_cache():  # the first worker decides
         pad_mm.set_cached_should_pad("mm 199", True)
         pad_mm.get_pad_cache().set_value("mm", "inputs", "choice", value=1.5)  # an autotune timing
-        padding.share_pad_decisions(shared, save=True)
+        padding.save_pad_decisions(shared)
     with fresh_cache():  # a later worker, its own cache directory
         assert pad_mm.get_cached_should_pad("mm 199") is None
-        padding.share_pad_decisions(shared, save=False)
+        padding.load_pad_decisions(shared)
         assert pad_mm.get_cached_should_pad("mm 199") is True
         assert pad_mm.get_pad_cache().lookup("mm") is None
         pad_mm.set_cached_should_pad("bmm 7", False)
-        padding.share_pad_decisions(shared, save=True)
+        padding.save_pad_decisions(shared)
     assert padding.json.loads(shared.read_text()) == {"mm 199": True, "bmm 7": False}
 
 
@@ -94,5 +94,5 @@ def test_sharing_from_a_missing_file_changes_nothing(tmp_path):
     from torch._inductor.utils import fresh_cache
 
     with fresh_cache():
-        padding.share_pad_decisions(tmp_path / "none.json", save=False)
+        padding.load_pad_decisions(tmp_path / "none.json")
         assert padding.pad_cache_entries() == {}
