@@ -4,6 +4,7 @@
 # v2-layouts v2-hugek v2-vocab v2-skinnyk v2-batch v2-attn-qk v2-attn-pv v2-odd v2-f32 v2-tf32 v2-f32-odd v2-tf32-odd
 # v2-f32-hugek v2-tf32-hugek v2-f32-vocab v2-tf32-vocab v2-f32-batch v2-tf32-batch v2-decomposek v2-hidden (coverage design);
 # v2-fill-baddbmm v2-fill-bmm-tt v2-f32-bmm v2-tf32-bmm v2-f32-mm v2-tf32-mm (the cells left short);
+# val-v2-layouts val-v2-hidden val-v2-odd val-v2-attn-qk val-v2-attn-pv val-v2-vocab val-v2-hugek (their validation);
 # inductor-decomposek inductor-tma (stock max-autotune's own timings, to $DATA/inductor_timed);
 # train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m odd-v1
 # (default: all but odd-v1, in that order). Files go to $DATA (default data/h100); every command
@@ -64,9 +65,11 @@ ODD_V1="--dtypes float16 bfloat16 --layouts NN NT TN --max-gflop 100 --ops mm ad
 # EXHAUSTIVE configs per half-precision problem, 48 for the unaligned and fp32 parts (see
 # data/README.md for the measurement behind the sample sizes). ${N:-...} caps a part's problems
 # for one call; a later call with a larger N extends the same draw.
-V2="--reps 6 --chunk-size 50 --workers 14 --exclude $HELD_OUT"
-V2_ALIGNED="--search-mode fast --exhaustive-sample 150 $V2"
-V2_SAMPLED="--search-mode fast --exhaustive-sample 48 $V2"
+V2_TIMING="--reps 6 --chunk-size 50 --workers 14"
+ALIGNED="--search-mode fast --exhaustive-sample 150 $V2_TIMING"
+SAMPLED="--search-mode fast --exhaustive-sample 48 $V2_TIMING"
+V2_ALIGNED="$ALIGNED --exclude $HELD_OUT"
+V2_SAMPLED="$SAMPLED --exclude $HELD_OUT"
 V2_HALF="--dtypes float16 bfloat16 --layouts NN NT TN TT"
 V2_SIZES="--sizes 64 128 256 512 768 1024 1536 2048 2560 3072 4096 5120 6144 8192 11008 14336"
 V2_M="--m-sizes 1 2 4 8 16 32 64 128 256 512 1024 2048 4096 8192"
@@ -107,6 +110,10 @@ V2_FILL_BADDBMM="--dtypes float16 --layouts NN TN --ops baddbmm --max-batch 128 
 V2_FILL_BMM_TT="--dtypes bfloat16 --layouts TT --ops bmm --max-batch 128 --max-gflop 200 $V2_SIZES $V2_M"
 V2_F32_BMM="--dtypes float32 --layouts NN NT TN TT --ops bmm baddbmm --max-batch 32 $V2_F32_SIZES"
 V2_F32_MM="--dtypes float32 --layouts NN TN TT --ops mm addmm $V2_F32_SIZES"
+# Validation of the coverage design (val-v2-*): held-out problems drawn by the same designs with
+# seeds of their own, none of them in h100/train (create-validation never draws those); the
+# training parts exclude h100/validation.
+VAL="create-validation --train-dataset $DATA/train"
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m)
 for part in "${parts[@]}"; do
@@ -153,6 +160,13 @@ for part in "${parts[@]}"; do
     v2-f32-mm) run_diode collect $V2_SAMPLED $V2_F32_MM --float32-matmul-precision highest --num-shapes ${N:-45} --seed 46 -o "$DATA/train/${GPU}_v2_f32_mm.msgpack.gz" ;;
     v2-tf32-mm) run_diode collect $V2_SAMPLED $V2_F32_MM --float32-matmul-precision high --num-shapes ${N:-45} --seed 47 -o "$DATA/train/${GPU}_v2_tf32_mm.msgpack.gz" ;;
     v2-decomposek) run_diode collect $V2_SAMPLED $V2_DECOMPOSEK --num-shapes ${N:-120} --seed 33 -o "$DATA/train/${GPU}_v2_decomposek.msgpack.gz" ;;
+    val-v2-layouts) run_diode $VAL $ALIGNED $V2_LAYOUTS --num-shapes ${N:-150} --seed 121 -o "$DATA/validation/${GPU}_v2_layouts.msgpack.gz" ;;
+    val-v2-hidden) run_diode $VAL $ALIGNED $V2_HIDDEN --num-shapes ${N:-80} --seed 141 -o "$DATA/validation/${GPU}_v2_hidden.msgpack.gz" ;;
+    val-v2-odd) run_diode $VAL $SAMPLED $V2_ODD --num-shapes ${N:-120} --seed 128 -o "$DATA/validation/${GPU}_v2_odd.msgpack.gz" ;;
+    val-v2-attn-qk) run_diode $VAL $SAMPLED $V2_ATTN_QK --num-shapes ${N:-60} --seed 126 -o "$DATA/validation/${GPU}_v2_attn_qk.msgpack.gz" ;;
+    val-v2-attn-pv) run_diode $VAL $SAMPLED $V2_ATTN_PV --num-shapes ${N:-60} --seed 127 -o "$DATA/validation/${GPU}_v2_attn_pv.msgpack.gz" ;;
+    val-v2-vocab) run_diode $VAL $ALIGNED $V2_VOCAB --num-shapes ${N:-40} --seed 123 -o "$DATA/validation/${GPU}_v2_vocab.msgpack.gz" ;;
+    val-v2-hugek) run_diode $VAL $ALIGNED $V2_HUGEK --num-shapes ${N:-40} --seed 122 -o "$DATA/validation/${GPU}_v2_hugek.msgpack.gz" ;;
     inductor-decomposek) run_diode collect $V2_MA $V2_DECOMPOSEK --num-shapes ${N:-120} --seed 33 -o "$DATA/inductor_timed/${GPU}_v2_decomposek.msgpack.gz" ;;
     inductor-tma) DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode collect $V2_MA $V2_TMA --num-shapes ${N:-120} --seed 34 -o "$DATA/inductor_timed/${GPU}_v2_tma.msgpack.gz" ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
