@@ -62,7 +62,18 @@ from torch_diode.types import Problem, load_datasets
 ROOT = Path(__file__).resolve().parents[1]
 HELDOUT_DATA = [
     str(ROOT / "data" / "h100" / "validation" / f"h100_{part}.msgpack.gz")
-    for part in ("mm_chunk0000", "mm_chunk0001", "bmm_chunk0000", "f32_chunk0000", "odd_chunk0000")
+    for part in (
+        "mm_chunk0000",
+        "mm_chunk0001",
+        "bmm_chunk0000",
+        "f32_chunk0000",
+        "odd_chunk0000",
+        "v2_layouts_chunk0000",
+        "v2_layouts_chunk0001",
+        "v2_odd_chunk0000",
+        "v2_attn_qk_chunk0000",
+        "v2_attn_pv_chunk0000",
+    )
 ] + [str(ROOT / "data" / "h100" / "odd"), str(ROOT / "data" / "h100" / "odd2")]
 
 

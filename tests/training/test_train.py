@@ -347,3 +347,26 @@ def test_prior_data_adds_the_problems_the_gpus_own_data_lacks(tmp_path):
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "prior_held.json.gz" in proc.stderr and held.short() in proc.stderr
+
+
+def test_extern_weight_fits_the_aten_rows_closer():
+    """--extern-weight: the squared error of ATen rows counts that many times; at a large weight the
+    fitted ATen times are closer to the measured ones than at 1 (the same seed, the same data)."""
+    from torch_diode.features import config_rows, is_extern
+
+    ds = load_dataset(SAMPLE)
+    arrays = build_arrays(ds)
+    extern = is_extern(config_rows(arrays.configs))
+    assert 0 < extern.sum() < len(extern) / 10  # few ATen rows among many Triton rows
+
+    def aten_mse(weight: float) -> float:
+        cfg = TrainConfig(num_epochs=40, patience=40, validation_fraction=0.0, seed=5, extern_weight=weight)
+        model = Regressor.from_model_file(train_model(ds, cfg, progress=False)[0])
+        with torch.no_grad():
+            pred = model(torch.from_numpy(arrays.features)).numpy()
+        return float(np.mean((pred[extern] - arrays.log_time_us[extern]) ** 2))
+
+    assert aten_mse(50.0) < 0.7 * aten_mse(1.0)
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="extern_weight"):
+            TrainConfig(extern_weight=bad).resolved()

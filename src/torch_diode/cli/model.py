@@ -112,6 +112,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         loss=args.loss,
         ensemble=args.ensemble,
         bootstrap=args.bootstrap,
+        extern_weight=args.extern_weight,
     )
     model, report = train_model(
         dataset,
@@ -335,6 +336,13 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="each ensemble member fits its own resample of the training problems (drawn with replacement; "
         "needs --ensemble 2 or more)",
+    )
+    p.add_argument(
+        "--extern-weight",
+        type=positive_float,
+        default=1.0,
+        help="weight of each ATen (cuBLAS) row's squared error against a Triton row's, > 0 (default 1): a "
+        "problem has one or two ATen choices among a hundred or more Triton configs",
     )
     p.add_argument("--patience", type=positive_int, default=10, help="epochs without improvement before stopping")
     p.add_argument(

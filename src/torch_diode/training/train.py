@@ -68,6 +68,10 @@ class TrainConfig:
     # as there are): members disagree more where few problems are alike, which is what their
     # spread should say (benchmarks.selection_replay uncertainty measures it)
     bootstrap: bool = False
+    # the squared error of each ATen (cuBLAS) row counts this many times a Triton row's: a problem
+    # has one or two ATen choices among a hundred or more Triton configs, so at 1 the fit of
+    # cuBLAS's time, which decides most of the handler's picks, barely weighs in the loss
+    extern_weight: float = 1.0
 
     def resolved(self) -> tuple[int, int]:
         if self.lr_schedule not in LR_SCHEDULES:
@@ -76,6 +80,8 @@ class TrainConfig:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
         if not 1 <= self.ensemble <= 64:
             raise ValueError(f"ensemble must be 1..64 members, got {self.ensemble}")
+        if not (math.isfinite(self.extern_weight) and self.extern_weight > 0):
+            raise ValueError(f"extern_weight must be a positive number, got {self.extern_weight}")
         if self.bootstrap and self.ensemble < 2:
             raise ValueError("bootstrap resamples the problems per ensemble member: give an ensemble of 2 or more")
         if self.model_type not in MODEL_FAMILIES:
@@ -292,13 +298,15 @@ def _fit(
     xt: torch.Tensor,
     yt: torch.Tensor,
     gt: torch.Tensor,
+    wt: torch.Tensor,
     xv: torch.Tensor,
     yv: torch.Tensor,
     writer: Any,
     tag: str,
     progress: bool,
 ) -> tuple[int, int]:
-    """Fits ``model`` (in place, left at its best epoch by held-out MSE); returns (epochs run, best epoch)."""
+    """Fits ``model`` (in place, left at its best epoch by held-out MSE); returns (epochs run, best
+    epoch). ``wt``: each training row's weight in the squared error."""
     from tqdm import tqdm
 
     torch.manual_seed(seed)
@@ -324,8 +332,10 @@ def _fit(
         for idx in _batches(config, gt, generator):
             # the loss is on standardised targets; reported figures are in ln(time_us)
             predicted = model(xt[idx])
-            squared = (((predicted - yt[idx]) / t_std) ** 2).mean()
-            loss = squared if config.loss == "mse" else squared + _listwise(predicted, yt[idx], gt[idx])
+            error = ((predicted - yt[idx]) / t_std) ** 2
+            squared = error.mean()
+            weighted = (error * wt[idx]).sum() / wt[idx].sum()
+            loss = weighted if config.loss == "mse" else weighted + _listwise(predicted, yt[idx], gt[idx])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -411,6 +421,8 @@ def train_model(
     xt, yt = torch.from_numpy(x_train), torch.from_numpy(y_train)
     xv, yv = torch.from_numpy(x_val), torch.from_numpy(y_val)
     gt = torch.from_numpy(np.unique(arrays.group[~val_rows], return_inverse=True)[1])
+    extern = is_extern(config_rows(arrays.configs))[~val_rows]
+    wt = torch.from_numpy(np.where(extern, config.extern_weight, 1.0).astype(np.float32))
     writer = None
     if log_dir:
         try:
@@ -430,6 +442,7 @@ def train_model(
                 xt if rows is None else xt[rows[0]],
                 yt if rows is None else yt[rows[0]],
                 gt if rows is None else rows[1],
+                wt if rows is None else wt[rows[0]],
                 xv,
                 yv,
                 writer,
