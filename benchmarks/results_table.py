@@ -131,14 +131,14 @@ _HELDOUT_GROUPS = (
     ("aligned fp16/bf16 validation", ("h100/validation/h100_mm_", "h100/validation/h100_bmm_")),
     ("fp32 validation", ("h100/validation/h100_f32_",)),
     ("unaligned validation", ("h100/validation/h100_odd_",)),
-    ("data/h100/odd", ("h100/odd",)),
-    ("data/h100/odd2", ("h100/odd2",)),
+    ("coverage-design validation (every op and layout, unaligned, attention bmm)", ("h100/validation/h100_v2_",)),
+    ("unaligned sets data/h100/odd and odd2", ("h100/odd",)),
 )
 
 
 def _heldout_group(data: str) -> str:
     path = data.replace("\\", "/")
-    for label, needles in reversed(_HELDOUT_GROUPS):  # odd2 before odd
+    for label, needles in _HELDOUT_GROUPS:
         if any(needle in path for needle in needles):
             return label
     return path[path.find("data/") :] if "data/" in path else path
