@@ -4,7 +4,7 @@ Inductor offers ``aten::addmm`` (the bias expanded to M x N) and ``aten::bias_ad
 bias, cuBLASLt's bias epilogue). The shipped H100 data has bias_addmm faster on 93% of its addmm
 problems, yet end to end diode's bias_addmm picks ran slower than the addmm of stock max-autotune
 (ResNet-50 fc) and default mode (the MLP). For each shape, on the GPU, both choices are timed
-three ways with the fast path's own launchers (``aten_launcher``, as Inductor calls them):
+three ways with the fast path's own launchers (``untiled_launcher``, as Inductor calls them):
 (label) the fast path's method: cache flush, events around one launch, minimum;
 (replay) ``triton.testing.do_bench_cudagraph`` median: what a compiled graph's kernel costs;
 (loop) ``triton.testing.do_bench`` median without a graph.
@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 import torch
 import triton
 
-from torch_diode.collection.fast_sweep import aten_launcher, flush_buffer, time_launchers
+from torch_diode.collection.fast_sweep import flush_buffer, time_launchers, untiled_launcher
 from torch_diode.collection.operands import layout_tensors
 from torch_diode.types import KernelConfig, Problem
 
@@ -47,7 +47,7 @@ def main() -> int:
         a, b, out, bias = layout_tensors(problem, "cuda")
         row = {"label": label, "problem": problem.short()}
         for tid in CHOICES:
-            fn = aten_launcher(problem, KernelConfig(tid), a, b, out, bias)
+            fn = untiled_launcher(problem, KernelConfig(tid), a, b, out, bias)
             (label_ms,) = time_launchers([fn], args.reps, flush)
             row[tid] = {
                 "label_us": 1000 * label_ms,

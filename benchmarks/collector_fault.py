@@ -81,11 +81,11 @@ def _launch(problem: Problem, config: Any, variant: str, tensors: tuple) -> None
     import torch
 
     from torch_diode.collection import triton_mm
-    from torch_diode.collection.fast_sweep import aten_launcher
+    from torch_diode.collection.fast_sweep import untiled_launcher
 
     a, b, out, bias = tensors
     if not config.is_tiled:
-        aten_launcher(problem, config, a, b, out, bias)()
+        untiled_launcher(problem, config, a, b, out, bias)()
         return
     if variant == "no_bias":
         bias = None

@@ -48,17 +48,17 @@ from torch_diode.collection import collect  # noqa: E402
 from torch_diode.collection.fast_sweep import (  # noqa: E402
     FLUSH_BYTES,
     FastSweep,
-    aten_launcher,
     choices_for,
     flush_buffer,
     precompile,
     time_launchers,
+    untiled_launcher,
     variant_key,
 )
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings  # noqa: E402
 from torch_diode.collection.operands import layout_tensors
 from torch_diode.collection.shapes import ShapeSpec, random_problems  # noqa: E402
-from torch_diode.types import Problem, load_dataset  # noqa: E402
+from torch_diode.types import Problem, load_dataset, load_datasets  # noqa: E402
 
 FIDELITY_SHAPES = [
     Problem("mm", 1, 1024, 4096, 2048, "float16", "float16", "float16"),
@@ -161,6 +161,10 @@ def compare(problem: Problem, timings, fast_ms, compile_errors) -> dict:
         for t, f in zip(timings, fast_ms)
         if not t.config.is_tiled and not t.failed and f is not None
     ]
+    by_template: dict[str, list[float]] = {}
+    for t, f in zip(timings, fast_ms):
+        if not t.failed and f is not None:
+            by_template.setdefault(t.config.template_id, []).append(abs(f * 1000 - t.time_us) / t.time_us)
     if len(both) < 2:
         raise SystemExit(
             f"{problem.short()}: {len(both)} choices timed by both Inductor and the fast path; nothing to compare"
@@ -175,6 +179,7 @@ def compare(problem: Problem, timings, fast_ms, compile_errors) -> dict:
         "spearman_triton_only": spearman(tind, tfast),
         "median_abs_rel_diff": float(np.median(rel)),
         "rel_diffs": rel.tolist(),
+        "median_abs_rel_diff_by_template": {k: float(np.median(v)) for k, v in sorted(by_template.items())},
         "aten": [{"template_id": a, "inductor_us": i, "fast_us": f} for a, i, f in aten],
         "inductor_best_us": float(ind.min()),
         "fast_best_us": float(fast.min()),
@@ -188,7 +193,7 @@ def fast_on(problem: Problem, configs, reps: int, flush) -> list:
 
     a, b, out, bias = layout_tensors(problem, "cuda")
     launchers = [
-        aten_launcher(problem, c, a, b, out, bias) if not c.is_tiled else make_launcher(a, b, out, bias, c)
+        untiled_launcher(problem, c, a, b, out, bias) if not c.is_tiled else make_launcher(a, b, out, bias, c)
         for c in configs
     ]
     return time_launchers(launchers, reps, flush)
@@ -203,7 +208,14 @@ def main() -> int:
     parser.add_argument("--exhaustive-sample", type=int, default=350)
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--recorded",
+        nargs="+",
+        help="datasets of Inductor's own timings (stock max-autotune): compare with them alone (step 3)",
+    )
     args = parser.parse_args()
+    if args.recorded:
+        return recorded(args)
     tmp = Path(tempfile.mkdtemp())
 
     # 1. fast path rate, first: the Triton cache is still empty, so compiling every kernel counts
@@ -239,40 +251,8 @@ def main() -> int:
     Path(args.out).write_text(json.dumps({"command": command_line(), "partial": "rates only", **rates}, indent=1))
 
     # 3. fast path on the same configs, compared with both references
-    flush = flush_buffer("cuda")
-    results: dict[str, list[dict]] = {}
-    t0 = time.perf_counter()
-    pairs = [
-        (p, t.config) for ref in references.values() for _, p, ts in ref.problems() for t in ts if t.config.is_tiled
-    ]
-    compile_errors = precompile(pairs, FastSweep().workers, progress=False)
-    stage(f"fast precompile of the same configs: {len(compile_errors)} kernels in {time.perf_counter() - t0:.1f} s")
-    # each shape's configs timed once, compared with both references
-    measured: dict[Problem, dict] = {}  # the recorded problem (strides, bias) -> its configs, in order
-    for ref in references.values():
-        for _, problem, timings in ref.problems():
-            measured.setdefault(problem, {}).update(dict.fromkeys(t.config for t in timings))
-    fast_ms: dict[tuple, float | None] = {}
-    for problem, configs in measured.items():
-        fast_ms.update({(problem, c): ms for c, ms in zip(configs, fast_on(problem, list(configs), args.reps, flush))})
-    for name, ref in references.items():
-        results[name] = [
-            compare(problem, timings, [fast_ms[problem, t.config] for t in timings], compile_errors)
-            for _, problem, timings in ref.problems()
-        ]
-        print(f"\nagainst Inductor, {name} flush:")
-        print_rows(results[name])
+    results = fast_against(references, args.reps)
     rows, stock_rows = results["flush"], results["stock"]
-
-    def medians(rs: list[dict]) -> dict:
-        rel = np.concatenate([np.array(r["rel_diffs"]) for r in rs])
-        return {
-            "spearman_median": float(np.median([r["spearman"] for r in rs])),
-            "spearman_triton_only_median": float(np.median([r["spearman_triton_only"] for r in rs])),
-            "median_abs_rel_diff": float(np.median(rel)),
-            "p90_abs_rel_diff": float(np.quantile(rel, 0.9)),
-        }
-
     fidelity = medians(rows)
     fidelity.update({f"{k}_stock_flush": v for k, v in medians(stock_rows).items()})
     stage("fast timing of the same configs done")
@@ -319,6 +299,75 @@ def main() -> int:
     print(
         f"stock flush: spearman_median {report['spearman_median_stock_flush']:.3f}  "
         f"median_abs_rel_diff {report['median_abs_rel_diff_stock_flush']:.3f}"
+    )
+    return 0
+
+
+def fast_against(references: dict, reps: int) -> dict[str, list[dict]]:
+    """The fast path on every config of the reference datasets (each problem's configs timed once),
+    compared with each reference, per problem."""
+    flush = flush_buffer("cuda")
+    t0 = time.perf_counter()
+    pairs = [
+        (p, t.config) for ref in references.values() for _, p, ts in ref.problems() for t in ts if t.config.is_tiled
+    ]
+    compile_errors = precompile(pairs, FastSweep().workers, progress=False)
+    stage(f"fast precompile of the same configs: {len(compile_errors)} kernels in {time.perf_counter() - t0:.1f} s")
+    measured: dict[Problem, dict] = {}  # the recorded problem (strides, bias) -> its configs, in order
+    for ref in references.values():
+        for _, problem, timings in ref.problems():
+            measured.setdefault(problem, {}).update(dict.fromkeys(t.config for t in timings))
+    fast_ms: dict[tuple, float | None] = {}
+    for problem, configs in measured.items():
+        fast_ms.update({(problem, c): ms for c, ms in zip(configs, fast_on(problem, list(configs), reps, flush))})
+    results = {}
+    for name, ref in references.items():
+        results[name] = [
+            compare(problem, timings, [fast_ms[problem, t.config] for t in timings], compile_errors)
+            for _, problem, timings in ref.problems()
+        ]
+        print(f"\nagainst Inductor, {name} flush:")
+        print_rows(results[name])
+    return results
+
+
+def medians(rows: list[dict]) -> dict:
+    rel = np.concatenate([np.array(r["rel_diffs"]) for r in rows])
+    by_template: dict[str, list[float]] = {}
+    for r in rows:
+        for k, v in r["median_abs_rel_diff_by_template"].items():
+            by_template.setdefault(k, []).append(v)
+    return {
+        "spearman_median": float(np.median([r["spearman"] for r in rows])),
+        "spearman_triton_only_median": float(np.median([r["spearman_triton_only"] for r in rows])),
+        "median_abs_rel_diff": float(np.median(rel)),
+        "p90_abs_rel_diff": float(np.quantile(rel, 0.9)),
+        "median_abs_rel_diff_by_template": {k: float(np.median(v)) for k, v in sorted(by_template.items())},
+    }
+
+
+def recorded(args: argparse.Namespace) -> int:
+    """Step 3 alone, against recorded stock max-autotune timings."""
+    reference = load_datasets(args.recorded)
+    rows = fast_against({"stock": reference}, args.reps)["stock"]
+    report = {
+        "command": command_line(),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": __import__("triton").__version__,
+        "reference": args.recorded,
+        "flush_bytes": {"fast": FLUSH_BYTES, "inductor": "the device's L2 size (stock)"},
+        **medians(rows),
+        "per_shape": rows,
+    }
+    Path(args.out).write_text(json.dumps(report, indent=1))
+    print("\nper template, median over problems of the median |fast - inductor| / inductor:")
+    for k, v in report["median_abs_rel_diff_by_template"].items():
+        print(f"  {k:32s} {v:.3f}")
+    print(
+        f"spearman_median {report['spearman_median']:.3f}  "
+        f"spearman_triton_only_median {report['spearman_triton_only_median']:.3f}"
     )
     return 0
 

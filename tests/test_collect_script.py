@@ -63,7 +63,7 @@ def test_a_crashed_part_runs_again(tmp_path, codes, retries, want_rc, want_calls
 
 def test_every_part_gives_the_cli_arguments_it_accepts(tmp_path):
     """Each part's command, as the script builds it, parses with diode's own argument parser, and
-    only the TMA part turns Inductor's persistent TMA template on."""
+    only the TMA parts turn Inductor's persistent TMA template on."""
     from torch_diode.cli import build_parser, hoist_global_options
 
     parts = script_parts()
@@ -77,7 +77,7 @@ def test_every_part_gives_the_cli_arguments_it_accepts(tmp_path):
         tma, *argv = calls[0].split()
         args = parser.parse_args(hoist_global_options(parser, argv))
         assert args.command in ("collect", "collect-shapeset", "create-validation"), part
-        assert tma == ("1" if part == "inductor-tma" else "0"), part
+        assert tma == ("1" if part in ("inductor-tma", "v2-tma", "val-v2-tma") else "0"), part
         # Inductor's own timings (with the host's launch in its ATen times) never go where training reads
         inductor_timed = args.search_mode == "max-autotune"
         assert inductor_timed == part.startswith("inductor-"), part

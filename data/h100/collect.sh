@@ -3,8 +3,8 @@
 # Parts: realmodels (the held-out real models' GEMMs, never trained on: benchmarks.selection_replay realmodels judges on them);
 # v2-layouts v2-hugek v2-vocab v2-skinnyk v2-batch v2-attn-qk v2-attn-pv v2-odd v2-f32 v2-tf32 v2-f32-odd v2-tf32-odd
 # v2-f32-hugek v2-tf32-hugek v2-f32-vocab v2-tf32-vocab v2-f32-batch v2-tf32-batch v2-decomposek v2-hidden (coverage design);
-# v2-fill-baddbmm v2-fill-bmm-tt v2-f32-bmm v2-tf32-bmm v2-f32-mm v2-tf32-mm (the cells left short);
-# val-v2-layouts val-v2-hidden val-v2-odd val-v2-attn-qk val-v2-attn-pv val-v2-vocab val-v2-hugek (their validation);
+# v2-fill-baddbmm v2-fill-bmm-tt v2-f32-bmm v2-tf32-bmm v2-f32-mm v2-tf32-mm (the cells left short); v2-tma;
+# val-v2-layouts val-v2-hidden val-v2-odd val-v2-attn-qk val-v2-attn-pv val-v2-vocab val-v2-hugek val-v2-tma (their validation);
 # inductor-decomposek inductor-tma (stock max-autotune's own timings, to $DATA/inductor_timed);
 # train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m odd-v1
 # (default: all but odd-v1, in that order). Files go to $DATA (default data/h100); every command
@@ -96,11 +96,12 @@ V2_F32_BATCH="$F32_ALL --ops bmm baddbmm --min-batch 64 --max-batch 2048 --max-g
 V2_HIDDEN="$V2_HALF --ops mm addmm --max-gflop 200 --sizes 576 896 960 1152 1536 1792 2560 3584 4608 5632 6912 7168 8960 9216 12288 13824 18944 --m-sizes 1 2 4 8 16 32 64 128 256 512 1024 2048 4096"
 # decompose_k (mm with K >= 32 x M and K >= 32 x N: one candidate per split of K): the fast
 # collector times every split Inductor offers (v2-decomposek). The persistent TMA template (offered
-# only with ENABLE_PERSISTENT_TMA_MATMUL=1) comes from Inductor's own lowering, which the fast path
-# does not copy: inductor-tma records every choice Inductor benchmarks in stock max-autotune
-# (DEFAULT list), timed by Inductor's benchmark, whose ATen and decompose_k times carry the host's
-# launch; so those files go to $DATA/inductor_timed, which no training reads (data/README.md).
-# inductor-decomposek is the same for the decompose_k shapes.
+# only with ENABLE_PERSISTENT_TMA_MATMUL=1): with that flag set the fast collector also times its
+# DEFAULT list where Inductor offers it (v2-tma, val-v2-tma). inductor-tma records every choice
+# Inductor benchmarks in stock max-autotune (DEFAULT list), timed by Inductor's benchmark, whose
+# ATen and decompose_k times carry the host's launch; so those files go to $DATA/inductor_timed,
+# which no training reads (data/README.md); benchmarks.collector_fidelity --recorded compares the
+# fast path's timings with them. inductor-decomposek is the same for the decompose_k shapes.
 V2_MA="--search-mode max-autotune --search-space DEFAULT --chunk-size 25 --exclude $HELD_OUT"
 V2_DECOMPOSEK="--dtypes float16 bfloat16 --layouts NN NT TN TT --ops mm --max-gflop 20 --m-sizes 16 32 64 128 256 --n-sizes 16 32 64 128 256 --k-sizes 8192 12288 16384 24576 32768 49152 65536 131072"
 V2_TMA="--dtypes float16 bfloat16 --layouts NN NT TN TT --ops mm addmm --max-gflop 200 $V2_SIZES --m-sizes 64 128 256 512 1024 2048 4096 8192"
@@ -168,6 +169,8 @@ for part in "${parts[@]}"; do
     val-v2-vocab) run_diode $VAL $ALIGNED $V2_VOCAB --num-shapes ${N:-40} --seed 123 -o "$DATA/validation/${GPU}_v2_vocab.msgpack.gz" ;;
     val-v2-hugek) run_diode $VAL $ALIGNED $V2_HUGEK --num-shapes ${N:-40} --seed 122 -o "$DATA/validation/${GPU}_v2_hugek.msgpack.gz" ;;
     inductor-decomposek) run_diode collect $V2_MA $V2_DECOMPOSEK --num-shapes ${N:-120} --seed 33 -o "$DATA/inductor_timed/${GPU}_v2_decomposek.msgpack.gz" ;;
+    v2-tma) DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode collect $V2_ALIGNED $V2_TMA --num-shapes ${N:-60} --seed 48 -o "$DATA/train/${GPU}_v2_tma.msgpack.gz" ;;
+    val-v2-tma) DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode $VAL $ALIGNED $V2_TMA --num-shapes ${N:-30} --seed 148 -o "$DATA/validation/${GPU}_v2_tma.msgpack.gz" ;;
     inductor-tma) DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode collect $V2_MA $V2_TMA --num-shapes ${N:-120} --seed 34 -o "$DATA/inductor_timed/${GPU}_v2_tma.msgpack.gz" ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac

@@ -118,3 +118,69 @@ def test_fast_sweep_on_second_gpu_matches_first(tmp_path):
     assert summaries[1].timed_configs == summaries[0].timed_configs
     assert summaries[1].failed_configs == summaries[0].failed_configs
     assert summaries[1].failed_configs < summaries[1].timed_configs / 2
+
+
+TMA_PROBLEMS = [
+    Problem("mm", 1, 200, 96, 72, "float16", "float16", "float16"),
+    Problem("mm", 1, 1024, 4096, 512, "bfloat16", "bfloat16", "bfloat16", transpose_b=True),
+    Problem("mm", 1, 512, 136, 6144, "bfloat16", "bfloat16", "bfloat16", transpose_a=True),
+    Problem("mm", 1, 128, 1104, 2560, "float16", "float16", "float16", transpose_a=True, transpose_b=True),
+    Problem("addmm", 1, 512, 64, 6144, "float16", "float16", "float16", transpose_a=True),
+    Problem("addmm", 1, 4000, 1000, 1536, "bfloat16", "bfloat16", "bfloat16", transpose_b=True),
+    Problem("mm", 1, 128, 256, 100, "float32", "float32", "float32"),
+]
+
+
+@pytest.mark.parametrize("problem", TMA_PROBLEMS, ids=lambda p: p.short())
+def test_persistent_tma_kernel_matches_eager(problem):
+    """The fast path's copy of Inductor's persistent TMA template: every config Inductor offers
+    with ENABLE_PERSISTENT_TMA_MATMUL=1 computes the product (partial tiles in M, N and K, both
+    majornesses of each operand, the addmm epilogue)."""
+    from torch._inductor import config
+    from torch.utils._triton import has_triton_tma_device
+
+    from torch_diode.collection.triton_mm import make_launcher
+    from torch_diode.inductor.config_space import tma_configs, tma_offered
+
+    if not has_triton_tma_device():
+        pytest.skip("the GPU or Triton has no TMA")
+    with config.patch({"triton.enable_persistent_tma_matmul": True}):
+        assert tma_offered(problem)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    a, b, out, bias = layout_tensors(problem, "cuda")
+    expected = reference(problem, a, b, bias).float()
+    tol = 5e-2 if problem.dtype_a != "float32" else 1e-3
+    configs = tma_configs(problem, sms)
+    assert configs
+    for config_ in configs:
+        out.zero_()
+        try:
+            make_launcher(a, b, out, bias, config_)()
+        except Exception as e:  # out of shared memory is a legitimate failure, wrong results are not
+            assert "resource" in str(e).lower(), e
+            continue
+        torch.testing.assert_close(
+            out.float(), expected, atol=tol * max(1.0, expected.abs().max().item() / 10), rtol=tol
+        )
+
+
+def test_fast_sweep_times_tma_where_inductor_offers_it(tmp_path, monkeypatch):
+    """With Inductor's TMA flag set, the fast collector times the persistent TMA template's
+    configs too, on the problems where Inductor offers it (not on a misaligned one)."""
+    from torch._inductor import config
+    from torch.utils._triton import has_triton_tma_device
+
+    if not has_triton_tma_device():
+        pytest.skip("the GPU or Triton has no TMA")
+    problems = [TMA_PROBLEMS[1], Problem("mm", 1, 333, 130, 100, "bfloat16", "bfloat16", "bfloat16", transpose_a=True)]
+    with config.patch({"triton.enable_persistent_tma_matmul": True}):
+        summary = FastSweep(exhaustive_sample=10, reps=3, workers=4, progress=False).run(
+            problems, tmp_path / "t.msgpack"
+        )
+    assert summary.problems_measured == 2
+    ds = load_dataset(tmp_path / "t.msgpack")
+    tma = {
+        p.short(): [t for t in ts if t.config.template_id == "triton::mm_persistent_tma"] for _, p, ts in ds.problems()
+    }
+    assert len(tma[problems[0].short()]) >= 4 and not tma[problems[1].short()]
+    assert all(not t.failed and 0.5 < t.time_us < 1e5 for t in tma[problems[0].short()])

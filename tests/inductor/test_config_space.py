@@ -240,3 +240,85 @@ def test_aten_choices_of_fp32_carry_tf32_where_it_is_allowed():
     tf32_feature = FEATURE_NAMES.index("allow_tf32")
     assert featurize_rows(f32, marked, hw)[0, tf32_feature] == 1.0
     assert featurize(f32, configs, hw)[0, tf32_feature] == 0.0
+
+
+def test_tma_configs_are_the_ones_inductor_offered():
+    """data/h100/inductor_timed's TMA part was recorded from stock max-autotune with
+    ENABLE_PERSISTENT_TMA_MATMUL=1 (torch 2.11, an H100, 132 SMs): the persistent TMA configs
+    derived here are the ones Inductor offered, in its order, template options included."""
+    from torch._inductor import config
+
+    from torch_diode.inductor.config_space import TMA_TEMPLATE_ID, tma_configs, tma_offered
+    from torch_diode.types import load_datasets
+
+    path = ROOT / "data" / "h100" / "inductor_timed" / "h100_v2_tma_chunk0000.msgpack.gz"
+    checked = 0
+    with config.patch({"triton.enable_persistent_tma_matmul": True}):
+        for hardware, problem, timings in load_datasets([path]).problems():
+            recorded = [t.config for t in timings if t.config.template_id == TMA_TEMPLATE_ID]
+            assert tma_offered(problem, device_has_tma=True) == bool(recorded), problem.short()
+            assert tma_configs(problem, hardware.sm_count) == recorded, problem.short()
+            checked += bool(recorded)
+    assert checked >= 12
+
+
+def test_tma_is_offered_where_inductor_offers_it():
+    """Inductor's use_triton_tma_template: the flag, a TMA device, mm/addmm, and operands whose
+    rows and inner extent are multiples of 16 bytes with one contiguous dim."""
+    from torch._inductor import config
+
+    from torch_diode.inductor.config_space import tma_offered
+
+    aligned = Problem("mm", 1, 1024, 512, 768, "bfloat16", "bfloat16", "bfloat16", transpose_a=True)
+    with config.patch({"triton.enable_persistent_tma_matmul": False}):
+        assert not tma_offered(aligned, device_has_tma=True)
+    with config.patch({"triton.enable_persistent_tma_matmul": True}):
+        assert tma_offered(aligned, device_has_tma=True)
+        assert not tma_offered(aligned, device_has_tma=False)
+        # A stored transposed with 1,001 rows: its outer stride is 2,002 bytes
+        assert not tma_offered(
+            Problem("mm", 1, 1001, 512, 768, "float16", "float16", "float16", transpose_a=True), True
+        )
+        # K = 100 fp16 rows of A are 200 bytes; fp32 rows of K = 100 are 400 bytes (aligned)
+        assert not tma_offered(Problem("mm", 1, 64, 64, 100, "float16", "float16", "float16"), True)
+        assert tma_offered(Problem("mm", 1, 64, 64, 100, "float32", "float32", "float32"), True)
+        assert not tma_offered(Problem("bmm", 4, 512, 512, 512, "float16", "float16", "float16"), True)
+        assert tma_offered(Problem("addmm", 1, 512, 512, 512, "float16", "float16", "float16", bias_shape=(512,)), True)
+        # recorded strides, padded rows: 520 elements of fp16 are 1,040 bytes
+        padded = Problem("mm", 1, 64, 512, 500, "float16", "float16", "float16", strides_a=(520, 1))
+        assert not tma_offered(padded, True)  # the inner extent, 500 x 2 bytes, is not
+        # fast collector: TMA configs follow the DEFAULT list only where offered and the SM count is known
+        p = Problem("mm", 1, 2048, 2048, 2048, "float16", "float16", "float16")
+        with_tma = choices_for(p, 10, 0, num_sms=132, device_has_tma=True)
+        tma = [c for c in with_tma if c.template_id == "triton::mm_persistent_tma"]
+        assert 1 <= len(tma) <= 8 and with_tma[: -len(tma)] == choices_for(p, 10, 0)
+        assert all(c.extras_dict["NUM_SMS"] == 132 and c.num_warps != 2 for c in tma)
+        assert choices_for(p, 10, 0, num_sms=132, device_has_tma=False) == choices_for(p, 10, 0)
+
+
+def test_tma_launch_binds_the_persistent_kernels_parameters():
+    """The persistent TMA kernel: runtime parameters positionally, constexprs by name, one program
+    per SM at most (fewer where there are fewer tiles), its own compiled variants."""
+    from torch._inductor import config
+
+    from torch_diode.collection.fast_sweep import _meta_layout, variant_key
+    from torch_diode.collection.kernel_spec import launch_spec
+    from torch_diode.inductor.config_space import tma_configs
+
+    runtime, constexpr = _kernel_params("_tma_mm_body")
+    with config.patch({"triton.enable_persistent_tma_matmul": True}):
+        for problem, tiles in [
+            (Problem("addmm", 1, 4096, 4096, 1536, "bfloat16", "bfloat16", "bfloat16", transpose_b=True), 132),
+            (Problem("mm", 1, 256, 256, 4096, "float16", "float16", "float16", transpose_a=True), 4),
+        ]:
+            cfg = tma_configs(problem, 132)[1]
+            assert (cfg.block_m, cfg.block_n) == (128, 128)
+            batched, grid, spec = launch_spec(*_meta_layout(problem), cfg)
+            assert not batched and grid == (tiles, 1, 1)
+            assert len(spec["args"]) == len(runtime)
+            assert set(spec["meta"]) - {"num_stages", "num_warps"} == set(constexpr)
+            assert spec["meta"]["A_ROW_MAJOR"] == (not problem.transpose_a)
+            assert spec["meta"]["B_ROW_MAJOR"] == (not problem.transpose_b)
+            assert spec["meta"]["HAS_BIAS"] == (problem.op == "addmm")
+            mm = triton_configs(problem, "DEFAULT")[0]
+            assert variant_key(problem, cfg) != variant_key(problem, mm)

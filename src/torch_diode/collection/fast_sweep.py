@@ -31,7 +31,14 @@ from typing import Any
 
 from ..features import k_split
 from ..hardware import DeviceError, current_device
-from ..inductor.config_space import aten_configs, decompose_k_configs, scaled_configs, triton_configs
+from ..inductor.config_space import (
+    aten_configs,
+    decompose_k_configs,
+    scaled_configs,
+    tma_configs,
+    tma_offered,
+    triton_configs,
+)
 from ..types import KernelConfig, Problem, TimedConfig
 from .operands import layout_tensors
 from .recorder import Collector
@@ -51,15 +58,21 @@ def _config_rank(config: KernelConfig, seed: int) -> int:
     return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little")
 
 
-def choices_for(problem: Problem, exhaustive_sample: int, seed: int) -> list[KernelConfig]:
+def choices_for(
+    problem: Problem, exhaustive_sample: int, seed: int, num_sms: int | None = None, device_has_tma: bool | None = None
+) -> list[KernelConfig]:
     """ATen + decompose_k where Inductor offers it + the DEFAULT list + up to ``exhaustive_sample``
-    EXHAUSTIVE configs (no duplicates)."""
+    EXHAUSTIVE configs (no duplicates) + the persistent TMA template's DEFAULT list where Inductor
+    offers it (:func:`..inductor.config_space.tma_offered`: ``ENABLE_PERSISTENT_TMA_MATMUL=1``;
+    ``num_sms``: the GPU's SM count, None: no TMA configs). TMA's DEFAULT list (at most 8) is what
+    a max-autotune run in the DEFAULT search space offers the choice handler."""
     default = triton_configs(problem, "DEFAULT")
     seen = set(default)
     exhaustive = [c for c in triton_configs(problem, "EXHAUSTIVE") if c not in seen]
     if exhaustive_sample >= 0 and len(exhaustive) > exhaustive_sample:
         exhaustive = sorted(exhaustive, key=lambda c: _config_rank(c, seed))[:exhaustive_sample]
-    return aten_configs(problem) + decompose_k_configs(problem) + default + exhaustive
+    tma = tma_configs(problem, num_sms) if num_sms and tma_offered(problem, device_has_tma) else []
+    return aten_configs(problem) + decompose_k_configs(problem) + default + exhaustive + tma
 
 
 # ----- tensors ----------------------------------------------------------------------------------
@@ -311,8 +324,11 @@ class FastSweep:
     progress: bool = True
 
     def settings(self) -> dict[str, Any]:
+        from torch._inductor import config
+
         return {
             "mode": "fast",
+            "persistent_tma": bool(config.triton.enable_persistent_tma_matmul),
             "exhaustive_sample": self.exhaustive_sample,
             "seed": self.seed,
             "reps": self.reps,
@@ -363,7 +379,7 @@ class FastSweep:
             col.close()
         todo = [(col, p) for col, left in files for p in left]
         summary.problems_resumed = len(problems) - len(todo)
-        plan = {problem_key(p): choices_for(p, self.exhaustive_sample, self.seed) for _, p in todo}
+        plan = {problem_key(p): choices_for(p, self.exhaustive_sample, self.seed, hardware.sm_count) for _, p in todo}
         flush = flush_buffer(self.device)
         current: Collector | None = None
         with KernelCompiler(self.workers) as compiler, contextlib.ExitStack() as release:

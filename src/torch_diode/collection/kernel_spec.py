@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..inductor.config_space import TMA_TEMPLATE_ID
 from ..types import KernelConfig
 
 _MAX_GRID_Y = 65535
@@ -46,6 +47,8 @@ def launch_spec(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> tu
     m, k = a.shape[-2], a.shape[-1]
     n = b.shape[-1]
     bm, bn = config.block_m, config.block_n
+    if config.template_id == TMA_TEMPLATE_ID:
+        return False, *_tma_launch_spec(a, b, out, bias, config)
     meta = dict(
         A_CONTIG=contig(a.stride(-2), a.stride(-1), m, k, bm),
         B_CONTIG=contig(b.stride(-1), b.stride(-2), n, k, bn),
@@ -74,3 +77,33 @@ def launch_spec(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> tu
         grid = (tiles, 1, 1)
         args = (a, b, out, bias_t, m, n, k, *a.stride(), *b.stride(), *out.stride())
     return batched, grid, {"args": args, "meta": meta}
+
+
+def _tma_launch_spec(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> tuple[tuple, dict]:
+    """(grid, args and constexprs) of the persistent TMA kernel: min(SMs, tiles) programs, each
+    walking the tiles; the operands' majorness as the config records it (Inductor's options)."""
+    m, k = a.shape
+    n = b.shape[1]
+    extras = config.extras_dict
+    num_sms = int(extras["NUM_SMS"])
+    bias_strides = tuple(int(s) for s in bias.stride()) if bias is not None else (0, 0)
+    meta = dict(
+        stride_biasm=bias_strides[0],
+        stride_biasn=bias_strides[1],
+        A_ROW_MAJOR=bool(extras["A_ROW_MAJOR"]),
+        B_ROW_MAJOR=bool(extras["B_ROW_MAJOR"]),
+        HAS_BIAS=bias is not None,
+        BLOCK_M=config.block_m,
+        BLOCK_N=config.block_n,
+        BLOCK_K=config.block_k,
+        GROUP_M=config.group_m or 8,
+        NUM_SMS=num_sms,
+        ALLOW_TF32=config.allow_tf32,
+        USE_FAST_ACCUM=config.use_fast_accum,
+        INDEX_64=needs_int64_index(out, bias),
+        num_stages=config.num_stages,
+        num_warps=config.num_warps,
+    )
+    grid = (min(num_sms, _cdiv(m, config.block_m) * _cdiv(n, config.block_n)), 1, 1)
+    args = (a, b, out, bias if bias is not None else out, m, n, k, *a.stride(), *b.stride(), *out.stride())
+    return grid, {"args": args, "meta": meta}

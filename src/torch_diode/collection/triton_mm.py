@@ -1,5 +1,12 @@
 """Inductor's Triton mm/bmm templates as standalone Triton kernels, for the fast collector.
 
+The persistent TMA template (``triton_persistent_tma_mm.py.jinja``, the stable tensor-descriptor
+API that Triton 3.6 has) is copied the same way: one program per SM walking the output tiles in
+the grouped order, A and B read through device-side tensor descriptors in their own majorness,
+fp32 accumulation, the addmm epilogue; its output is stored through pointers with a bounds mask
+(Inductor's default, ``tma_store`` off, stores the tile through a block pointer). Device-side
+descriptors need a scratch allocation per launch, which Triton asks of the allocator set here.
+
 The two kernels follow ``torch/_inductor/kernel/templates/triton_mm.py.jinja`` and
 ``triton_bmm.py.jinja`` line by line (grouped tile order, wrap-around row/column offsets with
 contiguity hints, K masks only when not EVEN_K, fp32 accumulation, the addmm epilogue
@@ -200,6 +207,77 @@ def _bmm_body(
     tl.store(C + (idx_q * stride_cq + idx_m * stride_cm + idx_n * stride_cn), acc.to(C.dtype.element_ty), mask)
 
 
+def _tma_mm_body(
+    A,
+    B,
+    C,
+    Bias,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    stride_biasm: tl.constexpr,
+    stride_biasn: tl.constexpr,
+    A_ROW_MAJOR: tl.constexpr,
+    B_ROW_MAJOR: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    NUM_SMS: tl.constexpr,
+    ALLOW_TF32: tl.constexpr,
+    USE_FAST_ACCUM: tl.constexpr,
+    INDEX_64: tl.constexpr,
+):
+    start_pid = tl.program_id(0)
+    grid_m = tl.cdiv(M, BLOCK_M)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    num_tiles = grid_m * grid_n
+    width = GROUP_M * grid_n
+    a_desc = tl.make_tensor_descriptor(
+        base=A,
+        shape=[M, K] if A_ROW_MAJOR else [K, M],
+        strides=[stride_am, 1] if A_ROW_MAJOR else [stride_ak, 1],
+        block_shape=[BLOCK_M, BLOCK_K] if A_ROW_MAJOR else [BLOCK_K, BLOCK_M],
+    )
+    b_desc = tl.make_tensor_descriptor(
+        base=B,
+        shape=[K, N] if B_ROW_MAJOR else [N, K],
+        strides=[stride_bk, 1] if B_ROW_MAJOR else [stride_bn, 1],
+        block_shape=[BLOCK_K, BLOCK_N] if B_ROW_MAJOR else [BLOCK_N, BLOCK_K],
+    )
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS):
+        group_id = tile_id // width
+        group_size = min(grid_m - group_id * GROUP_M, GROUP_M)
+        pid_m = group_id * GROUP_M + (tile_id % group_size)
+        pid_n = (tile_id % width) // (group_size)
+        rm = (pid_m * BLOCK_M).to(tl.int32)
+        rn = (pid_n * BLOCK_N).to(tl.int32)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for rk in tl.range(0, K, BLOCK_K):  # int32, as K is (TMA offsets are int32)
+            a = tl.load_tensor_descriptor(a_desc, [rm, rk] if A_ROW_MAJOR else [rk, rm])
+            b = tl.load_tensor_descriptor(b_desc, [rk, rn] if B_ROW_MAJOR else [rn, rk])
+            if USE_FAST_ACCUM:
+                acc = tl.dot(a if A_ROW_MAJOR else a.T, b if B_ROW_MAJOR else b.T, acc, allow_tf32=ALLOW_TF32)
+            else:
+                acc += tl.dot(a if A_ROW_MAJOR else a.T, b if B_ROW_MAJOR else b.T, allow_tf32=ALLOW_TF32)
+        idx_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M))[:, None]
+        idx_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N))[None, :]
+        if INDEX_64:
+            idx_m = idx_m.to(tl.int64)
+        mask = (idx_m < M) & (idx_n < N)
+        if HAS_BIAS:
+            bias = tl.load(Bias + (idx_m * stride_biasm + idx_n * stride_biasn), mask, eviction_policy="evict_last")
+            acc = acc + bias.to(tl.float32)
+        tl.store(C + (idx_m * stride_cm + idx_n * stride_cn), acc.to(C.dtype.element_ty), mask)
+
+
 # Sizes as plain runtime arguments (one binary serves every shape with the same stride classes)...
 _mm_kernel = triton.jit(do_not_specialize=["M", "N", "K"])(_mm_body)
 _bmm_kernel = triton.jit(do_not_specialize=["M", "N", "K", "BATCH"])(_bmm_body)
@@ -207,11 +285,25 @@ _bmm_kernel = triton.jit(do_not_specialize=["M", "N", "K", "BATCH"])(_bmm_body)
 # kernels whose sizes are constants.
 _mm_kernel_spec = triton.jit(_mm_body)
 _bmm_kernel_spec = triton.jit(do_not_specialize=["BATCH"])(_bmm_body)  # the batch only sizes the grid
+_tma_mm_kernel = triton.jit(do_not_specialize=["M", "N", "K"])(_tma_mm_body)
+_tma_mm_kernel_spec = triton.jit(_tma_mm_body)
+
+
+def _descriptor_scratch(size: int, alignment: int, stream: Any) -> Any:
+    """Global memory for the device-side tensor descriptors of one launch (Triton's allocator hook)."""
+    import torch
+
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+triton.set_allocator(_descriptor_scratch)
 
 
 def launch_args(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> tuple[Any, tuple, dict]:
     """(kernel, grid, positional args + constexpr kwargs) for ``out = a @ b (+ bias)``."""
     batched, grid, spec = launch_spec(a, b, out, bias, config)
+    if config.template_id == kernel_spec.TMA_TEMPLATE_ID:
+        return (_tma_mm_kernel_spec if kernel_spec.SPECIALIZE_SIZES else _tma_mm_kernel), grid, spec
     if batched:
         return (_bmm_kernel_spec if kernel_spec.SPECIALIZE_SIZES else _bmm_kernel), grid, spec
     return (_mm_kernel_spec if kernel_spec.SPECIALIZE_SIZES else _mm_kernel), grid, spec

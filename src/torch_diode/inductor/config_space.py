@@ -8,6 +8,11 @@ least), prune accumulator-register spills in EXHAUSTIVE, cap ``num_warps`` at
 lists, read from the installed torch, so the fast collector measures the configs that
 ``torch.compile`` would generate. ``tests/inductor/test_config_space.py`` checks the result
 against the configs Inductor itself produced in the recorded H100 sample.
+
+The persistent TMA template (``triton::mm_persistent_tma``, mm and addmm) has a list of its own
+(Inductor's ``persistent_mm_configs``, without ``num_warps`` 2), scaled the same way; Inductor
+offers it only where ``triton.enable_persistent_tma_matmul`` is set (``ENABLE_PERSISTENT_TMA_MATMUL=1``),
+the GPU has TMA and both operands meet TMA's layout rules (:func:`tma_offered`).
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ from ..features import is_extern, template_kind
 from ..types import KernelConfig, Problem
 
 SEARCH_SPACES = ("DEFAULT", "EXHAUSTIVE")
+TMA_TEMPLATE_ID = "triton::mm_persistent_tma"
+# TMA: a tensor's base, its outer strides and its inner row are multiples of 16 bytes
+_TMA_ALIGNMENT_BYTES = 16
+_INT32_MAX = 2**31 - 1
 _MIN_BLOCK = 16
 _MAX_ACC_REGS = 255
 # config_rows columns naming a config's template and tile: kind, block m/n/k, group_m, stages, warps
@@ -40,6 +49,22 @@ def raw_config_lists() -> dict[str, tuple[tuple[int, int, int, int, int, int], .
     return {"DEFAULT": rows_of(heuristic.mm_configs), "EXHAUSTIVE": rows_of(heuristic.exhaustive_configs)}
 
 
+@cache
+def raw_tma_config_lists() -> dict[str, tuple[tuple[int, int, int, int, int, int], ...]]:
+    """As :func:`raw_config_lists` for the persistent TMA template: Inductor's heuristic of that
+    template, whose configs with ``num_warps`` 2 it drops before scaling (unsafe with TMA). Empty
+    lists on a torch without the template."""
+    try:
+        from torch._inductor.template_heuristics.triton import CUDAPersistentTMATemplateConfigHeuristic
+    except ImportError:
+        return {space: () for space in SEARCH_SPACES}
+    heuristic = CUDAPersistentTMATemplateConfigHeuristic()
+    return {
+        space: tuple(row for row in rows_of(configs) if row[4] != 2)
+        for space, configs in (("DEFAULT", heuristic.mm_configs), ("EXHAUSTIVE", heuristic.exhaustive_configs))
+    }
+
+
 def rows_of(configs: Iterable[Any]) -> tuple[tuple[int, int, int, int, int, int], ...]:
     """(block_m, block_n, block_k, num_stages, num_warps, group_m) of Inductor's GEMM configs."""
     return tuple(
@@ -52,17 +77,21 @@ def _next_power_of_2(n: int) -> int:
 
 
 @cache
-def _raw_array(search_space: str) -> np.ndarray:
-    return np.array(raw_config_lists()[search_space], dtype=np.int64).reshape(-1, 6)
+def _raw_array(search_space: str, tma: bool = False) -> np.ndarray:
+    lists = raw_tma_config_lists() if tma else raw_config_lists()
+    return np.array(lists[search_space], dtype=np.int64).reshape(-1, 6)
 
 
-def scaled_config_array(m: int, n: int, k: int, search_space: str) -> np.ndarray:
+def scaled_config_array(m: int, n: int, k: int, search_space: str, tma: bool = False) -> np.ndarray:
     """Inductor's scale -> prune -> finalize for one shape (scale 1, no int8): int64[configs, 6]
     of (block_m, block_n, block_k, num_stages, num_warps, group_m), Inductor's order, each kept
-    where it first appears. Vectorised: the choice handler enumerates ~1,900 configs per GEMM."""
+    where it first appears; ``tma``: of the persistent TMA template's list. Vectorised: the choice
+    handler enumerates ~1,900 configs per GEMM."""
     if search_space not in SEARCH_SPACES:
         raise ValueError(f"search space must be one of {SEARCH_SPACES}, got {search_space!r}")
-    raw = _raw_array(search_space)
+    raw = _raw_array(search_space, tma)
+    if len(raw) == 0:
+        return raw
     hints = [max(_next_power_of_2(d), _MIN_BLOCK) for d in (m, n, k)]
     out = raw.copy()
     for col, hint in enumerate(hints):
@@ -177,6 +206,90 @@ def triton_configs(problem: Problem, search_space: str = "DEFAULT") -> list[Kern
     """The Triton mm/bmm template configs Inductor generates for ``problem``."""
     rows, config_at = triton_candidates(problem, search_space)
     return [config_at(i) for i in range(len(rows))]
+
+
+def _tma_layout_ok(sizes: tuple[int, int], strides: tuple[int, int], itemsize: int) -> bool:
+    """Inductor's ``can_use_tma`` for one 2-D tensor (its base taken as 16-byte aligned, as the
+    caching allocator's are): one inner dim of stride 1, the other stride and the inner row a
+    multiple of 16 bytes, sizes within int32."""
+    inner = [i for i, st in enumerate(strides) if st == 1]
+    if len(inner) != 1 or any(s > _INT32_MAX for s in sizes):
+        return False
+    outer = strides[1 - inner[0]]
+    return (outer * itemsize) % _TMA_ALIGNMENT_BYTES == 0 and (sizes[inner[0]] * itemsize) % _TMA_ALIGNMENT_BYTES == 0
+
+
+def operand_strides(problem: Problem) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The strides of A [M, K] and B [K, N] of a 2-D problem: the recorded ones, else the dense
+    layout its transposes give."""
+    a = problem.strides_a or ((1, problem.M) if problem.transpose_a else (problem.K, 1))
+    b = problem.strides_b or ((1, problem.K) if problem.transpose_b else (problem.N, 1))
+    return tuple(a[-2:]), tuple(b[-2:])
+
+
+def tma_offered(problem: Problem, device_has_tma: bool | None = None) -> bool:
+    """Whether Inductor offers the persistent TMA template for ``problem`` (``use_triton_tma_template``):
+    mm or addmm, ``triton.enable_persistent_tma_matmul`` set, a GPU with TMA (``device_has_tma``;
+    None: torch's ``has_triton_tma_device()``), both operands (and the output, where
+    ``triton.enable_template_tma_store`` is set) TMA-compatible."""
+    if problem.op not in ("mm", "addmm"):
+        return False
+    try:
+        from torch._inductor import config
+    except ImportError:
+        return False
+    if not getattr(config.triton, "enable_persistent_tma_matmul", False):
+        return False
+    if device_has_tma is None:
+        from torch.utils._triton import has_triton_tma_device
+
+        device_has_tma = has_triton_tma_device()
+    if not device_has_tma:
+        return False
+    from ..types import DTYPES
+
+    size = {d: _C.dtype_bytes(DTYPES.index(d)) for d in (problem.dtype_a, problem.dtype_b, problem.dtype_out)}
+    a, b = operand_strides(problem)
+    tensors = [((problem.M, problem.K), a, size[problem.dtype_a]), ((problem.K, problem.N), b, size[problem.dtype_b])]
+    if getattr(config.triton, "enable_template_tma_store", False):
+        tensors.append(((problem.M, problem.N), (problem.N, 1), size[problem.dtype_out]))
+    return all(_tma_layout_ok(*t) for t in tensors)
+
+
+def tma_configs(problem: Problem, num_sms: int, search_space: str = "DEFAULT") -> list[KernelConfig]:
+    """The persistent TMA template's configs Inductor generates for ``problem`` (whether it offers
+    them: :func:`tma_offered`), with the template options it records: the operands' majorness,
+    the GPU's SM count ``num_sms`` (the persistent grid), the TMA API, and the addmm epilogue."""
+    scaled = scaled_config_array(problem.M, problem.N, problem.K, search_space, tma=True)
+    a, b = operand_strides(problem)
+    extras = {
+        "A_ROW_MAJOR": a[1] == 1,
+        "B_ROW_MAJOR": b[1] == 1,
+        "NUM_SMS": int(num_sms),
+        "TMA_EXPERIMENTAL_API": False,
+        "TMA_SIZE": 128,
+        "tma_store": False,
+        "transpose_discontiguous_tensor_descriptors_override": True,
+        **epilogue_extras(problem),
+    }
+    tf32 = allow_tf32(problem)
+    return [
+        KernelConfig(
+            template_id=TMA_TEMPLATE_ID,
+            block_m=int(bm),
+            block_n=int(bn),
+            block_k=int(bk),
+            group_m=int(group_m),
+            num_stages=int(stages),
+            num_warps=int(warps),
+            even_k=problem.K % int(bk) == 0,
+            allow_tf32=tf32,
+            use_fast_accum=False,
+            acc_type="tl.float32",
+            extras=extras,
+        )
+        for bm, bn, bk, stages, warps, group_m in scaled
+    ]
 
 
 def aten_configs(problem: Problem, tf32: bool | None = None) -> list[KernelConfig]:
