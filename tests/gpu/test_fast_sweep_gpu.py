@@ -22,6 +22,10 @@ PROBLEMS = [
     Problem("mm", 1, 32, 64, 8192, "float16", "float16", "float16"),
     Problem("mm", 1, 16, 48, 6144, "bfloat16", "bfloat16", "bfloat16", transpose_a=True),
     Problem("mm", 1, 16, 16, 4096, "float32", "float32", "float32"),
+    # strides and bounds with a power-of-two factor below 16: the kernels get layout hints
+    Problem("bmm", 12, 200, 64, 200, "bfloat16", "bfloat16", "bfloat16"),
+    Problem("mm", 1, 1000, 700, 1000, "float16", "float16", "float16", transpose_b=True),
+    Problem("addmm", 1, 300, 100, 100, "float32", "float32", "float32", transpose_a=True),
 ]
 
 

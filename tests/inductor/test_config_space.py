@@ -322,3 +322,29 @@ def test_tma_launch_binds_the_persistent_kernels_parameters():
             assert spec["meta"]["HAS_BIAS"] == (problem.op == "addmm")
             mm = triton_configs(problem, "DEFAULT")[0]
             assert variant_key(problem, cfg) != variant_key(problem, mm)
+
+
+def test_layout_hints_say_what_a_constant_stride_tells_the_compiler():
+    """Inductor's kernels bake sizes and strides in; the fast path passes them at run time, where
+    Triton knows only 1 and multiples of 16. The hints carry the power-of-two factor below 16 of
+    the strides that start each contiguous run, and of the K and N bounds."""
+    from torch_diode.collection.fast_sweep import _meta_layout
+    from torch_diode.collection.kernel_spec import bound_run, layout_hints, offsets_hint
+
+    assert offsets_hint((1024, 72), (72, 1)) == (1, 8)  # rows of 72 fp16 start at multiples of 8
+    assert offsets_hint((72, 1024), (1, 72)) == (0, 8)  # column-major: runs along dim 0
+    assert offsets_hint((1024, 64), (64, 1)) == (-1, 16)  # Triton specialises 64 itself
+    assert offsets_hint((197, 197), (197, 1)) == (-1, 16)  # odd: a runtime int says as much
+    assert offsets_hint((1, 196), (196, 1)) == (-1, 16)  # one row: no stride between runs
+    assert offsets_hint((12, 196, 64), (196 * 64, 64, 1)) == (-1, 16)
+    assert offsets_hint((12, 98, 64), (98 * 72, 72, 1)) == (1, 8)  # padded rows
+    assert offsets_hint((12, 64, 100), (6404, 1, 64)) == (0, 4)  # the batch stride counts too
+    assert offsets_hint((8, 8), (16, 2)) == (-1, 16)  # no contiguous dim
+    assert [bound_run(n) for n in (72, 700, 64, 197, 1)] == [8, 4, 0, 0, 0]
+    aligned = Problem("mm", 1, 1024, 1024, 1024, "float16", "float16", "float16")
+    hints = layout_hints(*_meta_layout(aligned)[:3])
+    assert all(v == -1 for k, v in hints.items() if k.endswith("_DIM")) and hints["K_RUN"] == hints["N_RUN"] == 0
+    odd_n = Problem("mm", 1, 1000, 700, 1024, "float16", "float16", "float16", transpose_b=True)
+    hints = layout_hints(*_meta_layout(odd_n)[:3])
+    assert (hints["C_HINT_DIM"], hints["C_HINT_DIV"], hints["N_RUN"], hints["K_RUN"]) == (1, 4, 4, 0)
+    assert hints["B_HINT_DIM"] == -1  # B stored as 700 rows of K = 1024

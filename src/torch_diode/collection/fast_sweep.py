@@ -172,14 +172,27 @@ def _triton_cache_dir() -> str | None:
         return os.environ.get("TRITON_CACHE_DIR")
 
 
-def _worker_init(triton_cache_dir: str | None = None) -> None:
+def _kernel_settings() -> dict[str, bool]:
+    """The kernel_spec switches of this process (a benchmark may turn them), which its compile
+    workers take over: a variant compiled otherwise would not be the one this process launches."""
+    from . import kernel_spec
+
+    return {"SPECIALIZE_SIZES": kernel_spec.SPECIALIZE_SIZES, "LAYOUT_HINTS": kernel_spec.LAYOUT_HINTS}
+
+
+def _worker_init(triton_cache_dir: str | None = None, kernel_settings: dict[str, bool] | None = None) -> None:
     """A spawned worker re-imports the caller's main module, which may point TRITON_CACHE_DIR
     elsewhere (a script that sets a fresh temporary cache at import gets one per worker); the
-    caller loads what the workers compiled only if they write the cache it reads."""
+    caller loads what the workers compiled only if they write the cache it reads. The worker
+    compiles with the caller's kernel settings."""
     import logging as _logging
+
+    from . import kernel_spec
 
     if triton_cache_dir:
         os.environ["TRITON_CACHE_DIR"] = triton_cache_dir
+    for name, value in (kernel_settings or {}).items():
+        setattr(kernel_spec, name, value)
     _logging.getLogger("torch").setLevel(_logging.ERROR)
     try:
         from . import triton_mm  # noqa: F401  import once per worker, not per kernel
@@ -212,7 +225,7 @@ class KernelCompiler:
                 max_workers=workers,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_worker_init,
-                initargs=(_triton_cache_dir(),),
+                initargs=(_triton_cache_dir(), _kernel_settings()),
             )
 
     def submit(self, problem: Problem, config: KernelConfig) -> tuple:

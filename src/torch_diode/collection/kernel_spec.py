@@ -6,6 +6,7 @@ launches share a compiled binary) can be computed and tested on machines without
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..inductor.config_space import TMA_TEMPLATE_ID
@@ -29,6 +30,59 @@ def contig(stride_m: int, stride_k: int, m: int, k: int, block_m: int) -> bool:
 
 
 _INT32_MAX = 2**31 - 1
+# Kernels given the layout hints (layout_hints): off, they load and store as Triton alone knows the
+# runtime sizes and strides (python -m benchmarks.layout_hints times both ways and Inductor's).
+LAYOUT_HINTS = True
+# Triton specialises an int argument that is a multiple of this (tt.divisibility); the hints below
+# only tell the compiler what it cannot see under it
+_SPECIALIZED_DIVISIBILITY = 16
+
+
+def _power_of_two_factor(*values: int) -> int:
+    """The largest power of two dividing every value (0s ignored), at most 16."""
+    g = 0
+    for v in values:
+        g = math.gcd(g, abs(int(v)))
+    return _SPECIALIZED_DIVISIBILITY if g == 0 else min(_SPECIALIZED_DIVISIBILITY, g & -g)
+
+
+def offsets_hint(sizes: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int]:
+    """(dim, divisibility) of a 2-D (or batched) operand's offsets as a kernel whose strides are
+    constants knows them: along its contiguous dim (0 or 1 of the last two, stride 1) every run
+    starts at a multiple of the power of two dividing the other strides (of dims longer than 1).
+    (-1, 16): nothing to tell (no contiguous dim, a factor of 1, which a runtime int gets anyway,
+    or Triton's own specialisation says 16)."""
+    rank = len(sizes)
+    if strides[-1] == 1 and (sizes[-1] > 1 or strides[-2] != 1):
+        dim = 1
+    elif strides[-2] == 1:
+        dim = 0
+    else:
+        return -1, _SPECIALIZED_DIVISIBILITY
+    others = [s for i, (n, s) in enumerate(zip(sizes, strides)) if i != rank - 2 + dim and n > 1]
+    divisibility = _power_of_two_factor(*others)
+    if divisibility in (1, _SPECIALIZED_DIVISIBILITY):  # 1: what a runtime int tells already
+        return -1, _SPECIALIZED_DIVISIBILITY
+    return dim, divisibility
+
+
+def bound_run(size: int) -> int:
+    """Over how many aligned elements a bounds mask ``index < size`` is constant, as a kernel with
+    ``size`` a constant knows it (0: nothing to tell, an odd size or one Triton specialises)."""
+    run = _power_of_two_factor(size)
+    return run if 1 < run < _SPECIALIZED_DIVISIBILITY else 0
+
+
+def layout_hints(a: Any, b: Any, out: Any) -> dict[str, int]:
+    """The kernels' alignment hints for these operands (triton_mm's docstring); all "none" where
+    LAYOUT_HINTS is off."""
+    hints = {}
+    for name, t in (("A", a), ("B", b), ("C", out)):
+        dim, div = offsets_hint(tuple(t.shape), tuple(t.stride())) if LAYOUT_HINTS else (-1, 16)
+        hints[f"{name}_HINT_DIM"], hints[f"{name}_HINT_DIV"] = dim, div
+    hints["K_RUN"] = bound_run(int(a.shape[-1])) if LAYOUT_HINTS else 0
+    hints["N_RUN"] = bound_run(int(b.shape[-1])) if LAYOUT_HINTS else 0
+    return hints
 
 
 def needs_int64_index(*tensors: Any) -> bool:
@@ -61,6 +115,7 @@ def launch_spec(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> tu
         ALLOW_TF32=config.allow_tf32,
         USE_FAST_ACCUM=config.use_fast_accum,
         INDEX_64=needs_int64_index(a, b, out, bias),
+        **layout_hints(a, b, out),
         num_stages=config.num_stages,
         num_warps=config.num_warps,
     )
@@ -101,6 +156,7 @@ def _tma_launch_spec(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) 
         ALLOW_TF32=config.allow_tf32,
         USE_FAST_ACCUM=config.use_fast_accum,
         INDEX_64=needs_int64_index(out, bias),
+        **layout_hints(a, b, out),
         num_stages=config.num_stages,
         num_warps=config.num_warps,
     )

@@ -1,25 +1,36 @@
-"""Inductor's Triton mm/bmm templates as standalone Triton kernels, for the fast collector.
+"""Inductor's Triton GEMM templates as standalone Triton kernels, for the fast collector.
 
-The persistent TMA template (``triton_persistent_tma_mm.py.jinja``, the stable tensor-descriptor
-API that Triton 3.6 has) is copied the same way: one program per SM walking the output tiles in
-the grouped order, A and B read through device-side tensor descriptors in their own majorness,
-fp32 accumulation, the addmm epilogue; its output is stored through pointers with a bounds mask
-(Inductor's default, ``tma_store`` off, stores the tile through a block pointer). Device-side
-descriptors need a scratch allocation per launch, which Triton asks of the allocator set here.
-
-The two kernels follow ``torch/_inductor/kernel/templates/triton_mm.py.jinja`` and
+The mm and bmm kernels follow ``torch/_inductor/kernel/templates/triton_mm.py.jinja`` and
 ``triton_bmm.py.jinja`` line by line (grouped tile order, wrap-around row/column offsets with
 contiguity hints, K masks only when not EVEN_K, fp32 accumulation, the addmm epilogue
 ``acc + bias``), with one difference: sizes and strides are runtime arguments instead of
-constants baked into the source, so one compilation per config serves every shape. Triton still
-specialises strides of 1 and multiples of 16, as it does for Inductor's alignment-known
-kernels. The bias's strides are the exception: compile-time constants, as in Inductor's kernels
-(where a broadcast bias's zero stride drops out of the index). Passed at run time, they made
-Triton 3.6 build kernels that end in a CUDA misaligned-address fault on some shapes with unaligned
-rows, where Inductor's kernel of the same config runs (``python -m benchmarks.collector_fault``;
-benchmarks/results/collector_fault_h200.json). The fidelity benchmark
-(benchmarks/collector_fidelity.py) compares their timings with
-Inductor's own benchmark of its generated kernels.
+constants baked into the source, so one compilation per config serves every shape. The bias's
+strides are the exception: compile-time constants, as in Inductor's kernels (where a broadcast
+bias's zero stride drops out of the index). Passed at run time, they made Triton 3.6 build
+kernels that end in a CUDA misaligned-address fault on some shapes with unaligned rows, where
+Inductor's kernel of the same config runs (``python -m benchmarks.collector_fault``;
+benchmarks/results/collector_fault_h200.json).
+
+Layout hints. Triton specialises an int argument of 1 and one that is a multiple of 16; below 16
+a constant tells the compiler more, its largest power-of-two factor: Inductor's kernel loads rows
+of K = 72 fp16 elements in 16-byte vectors where a runtime 72 makes 2-byte loads. The launch
+therefore passes, for every operand whose contiguous runs start at a multiple of fewer than 16
+elements, that factor (``*_HINT_DIM``, ``*_HINT_DIV``: ``tl.multiple_of`` on the offsets), and
+the run over which the K and N bounds masks are constant (``K_RUN``, ``N_RUN``:
+``tl.max_constancy``): what the compiler derives from Inductor's constants
+(:func:`kernel_spec.layout_hints`). The hints sit in the kernel bodies themselves (a
+``tl.multiple_of`` on a helper function's argument is lost). Aligned problems get none, and their
+kernels are unchanged.
+
+The persistent TMA template (``triton_persistent_tma_mm.py.jinja``, the stable tensor-descriptor
+API of Triton 3.6) is copied the same way: one program per SM walking the output tiles in the
+grouped order, A and B read through device-side tensor descriptors in their own majorness, fp32
+accumulation, the addmm epilogue; its output is stored through pointers with a bounds mask
+(Inductor's default, ``tma_store`` off, stores the tile through a block pointer). Device-side
+descriptors need a scratch allocation per launch, which Triton asks of the allocator set here.
+
+The fidelity benchmark (benchmarks/collector_fidelity.py) compares the kernels' timings with
+Inductor's own benchmark of its generated kernels; benchmarks/layout_hints.py the hints' effect.
 
 Importing this module needs triton (GPU machines).
 """
@@ -63,6 +74,14 @@ def _mm_body(
     ALLOW_TF32: tl.constexpr,
     USE_FAST_ACCUM: tl.constexpr,
     INDEX_64: tl.constexpr,
+    A_HINT_DIM: tl.constexpr,
+    A_HINT_DIV: tl.constexpr,
+    B_HINT_DIM: tl.constexpr,
+    B_HINT_DIV: tl.constexpr,
+    C_HINT_DIM: tl.constexpr,
+    C_HINT_DIV: tl.constexpr,
+    K_RUN: tl.constexpr,
+    N_RUN: tl.constexpr,
 ):
     pid = tl.program_id(0)
     grid_m = (M + BLOCK_M - 1) // BLOCK_M
@@ -91,14 +110,30 @@ def _mm_body(
     for k_idx in range(0, tl.cdiv(K, BLOCK_K)):
         a_k = offs_k[None, :] + (k_idx * BLOCK_K)
         b_k = offs_k[:, None] + (k_idx * BLOCK_K)
-        a_ptrs = A + (offs_a_m[:, None] * stride_am + a_k * stride_ak)
-        b_ptrs = B + (b_k * stride_bk + offs_b_n[None, :] * stride_bn)
+        a_offsets = offs_a_m[:, None] * stride_am + a_k * stride_ak
+        if A_HINT_DIM == 0:
+            a_offsets = tl.multiple_of(a_offsets, [A_HINT_DIV, 1])
+        elif A_HINT_DIM == 1:
+            a_offsets = tl.multiple_of(a_offsets, [1, A_HINT_DIV])
+        b_offsets = b_k * stride_bk + offs_b_n[None, :] * stride_bn
+        if B_HINT_DIM == 0:
+            b_offsets = tl.multiple_of(b_offsets, [B_HINT_DIV, 1])
+        elif B_HINT_DIM == 1:
+            b_offsets = tl.multiple_of(b_offsets, [1, B_HINT_DIV])
+        a_ptrs = A + a_offsets
+        b_ptrs = B + b_offsets
         if EVEN_K:
             a = tl.load(a_ptrs)
             b = tl.load(b_ptrs)
         else:
-            a = tl.load(a_ptrs, mask=offs_k[None, :] < (K - k_idx * BLOCK_K), other=0.0)
-            b = tl.load(b_ptrs, mask=offs_k[:, None] < (K - k_idx * BLOCK_K), other=0.0)
+            a_mask = offs_k[None, :] < (K - k_idx * BLOCK_K)
+            if K_RUN > 0:
+                a_mask = tl.max_constancy(a_mask, [1, K_RUN])
+            b_mask = offs_k[:, None] < (K - k_idx * BLOCK_K)
+            if K_RUN > 0:
+                b_mask = tl.max_constancy(b_mask, [K_RUN, 1])
+            a = tl.load(a_ptrs, mask=a_mask, other=0.0)
+            b = tl.load(b_ptrs, mask=b_mask, other=0.0)
         if USE_FAST_ACCUM:
             acc = tl.dot(a, b, acc, allow_tf32=ALLOW_TF32, out_dtype=tl.float32)
         else:
@@ -110,10 +145,17 @@ def _mm_body(
     if INDEX_64:
         idx_m = idx_m.to(tl.int64)
     mask = (idx_m < M) & (idx_n < N)
+    if N_RUN > 0:
+        mask = tl.max_constancy(mask, [1, N_RUN])
     if HAS_BIAS:
         bias = tl.load(Bias + (idx_m * stride_biasm + idx_n * stride_biasn), mask, eviction_policy="evict_last")
         acc = acc + bias.to(tl.float32)
-    tl.store(C + (idx_m * stride_cm + idx_n * stride_cn), acc.to(C.dtype.element_ty), mask)
+    c_offsets = idx_m * stride_cm + idx_n * stride_cn
+    if C_HINT_DIM == 0:
+        c_offsets = tl.multiple_of(c_offsets, [C_HINT_DIV, 1])
+    elif C_HINT_DIM == 1:
+        c_offsets = tl.multiple_of(c_offsets, [1, C_HINT_DIV])
+    tl.store(C + c_offsets, acc.to(C.dtype.element_ty), mask)
 
 
 def _bmm_body(
@@ -148,6 +190,14 @@ def _bmm_body(
     ALLOW_TF32: tl.constexpr,
     USE_FAST_ACCUM: tl.constexpr,
     INDEX_64: tl.constexpr,
+    A_HINT_DIM: tl.constexpr,
+    A_HINT_DIV: tl.constexpr,
+    B_HINT_DIM: tl.constexpr,
+    B_HINT_DIV: tl.constexpr,
+    C_HINT_DIM: tl.constexpr,
+    C_HINT_DIV: tl.constexpr,
+    K_RUN: tl.constexpr,
+    N_RUN: tl.constexpr,
 ):
     pid = tl.program_id(0)
     grid_m = (M + BLOCK_M - 1) // BLOCK_M
@@ -175,16 +225,32 @@ def _bmm_body(
         ram = ram.to(tl.int64)
         rbn = rbn.to(tl.int64)
         rk = rk.to(tl.int64)
-    A = A + (ram[:, None] * stride_am + rk[None, :] * stride_ak + idx_q_clamped * stride_aq)
-    B = B + (rk[:, None] * stride_bk + rbn[None, :] * stride_bn + idx_q_clamped * stride_bq)
+    a_offsets = ram[:, None] * stride_am + rk[None, :] * stride_ak + idx_q_clamped * stride_aq
+    if A_HINT_DIM == 0:
+        a_offsets = tl.multiple_of(a_offsets, [A_HINT_DIV, 1])
+    elif A_HINT_DIM == 1:
+        a_offsets = tl.multiple_of(a_offsets, [1, A_HINT_DIV])
+    b_offsets = rk[:, None] * stride_bk + rbn[None, :] * stride_bn + idx_q_clamped * stride_bq
+    if B_HINT_DIM == 0:
+        b_offsets = tl.multiple_of(b_offsets, [B_HINT_DIV, 1])
+    elif B_HINT_DIM == 1:
+        b_offsets = tl.multiple_of(b_offsets, [1, B_HINT_DIV])
+    A = A + a_offsets
+    B = B + b_offsets
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(K, 0, -BLOCK_K):
         if EVEN_K:
             a = tl.load(A)
             b = tl.load(B)
         else:
-            a = tl.load(A, mask=rk[None, :] < k, other=0.0)
-            b = tl.load(B, mask=rk[:, None] < k, other=0.0)
+            a_mask = rk[None, :] < k
+            if K_RUN > 0:
+                a_mask = tl.max_constancy(a_mask, [1, K_RUN])
+            b_mask = rk[:, None] < k
+            if K_RUN > 0:
+                b_mask = tl.max_constancy(b_mask, [K_RUN, 1])
+            a = tl.load(A, mask=a_mask, other=0.0)
+            b = tl.load(B, mask=b_mask, other=0.0)
         acc += tl.dot(a, b, allow_tf32=ALLOW_TF32)
         A += BLOCK_K * stride_ak
         B += BLOCK_K * stride_bk
@@ -197,6 +263,8 @@ def _bmm_body(
         idx_m = idx_m.to(tl.int64)
     idx_n = rn[None, :]
     mask = (idx_m < M) & (idx_n < N) & (idx_q < BATCH)
+    if N_RUN > 0:
+        mask = tl.max_constancy(mask, [1, N_RUN])
     if HAS_BIAS:
         bias = tl.load(
             Bias + (idx_q * stride_biasq + idx_m * stride_biasm + idx_n * stride_biasn),
@@ -204,7 +272,12 @@ def _bmm_body(
             eviction_policy="evict_last",
         )
         acc = acc + bias.to(tl.float32)
-    tl.store(C + (idx_q * stride_cq + idx_m * stride_cm + idx_n * stride_cn), acc.to(C.dtype.element_ty), mask)
+    c_offsets = idx_q * stride_cq + idx_m * stride_cm + idx_n * stride_cn
+    if C_HINT_DIM == 0:
+        c_offsets = tl.multiple_of(c_offsets, [C_HINT_DIV, 1])
+    elif C_HINT_DIM == 1:
+        c_offsets = tl.multiple_of(c_offsets, [1, C_HINT_DIV])
+    tl.store(C + c_offsets, acc.to(C.dtype.element_ty), mask)
 
 
 def _tma_mm_body(
@@ -234,6 +307,14 @@ def _tma_mm_body(
     ALLOW_TF32: tl.constexpr,
     USE_FAST_ACCUM: tl.constexpr,
     INDEX_64: tl.constexpr,
+    A_HINT_DIM: tl.constexpr,
+    A_HINT_DIV: tl.constexpr,
+    B_HINT_DIM: tl.constexpr,
+    B_HINT_DIV: tl.constexpr,
+    C_HINT_DIM: tl.constexpr,
+    C_HINT_DIV: tl.constexpr,
+    K_RUN: tl.constexpr,
+    N_RUN: tl.constexpr,
 ):
     start_pid = tl.program_id(0)
     grid_m = tl.cdiv(M, BLOCK_M)
@@ -272,10 +353,17 @@ def _tma_mm_body(
         if INDEX_64:
             idx_m = idx_m.to(tl.int64)
         mask = (idx_m < M) & (idx_n < N)
+        if N_RUN > 0:
+            mask = tl.max_constancy(mask, [1, N_RUN])
         if HAS_BIAS:
             bias = tl.load(Bias + (idx_m * stride_biasm + idx_n * stride_biasn), mask, eviction_policy="evict_last")
             acc = acc + bias.to(tl.float32)
-        tl.store(C + (idx_m * stride_cm + idx_n * stride_cn), acc.to(C.dtype.element_ty), mask)
+        c_offsets = idx_m * stride_cm + idx_n * stride_cn
+        if C_HINT_DIM == 0:
+            c_offsets = tl.multiple_of(c_offsets, [C_HINT_DIV, 1])
+        elif C_HINT_DIM == 1:
+            c_offsets = tl.multiple_of(c_offsets, [1, C_HINT_DIV])
+        tl.store(C + c_offsets, acc.to(C.dtype.element_ty), mask)
 
 
 # Sizes as plain runtime arguments (one binary serves every shape with the same stride classes)...

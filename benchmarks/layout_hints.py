@@ -1,0 +1,183 @@
+"""(GPU) What the fast path's layout hints change, and whether they bring its timings to Inductor's.
+
+Inductor's kernels have every size and stride as a constant; the fast path passes them at run
+time, where Triton knows only 1 and multiples of 16. With a row of K = 72 fp16 elements,
+Inductor's kernel loads 16-byte vectors and the fast path's, without hints, 2-byte elements
+(collection/triton_mm.py's docstring; the PTX check: tests/collection/test_triton_cpu.py).
+
+1. Problems of ``--data`` whose kernels get a hint (``kernel_spec.layout_hints``), at most
+   ``--problems``, in the datasets' order.
+2. Each one's ATen choices and Inductor's DEFAULT Triton configs timed by the fast path twice, in
+   one process: kernels compiled without the hints (as data collected before them was) and with
+   them. Per problem: best Triton time without / with, whether the best choice changes between
+   ATen and Triton, and the median over its configs of the dataset's recorded time / the one
+   timed now without hints (whether the recorded data repeats).
+3. For the first ``--inductor-problems``: stock max-autotune benchmarks its own kernels of the same
+   configs (DEFAULT search space, recorded with the fast path's cache flush), and the median
+   |fast - Inductor| / Inductor over the Triton configs, without and with hints.
+
+    python -m benchmarks.layout_hints --out $OUT/layout_hints_h100.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+os.environ.setdefault("TORCH_DIODE_NO_AUTOREGISTER", "1")  # stock Inductor in step 3
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from benchmarks.collector_fidelity import fast_on, inductor_reference  # noqa: E402
+from benchmarks.common import command_line, stage  # noqa: E402
+from torch_diode.collection import kernel_spec  # noqa: E402
+from torch_diode.collection.fast_sweep import FLUSH_BYTES, FastSweep, flush_buffer, precompile  # noqa: E402
+from torch_diode.collection.operands import layout_tensors  # noqa: E402
+from torch_diode.inductor.config_space import aten_configs, triton_configs  # noqa: E402
+from torch_diode.types import load_dataset, load_datasets  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = [str(ROOT / "data" / "h100" / "realmodels"), str(ROOT / "data" / "h100" / "validation")]
+
+
+def hinted(problem) -> bool:
+    hints = kernel_spec.layout_hints(*layout_tensors(problem, "meta", fill=False)[:3])
+    return any(hints[f"{x}_HINT_DIM"] >= 0 for x in "ABC") or bool(hints["K_RUN"] or hints["N_RUN"])
+
+
+def timed(problems, configs, hints: bool, reps: int) -> dict:
+    """(problem, config) -> fast path's ms, kernels compiled with or without the hints."""
+    kernel_spec.LAYOUT_HINTS = hints
+    pairs = [(p, c) for p in problems for c in configs[p] if c.is_tiled]
+    errors = precompile(pairs, FastSweep().workers, progress=False)
+    stage(f"hints {'on' if hints else 'off'}: {len(errors)} kernel variants compiled")
+    flush = flush_buffer("cuda")
+    out = {}
+    for p in problems:
+        out.update({(p, c): ms for c, ms in zip(configs[p], fast_on(p, configs[p], reps, flush))})
+    return out
+
+
+def _gm(x: list[float]) -> float | None:
+    return float(math.exp(np.mean(np.log(x)))) if x else None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--data", nargs="+", default=DEFAULT_DATA)
+    parser.add_argument("--problems", type=int, default=60)
+    parser.add_argument("--inductor-problems", type=int, default=6)
+    parser.add_argument("--reps", type=int, default=10)
+    args = parser.parse_args()
+
+    recorded = {}
+    for _, problem, timings in load_datasets(args.data).problems():
+        if len(recorded) < args.problems and hinted(problem):
+            recorded[problem] = timings
+    problems = list(recorded)
+    configs = {p: aten_configs(p) + triton_configs(p, "DEFAULT") for p in problems}
+    stage(f"{len(problems)} problems with hints, {sum(map(len, configs.values()))} choices")
+    off = timed(problems, configs, False, args.reps)
+    on = timed(problems, configs, True, args.reps)
+    kernel_spec.LAYOUT_HINTS = True
+
+    rows = []
+    for p in problems:
+        tri = [c for c in configs[p] if c.is_tiled and off[p, c] and on[p, c]]
+        aten = [c for c in configs[p] if not c.is_tiled and off[p, c]]
+        best_off, best_on = min(off[p, c] for c in tri), min(on[p, c] for c in tri)
+        best_aten = min(off[p, c] for c in aten)
+        rec = {t.config: t.time_us / 1000.0 for t in recorded[p] if t.config.is_tiled and not t.failed}
+        repeat = [rec[c] / off[p, c] for c in tri if c in rec]
+        rows.append(
+            {
+                "problem": p.short(),
+                "misaligned": list(p.misaligned_operands),
+                "best_triton_off_over_on": best_off / best_on,
+                "config_off_over_on_median": float(np.median([off[p, c] / on[p, c] for c in tri])),
+                "best_is_triton_off": best_off < best_aten,
+                "best_is_triton_on": best_on < best_aten,
+                "recorded_over_off_median": float(np.median(repeat)) if repeat else None,
+            }
+        )
+        print(
+            f"{p.short():40s} best Triton off/on {rows[-1]['best_triton_off_over_on']:6.3f}  "
+            f"median config {rows[-1]['config_off_over_on_median']:6.3f}  "
+            f"Triton best: off {rows[-1]['best_is_triton_off']!s:5s} on {rows[-1]['best_is_triton_on']!s:5s}"
+        )
+
+    fidelity = []
+    shapes = problems[: args.inductor_problems]
+    if shapes:
+        path = Path(tempfile.mkdtemp()) / "inductor.json"
+        inductor_reference(shapes, 0, 0, path, FLUSH_BYTES)
+        for _, p, timings in load_dataset(path).problems():
+            if p not in configs:
+                continue
+            by_tile = {
+                (c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps): c for c in configs[p] if c.is_tiled
+            }
+            pairs = [
+                (t.time_us, by_tile[key])
+                for t in timings
+                if t.config.is_tiled and not t.failed
+                for key in [
+                    (t.config.block_m, t.config.block_n, t.config.block_k, t.config.num_stages, t.config.num_warps)
+                ]
+                if key in by_tile and off[p, by_tile[key]] and on[p, by_tile[key]]
+            ]
+            fidelity.append(
+                {
+                    "problem": p.short(),
+                    "configs": len(pairs),
+                    "median_abs_rel_diff_off": float(np.median([abs(off[p, c] * 1e3 - i) / i for i, c in pairs])),
+                    "median_abs_rel_diff_on": float(np.median([abs(on[p, c] * 1e3 - i) / i for i, c in pairs])),
+                }
+            )
+    ratios = [r["best_triton_off_over_on"] for r in rows]
+    summary = {
+        "problems": len(rows),
+        "best_triton_off_over_on_geomean": _gm(ratios),
+        "best_triton_off_over_on_max": max(ratios) if ratios else None,
+        "best_choice_flips_to_triton": sum(r["best_is_triton_on"] and not r["best_is_triton_off"] for r in rows),
+        "best_choice_flips_to_aten": sum(r["best_is_triton_off"] and not r["best_is_triton_on"] for r in rows),
+        "recorded_over_off_geomean": _gm(
+            [r["recorded_best_triton_over_off"] for r in rows if r["recorded_best_triton_over_off"]]
+        ),
+        "inductor_median_abs_rel_diff_off": float(np.median([f["median_abs_rel_diff_off"] for f in fidelity]))
+        if fidelity
+        else None,
+        "inductor_median_abs_rel_diff_on": float(np.median([f["median_abs_rel_diff_on"] for f in fidelity]))
+        if fidelity
+        else None,
+    }
+    report = {
+        "command": command_line(),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": __import__("triton").__version__,
+        "data": args.data,
+        **summary,
+        "rows": rows,
+        "inductor": fidelity,
+    }
+    Path(args.out).write_text(json.dumps(report, indent=1))
+    for f in fidelity:
+        print(
+            f"inductor {f['problem']:40s} {f['configs']:3d} configs  |fast-inductor|/inductor "
+            f"off {f['median_abs_rel_diff_off']:.3f} on {f['median_abs_rel_diff_on']:.3f}"
+        )
+    print(" ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in summary.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,128 @@
+"""The fast path's Triton kernels on a machine without a GPU, where triton is installed (CPU
+builds of torch do not bring it: skipped there; the same kernels run on the GPU in
+tests/gpu/test_fast_sweep_gpu.py):
+
+- the persistent TMA kernel under Triton's interpreter: the product, for Inductor's configs of
+  that template, both majornesses of each operand, partial tiles, the addmm epilogue, more tiles
+  than programs;
+- the mm/bmm kernels compiled for an H100 (sm_90 PTX, no GPU needed): with the layout hints, the
+  global loads and stores are as wide as those of the same kernel with every size and stride a
+  constant, as Inductor's kernels have them."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from torch_diode.types import Problem
+
+pytest.importorskip("triton")
+OLD_NUMPY = tuple(int(x) for x in np.__version__.split(".")[:2]) < (2, 3)
+
+SCRIPT = textwrap.dedent("""
+    import os
+    os.environ["TRITON_INTERPRET"] = "1"
+    import torch
+    from torch._inductor import config
+    from torch_diode.collection import triton_mm
+    from torch_diode.collection.operands import layout_tensors
+    from torch_diode.inductor.config_space import tma_configs, tma_offered
+    from torch_diode.types import Problem
+
+    # the interpreter's bf16 tl.dot is wrong (its own float emulation): fp16 and fp32 only
+    cases = [
+        ("mm", 40, 48, 64, False, False, "float16"),
+        ("mm", 48, 40, 72, True, False, "float16"),
+        ("addmm", 40, 56, 64, False, True, "float16"),
+        ("mm", 64, 24, 40, True, True, "float32"),
+        ("addmm", 24, 32, 40, True, True, "float16"),
+        ("mm", 160, 200, 64, False, True, "float16"),  # 2 x 2 tiles of 128 on 3 programs: the persistent loop
+    ]
+    checked = 0
+    for op, m, n, k, ta, tb, dtype in cases:
+        p = Problem(op, 1, m, n, k, dtype, dtype, dtype, transpose_a=ta, transpose_b=tb)
+        with config.patch({"triton.enable_persistent_tma_matmul": True}):
+            assert tma_offered(p, device_has_tma=True), p.short()
+        a, b, out, bias = layout_tensors(p, "cpu")
+        expected = a.float() @ b.float() + (bias.float() if bias is not None else 0)
+        for c in tma_configs(p, num_sms=3)[:2]:
+            out.zero_()
+            triton_mm.make_launcher(a, b, out, bias, c)()
+            torch.testing.assert_close(out.float(), expected, atol=2e-2, rtol=1e-2)
+            checked += 1
+    print("checked", checked)
+""")
+
+
+@pytest.mark.skipif(
+    not OLD_NUMPY, reason="Triton 3.6's interpreter converts 1-element arrays to int, which NumPy 2.3 refuses"
+)
+def test_persistent_tma_kernel_computes_the_product_in_the_interpreter():
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert done.stdout.split() == ["checked", "12"]
+
+
+def _access_widths(problem, config, constants: bool, hints: bool = True) -> list[str]:
+    """The kinds and byte widths of the global loads and stores in the PTX of the fast path's
+    kernel for ``problem`` (sm_90); ``constants``: every size and stride a constexpr (Inductor's
+    kernels); ``hints``: the layout hints as the launch passes them."""
+    import re
+
+    import torch
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from torch_diode.collection import triton_mm
+    from torch_diode.collection.fast_sweep import _meta_layout
+    from torch_diode.collection.kernel_spec import launch_spec
+
+    batched, _, spec = launch_spec(*_meta_layout(problem), config)
+    fn = triton_mm._bmm_kernel_spec if batched else triton_mm._mm_kernel_spec
+    meta = {k: v for k, v in spec["meta"].items() if k not in ("num_stages", "num_warps")}
+    if not hints:
+        meta.update({k: -1 if k.endswith("_DIM") else 16 for k in meta if "_HINT_" in k}, K_RUN=0, N_RUN=0)
+    args = dict(zip(fn.arg_names, spec["args"]))
+    signature, constexprs, attrs = {}, {}, {}
+    for i, name in enumerate(fn.arg_names):
+        value = meta.get(name, args.get(name))
+        if isinstance(value, torch.Tensor):
+            signature[name] = "*" + {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[value.dtype]
+            attrs[(i,)] = [["tt.divisibility", 16]]
+        elif name in meta or value == 1 or (constants and name != "BATCH"):
+            signature[name], constexprs[(i,)] = "constexpr", value
+        else:  # as Triton specialises a runtime int
+            signature[name] = "i32"
+            if value % 16 == 0:
+                attrs[(i,)] = [["tt.divisibility", 16]]
+    compiled = triton.compile(
+        ASTSource(fn, signature, constexprs, attrs),
+        target=GPUTarget("cuda", 90, 32),
+        options={"num_warps": config.num_warps, "num_stages": config.num_stages},
+    )
+    ptx = compiled.asm["ptx"]
+    found = set(re.findall(r"(?:ld|st)\.global[.\w]*", ptx))
+    found |= {f"cp.async:{m}" for m in re.findall(r"cp\.async\.\w+\.shared\.global[^;]*?,\s*(0x\w+|\d+)", ptx)}
+    return sorted(found)
+
+
+@pytest.mark.parametrize(
+    "problem",
+    [
+        Problem("mm", 1, 1024, 1024, 72, "float16", "float16", "float16"),
+        Problem("mm", 1, 1000, 700, 1024, "float16", "float16", "float16", transpose_b=True),
+        Problem("mm", 1, 512, 512, 100, "float32", "float32", "float32"),
+        Problem("bmm", 12, 200, 64, 200, "bfloat16", "bfloat16", "bfloat16"),
+    ],
+    ids=lambda p: p.short(),
+)
+def test_layout_hints_make_the_kernels_access_memory_as_inductors_do(problem):
+    from torch_diode.inductor.config_space import triton_configs
+
+    config = triton_configs(problem, "DEFAULT")[3]
+    inductor = _access_widths(problem, config, constants=True)
+    assert _access_widths(problem, config, constants=False) == inductor
+    assert _access_widths(problem, config, constants=False, hints=False) != inductor  # what they were without
