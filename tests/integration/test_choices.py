@@ -26,7 +26,14 @@ from torch_diode.predict import load_model, predict_log_time_us
 from torch_diode.types import KernelConfig, Problem
 
 pytestmark = pytest.mark.slow
-CPU_BMM = {"max_autotune": True, "max_autotune_gemm_backends": "CPP,ATEN", "force_disable_caches": True}
+# fx_graph_cache off: every compile lowers the graph again and asks the handler; the C++ kernels
+# of the CPP template stay in their cache (force_disable_caches would compile them each time)
+CPU_BMM = {
+    "max_autotune": True,
+    "max_autotune_gemm_backends": "CPP,ATEN",
+    "fx_graph_cache": False,
+    "autotune_local_cache": False,
+}
 
 
 @pytest.fixture(autouse=True)

@@ -30,7 +30,13 @@ from torch_diode.predict import load_model, predict_log_time_us
 from torch_diode.types import KernelConfig, Problem
 
 pytestmark = pytest.mark.slow
-CPU_BMM = {"max_autotune": True, "max_autotune_gemm_backends": "CPP,ATEN", "force_disable_caches": True}
+# as in test_choices.py: every compile asks the handler, the CPP template's C++ kernels stay cached
+CPU_BMM = {
+    "max_autotune": True,
+    "max_autotune_gemm_backends": "CPP,ATEN",
+    "fx_graph_cache": False,
+    "autotune_local_cache": False,
+}
 
 
 @pytest.fixture(autouse=True)

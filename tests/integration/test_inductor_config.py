@@ -31,7 +31,10 @@ def _settings():
 
 def compile_op(fn, *inputs, **settings):
     torch._dynamo.reset()
-    with inductor_config.patch({"max_autotune": True, "force_disable_caches": True, **settings}):
+    # every compile lowers the graph again (the handler is asked); compiled kernels stay cached
+    with inductor_config.patch(
+        {"max_autotune": True, "fx_graph_cache": False, "autotune_local_cache": False, **settings}
+    ):
         return torch.compile(fn)(*inputs)
 
 
