@@ -144,3 +144,60 @@ def test_fast_mode_without_a_gpu_is_a_clear_error(tmp_path):
         check=False,
     )
     assert proc.returncode == 2 and "CUDA GPU" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_remeasure_names_what_it_cannot_read(tmp_path):
+    """`diode remeasure` reads one file's recorded settings: a folder, or a file recording none or
+    two different ones, is one line naming it (exit 2)."""
+    from torch_diode.hardware import detect_hardware
+    from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig
+
+    ds = Dataset()
+    ds.add(
+        detect_hardware("cpu"),
+        Problem("bmm", 2, 24, 40, 20, "float32", "float32", "float32"),
+        [TimedConfig(KernelConfig("aten::bmm"), 1.0)],
+    )
+    save_dataset(ds, tmp_path / "bare.json")
+    ds.metadata["sources"] = [
+        {"tool": "torch_diode.collect", "settings": {"mode": "fast", "exhaustive_sample": 48, "seed": 1, "reps": 6}},
+        {"tool": "torch_diode.collect", "settings": {"mode": "fast", "exhaustive_sample": 150, "seed": 1, "reps": 6}},
+    ]
+    save_dataset(ds, tmp_path / "mixed.json")
+    for args, words in [
+        ([tmp_path], ["folder"]),
+        ([tmp_path / "bare.json"], ["bare.json", "metadata.sources", "no collection settings"]),
+        ([tmp_path / "mixed.json"], ["mixed.json", "different settings"]),
+    ]:
+        proc = diode("remeasure", *args, "--device", "cpu", "-o", tmp_path / "out.json", check=False)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and all(w in proc.stderr for w in words), proc.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_merge_replace_takes_a_later_inputs_problems_alone(tmp_path):
+    from torch_diode.hardware import detect_hardware
+    from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig
+
+    hw = detect_hardware("cpu")
+    p, q = (Problem("mm", 1, 64, 64, n, "float32", "float32", "float32") for n in (24, 32))
+    aten, tiled = KernelConfig("aten::mm"), KernelConfig("triton::mm", 32, 32, 32, 8, 2, 4, True)
+    old, new = Dataset(), Dataset()
+    old.add(hw, p, [TimedConfig(aten, 10.0), TimedConfig(tiled, 20.0)])
+    old.add(hw, q, [TimedConfig(aten, 30.0)])
+    new.add(hw, p, [TimedConfig(aten, 14.0)])
+    save_dataset(old, tmp_path / "old.json")
+    save_dataset(new, tmp_path / "new.json")
+    for replace, expected in [(False, [12.0, 20.0]), (True, [14.0])]:
+        out = tmp_path / f"merged_{replace}.json"
+        diode(
+            "dataset",
+            "merge",
+            tmp_path / "old.json",
+            tmp_path / "new.json",
+            *(["--replace"] if replace else []),
+            "-o",
+            out,
+        )
+        merged = {x: ts for _, x, ts in load_dataset(out).problems()}
+        assert [t.time_us for t in merged[p]] == expected and [t.time_us for t in merged[q]] == [30.0]

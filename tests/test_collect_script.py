@@ -71,6 +71,8 @@ def test_every_part_gives_the_cli_arguments_it_accepts(tmp_path):
     assert len(parts) >= 26
     parser = build_parser()
     for part in parts:
+        if part == "remeasure-hinted":  # one call per dataset file: test_remeasure_part_...
+            continue
         (tmp_path / part).mkdir()
         rc, calls = run_part(tmp_path / part, [0], 0, part)
         assert rc == 0 and len(calls) == 1, (part, rc, calls)
@@ -84,3 +86,34 @@ def test_every_part_gives_the_cli_arguments_it_accepts(tmp_path):
         assert ("/inductor_timed/" in args.output) == inductor_timed, (part, args.output)
         if inductor_timed:
             assert args.search_space == "DEFAULT", part
+
+
+def test_remeasure_part_measures_every_file_again_beside_it(tmp_path):
+    """remeasure-hinted: one `diode remeasure --layout-hinted` per dataset file of realmodels,
+    validation and train, each into $DATA/remeasured/<folder>/<file>."""
+    from torch_diode.cli import build_parser, hoist_global_options
+
+    files = [
+        ("realmodels", "h100_realmodels.msgpack.gz"),
+        ("train", "h100_a.msgpack.gz"),
+        ("train", "h100_b.msgpack.gz"),
+    ]
+    for folder, name in files:
+        (tmp_path / "h100" / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "h100" / folder / name).write_bytes(b"")
+    (tmp_path / "h100" / "validation").mkdir()
+    (tmp_path / "h100" / "validation" / "h100_v.msgpack.gz").write_bytes(b"")
+    rc, calls = run_part(tmp_path, [0] * 4, 0, "remeasure-hinted")
+    assert rc == 0 and len(calls) == 4, calls
+    parser = build_parser()
+    outputs = []
+    for call in calls:
+        args = parser.parse_args(hoist_global_options(parser, call.split()[1:]))
+        assert args.command == "remeasure" and args.layout_hinted
+        assert Path(args.output).parent.parent.name == "remeasured"
+        assert (
+            Path(args.output).name == Path(args.input).name
+            and Path(args.output).parent.name == Path(args.input).parent.name
+        )
+        outputs.append(args.output)
+    assert len(set(outputs)) == 4

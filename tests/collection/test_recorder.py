@@ -327,3 +327,56 @@ def test_a_problem_that_kills_two_runs_is_skipped_on_the_next(tmp_path):
     begin(third, q)  # a problem measured normally clears the marker
     mark(third, q, None)
     assert "in_flight" not in load_dataset(path).metadata
+
+
+def test_remeasure_measures_the_hinted_problems_again_and_merge_replace_puts_them_in_place(tmp_path):
+    """`diode remeasure FILE --layout-hinted`: the problems whose kernels get layout hints,
+    measured again as the file records (here Inductor's CPP,ATEN max-autotune on the CPU), into a
+    new file that resumes; `diode dataset merge --replace` takes those problems from it alone."""
+    from torch_diode.cli.collect import layout_hinted
+    from torch_diode.hardware import detect_hardware
+    from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig, save_dataset
+
+    settings = {
+        "mode": "inductor",
+        "max_autotune_gemm_backends": "CPP,ATEN",
+        "max_autotune_gemm_search_space": "DEFAULT",
+        "tf32": False,
+    }
+    old = Dataset(metadata={"sources": [{"tool": "torch_diode.collect", "settings": settings}]})
+    hinted = Problem("bmm", 2, 24, 40, 20, "float32", "float32", "float32")  # K = 20: runs of 4
+    others = [
+        Problem("bmm", 2, 17, 33, 19, "float32", "float32", "float32"),
+        Problem("bmm", 2, 32, 32, 32, "float32", "float32", "float32"),
+    ]
+    assert layout_hinted(hinted) and not any(layout_hinted(p) for p in others)
+    stale = TimedConfig(KernelConfig(template_id="aten::bmm"), 12345.0)
+    for p in [hinted, *others]:
+        old.add(detect_hardware("cpu"), p, [stale])
+    save_dataset(old, tmp_path / "old.json")
+    cli = [sys.executable, "-m", "torch_diode.cli"]
+    remeasure = [
+        *cli,
+        "remeasure",
+        str(tmp_path / "old.json"),
+        "--layout-hinted",
+        "--device",
+        "cpu",
+        "-o",
+        str(tmp_path / "new.json"),
+    ]
+    proc = subprocess.run(remeasure, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "1 of its 3 problems" in proc.stdout
+    new = load_dataset(tmp_path / "new.json")
+    assert [problem_key(p) for _, p, _ in new.problems()] == [problem_key(hinted)]  # recorded with its strides
+    assert new.metadata["sources"][0]["settings"]["max_autotune_gemm_backends"] == "CPP,ATEN"
+    again = subprocess.run(remeasure, capture_output=True, text=True)
+    assert again.returncode == 0 and "1 already done" in again.stdout, again.stdout
+    merge = [*cli, "dataset", "merge", str(tmp_path / "old.json"), str(tmp_path / "new.json"), "--replace"]
+    proc = subprocess.run([*merge, "-o", str(tmp_path / "merged.json")], capture_output=True, text=True)
+    assert proc.returncode == 0 and "1 problem(s) taken from a later input alone" in proc.stdout, proc.stderr
+    merged = {problem_key(p): ts for _, p, ts in load_dataset(tmp_path / "merged.json").problems()}
+    assert set(merged) == {problem_key(p) for p in [hinted, *others]}
+    assert all(t.time_us != 12345.0 for t in merged[problem_key(hinted)]) and len(merged[problem_key(hinted)]) >= 2
+    assert all(ts == [stale] for key, ts in merged.items() if key != problem_key(hinted))

@@ -1,4 +1,4 @@
-"""`diode collect`, `diode collect-shapeset` and `diode create-validation`."""
+"""`diode collect`, `diode collect-shapeset`, `diode create-validation` and `diode remeasure`."""
 
 from __future__ import annotations
 
@@ -127,7 +127,9 @@ def _check_files(args: argparse.Namespace, inputs: dict) -> str:
     return output
 
 
-def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict) -> int:
+def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict, fast_chunk_size: int | None = 25) -> int:
+    """Measures ``problems`` as ``args`` say; fast mode writes chunks of ``fast_chunk_size``
+    problems unless --chunk-size says otherwise (None: one file)."""
     from ..collection.inductor_sweep import sweep_inductor
     from ..collection.sweep_state import SweepSummary, chunked
     from ..inductor.config_space import tf32_enabled
@@ -156,7 +158,7 @@ def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict) ->
             workers=args.workers,
             device=args.device,
         )
-        total = sweep.run(problems, output, chunk_size=args.chunk_size or 25, settings_record=record)
+        total = sweep.run(problems, output, chunk_size=args.chunk_size or fast_chunk_size, settings_record=record)
         print(f"summary: {len(problems)} shapes: {total.line()} -> {output}")
         return 0
     total = SweepSummary()
@@ -348,9 +350,112 @@ def _cmd_create_validation(args: argparse.Namespace) -> int:
     )
 
 
+# what a collection records of how it measured, and is measured again with (remeasure)
+_MEASUREMENT_SETTINGS = (
+    "mode",
+    "exhaustive_sample",
+    "seed",
+    "reps",
+    "tf32",
+    "max_autotune_gemm_search_space",
+    "max_autotune_gemm_backends",
+)
+
+
+def _measurement_settings(path: str, dataset) -> dict:
+    """How ``dataset`` (read from ``path``) was measured: the settings its collections recorded,
+    which must agree."""
+    from ..types import DatasetFormatError
+
+    recorded = [
+        {k: s["settings"].get(k) for k in _MEASUREMENT_SETTINGS}
+        for s in dataset.metadata.get("sources") or []
+        if isinstance(s, dict) and isinstance(s.get("settings"), dict) and s.get("tool") == "torch_diode.collect"
+    ]
+    if not recorded:
+        raise DatasetFormatError(
+            path, "metadata.sources", "no collection settings recorded: nothing says how to measure again"
+        )
+    if any(r != recorded[0] for r in recorded):
+        raise DatasetFormatError(
+            path, "metadata.sources", "collections with different settings: remeasure each file of them apart"
+        )
+    return recorded[0]
+
+
+def layout_hinted(problem: Problem) -> bool:
+    """Whether the fast collector's Triton kernels of ``problem`` get layout hints
+    (``collection.kernel_spec.layout_hints``): their timings before the hints used narrower memory
+    accesses than Inductor's kernels."""
+    from ..collection.kernel_spec import layout_hints
+    from ..collection.operands import layout_tensors
+
+    a, b, out, _ = layout_tensors(problem, "meta", fill=False)
+    hints = layout_hints(a, b, out)
+    return any(hints[f"{x}_HINT_DIM"] >= 0 for x in "ABC") or bool(hints["K_RUN"] or hints["N_RUN"])
+
+
+def _cmd_remeasure(args: argparse.Namespace) -> int:
+    from ..types import load_dataset
+
+    _check_files(args, {"input": [args.input]})
+    if Path(args.input).is_dir():
+        raise OptionError("input", f"{args.input} is a folder: remeasure reads one dataset file (its settings)")
+    source = load_dataset(args.input)
+    settings = _measurement_settings(args.input, source)
+    problems = [p for _, p, _ in source.problems() if not args.layout_hinted or layout_hinted(p)]
+    mode = "fast" if settings["mode"] == "fast" else "max-autotune"
+    args.search_mode = mode
+    if mode == "fast":
+        args.exhaustive_sample, args.seed, args.reps = settings["exhaustive_sample"], settings["seed"], settings["reps"]
+    else:
+        args.search_space = settings["max_autotune_gemm_search_space"] or "DEFAULT"
+        args.backends = settings["max_autotune_gemm_backends"] or "ATEN,TRITON"
+    args.float32_matmul_precision = "high" if settings["tf32"] else "highest"
+    print(
+        f"remeasure {args.input}: {len(problems)} of its {source.num_problems} problems"
+        + (" (those whose kernels get layout hints)" if args.layout_hinted else "")
+        + f", {mode} mode as recorded"
+    )
+    record = {"command": "remeasure", "source": str(args.input), "layout_hinted_only": args.layout_hinted}
+    return _run(problems, args, record, fast_chunk_size=None)  # one file, as the input is
+
+
 def _common(p: argparse.ArgumentParser) -> None:
+    _output_options(p)
+    _measurement_options(p)
+
+
+def _output_options(p: argparse.ArgumentParser) -> None:
+    """Where and on what a collection writes and runs."""
     p.add_argument("--output", "-o", required=True, help="dataset file to write (resumed if it exists)")
     p.add_argument("--format", choices=["json", "msgpack"], help="file format (default: from the suffix)")
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        default=max(1, min(16, (os.cpu_count() or 2) - 1)),
+        help="fast mode: parallel compile processes",
+    )
+    p.add_argument("--device", default="cuda", help="device to measure on (default cuda)")
+    p.add_argument(
+        "--devices",
+        nargs="+",
+        metavar="DEV",
+        help="several devices (e.g. cuda:0 cuda:1): one worker process each, every N-th shape, "
+        "each writing <output stem>_shardI; join them with `diode dataset merge` "
+        "(a torchrun launch shards by RANK/WORLD_SIZE the same way)",
+    )
+    p.add_argument("--shard", metavar="I/N", help="measure only shapes I, I+N, I+2N, ... into <output stem>_shardI")
+    p.add_argument(
+        "--chunk-size",
+        type=positive_int,
+        default=None,
+        help="write every N shapes to their own file <stem>_chunkNNNN<suffix> (fast mode: 25)",
+    )
+
+
+def _measurement_options(p: argparse.ArgumentParser) -> None:
+    """How a collection measures (what `diode remeasure` reads from the file instead)."""
     p.add_argument(
         "--search-space",
         choices=["DEFAULT", "EXHAUSTIVE"],
@@ -372,34 +477,12 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="fast mode: EXHAUSTIVE configs per shape besides ATen and DEFAULT (-1: all; default 350)",
     )
     p.add_argument("--reps", type=positive_int, default=10, help="fast mode: timed repetitions per choice (default 10)")
-    p.add_argument(
-        "--workers",
-        type=positive_int,
-        default=max(1, min(16, (os.cpu_count() or 2) - 1)),
-        help="fast mode: parallel compile processes",
-    )
     p.add_argument("--backends", default="ATEN,TRITON", help="max_autotune_gemm_backends (default ATEN,TRITON)")
-    p.add_argument("--device", default="cuda", help="device to measure on (default cuda)")
-    p.add_argument(
-        "--devices",
-        nargs="+",
-        metavar="DEV",
-        help="several devices (e.g. cuda:0 cuda:1): one worker process each, every N-th shape, "
-        "each writing <output stem>_shardI; join them with `diode dataset merge` "
-        "(a torchrun launch shards by RANK/WORLD_SIZE the same way)",
-    )
-    p.add_argument("--shard", metavar="I/N", help="measure only shapes I, I+N, I+2N, ... into <output stem>_shardI")
     p.add_argument(
         "--float32-matmul-precision",
         choices=["highest", "high"],
         help="torch.set_float32_matmul_precision for the run: 'high' times fp32 GEMMs with TF32 "
         "(ATen and the Triton configs' ALLOW_TF32), 'highest' without (default: as the process is)",
-    )
-    p.add_argument(
-        "--chunk-size",
-        type=positive_int,
-        default=None,
-        help="write every N shapes to their own file <stem>_chunkNNNN<suffix> (fast mode: 25)",
     )
 
 
@@ -504,3 +587,20 @@ def add_collection_commands(sub: argparse._SubParsersAction) -> None:
     )
     _common(p)
     p.set_defaults(func=_cmd_create_validation)
+
+    p = sub.add_parser(
+        "remeasure",
+        help="measure a dataset file's problems again, as its collection did",
+        description="Measure the problems of one dataset file again with this torch-diode's collector and "
+        "the settings the file records (mode, sample, seed, repetitions, TF32), into a new file; "
+        "`diode dataset merge --replace OLD NEW` then puts the new measurements in place of the old.",
+    )
+    p.add_argument("input", help="the dataset file whose problems to measure")
+    p.add_argument(
+        "--layout-hinted",
+        action="store_true",
+        help="only the problems whose Triton kernels get layout hints (sizes or strides with a power-of-two "
+        "factor below 16), which the fast collector timed with narrower memory accesses before the hints",
+    )
+    _output_options(p)
+    p.set_defaults(func=_cmd_remeasure)

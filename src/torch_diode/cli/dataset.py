@@ -64,6 +64,24 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
     return 0
 
 
+def _merge_replacing(datasets: list) -> tuple:
+    """The datasets merged in order, where a problem that a later one holds (on a GPU of the same
+    name; the same problem as requested, whether or not its strides were recorded) is taken from it
+    alone: a measurement made again replaces the old one instead of being averaged with it.
+    (merged dataset, how many problems were replaced)"""
+    from ..collection.sweep_state import problem_key
+    from ..types import Dataset
+
+    merged, replaced = Dataset(), 0
+    for dataset in datasets:
+        held = {(hw.device_name, problem_key(p)) for hw, p, _ in dataset.problems()}
+        before = merged.num_problems
+        merged = merged.subset(lambda hw, p, held=held: (hw.device_name, problem_key(p)) not in held)
+        replaced += before - merged.num_problems
+        merged.merge(dataset)
+    return merged, replaced
+
+
 def _cmd_merge(args: argparse.Namespace) -> int:
     from ..types import load_datasets, save_dataset
 
@@ -73,11 +91,16 @@ def _cmd_merge(args: argparse.Namespace) -> int:
         dataset_outputs=["--output"],
         extensions=args.file_extensions,
     )
-    merged = load_datasets(args.inputs, args.file_extensions)
+    if args.replace:
+        merged, replaced = _merge_replacing([load_datasets([i], args.file_extensions) for i in args.inputs])
+    else:
+        merged, replaced = load_datasets(args.inputs, args.file_extensions), 0
     save_dataset(merged, args.output)
     print(
         f"merged {len(args.inputs)} input(s): {merged.num_problems} problems, "
-        f"{merged.num_timed_configs} timed configs -> {args.output}"
+        f"{merged.num_timed_configs} timed configs"
+        + (f", {replaced} problem(s) taken from a later input alone" if args.replace else "")
+        + f" -> {args.output}"
     )
     return 0
 
@@ -153,9 +176,16 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
         "merge",
         help="merge files/folders into one dataset",
         description="Merge datasets. Different hardware stays apart; repeated (problem, config) "
-        "measurements keep all samples, time_us = their median.",
+        "measurements keep all samples, time_us = their median (with --replace: a problem that a "
+        "later input holds is taken from that input alone).",
     )
     add_inputs(p)
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="a problem that a later input also holds (on a GPU of the same name) is taken from the later "
+        "input alone: how `diode remeasure`'s output replaces the old measurements",
+    )
     p.add_argument(
         "-o",
         "--output",
