@@ -5,7 +5,8 @@
 #
 # Targets:
 #   make install     .venv with the package, its C++ core and the development tools (pytest, ruff)
-#   make test-fast   the Python tests not marked `slow`: what to run while editing
+#   make test-fast   the Python tests not marked `slow`, one pytest-xdist worker per core: what to
+#                    run while editing
 #   make test-slow   the Python tests marked `slow` (real torch.compile runs, workflows end to end),
 #                    one pytest-xdist worker per core; .ci/run runs it after `make test`
 #   make test-python the whole Python suite in one pytest run
@@ -66,7 +67,7 @@ test-python: $(STAMP)
 	$(PYTEST) $(PYTEST_OK)
 
 test-fast: $(STAMP)
-	$(PYTEST) -m "not slow" $(PYTEST_OK)
+	$(PYTEST) -m "not slow" -n $(JOBS) $(PYTEST_OK)
 
 test-slow: $(STAMP)
 	@echo "test-slow: real torch.compile runs and whole workflows; minutes, not seconds (make test-fast skips them)"

@@ -5,7 +5,7 @@ time, where Triton knows only 1 and multiples of 16. With a row of K = 72 fp16 e
 Inductor's kernel loads 16-byte vectors and the fast path's, without hints, 2-byte elements
 (collection/triton_mm.py's docstring; the PTX check: tests/collection/test_triton_cpu.py).
 
-1. Problems of ``--data`` whose kernels get a hint (``kernel_spec.layout_hints``), at most
+1. Problems of ``--data`` whose kernels get a hint (``kernel_spec.layout_hinted``), at most
    ``--problems``, in the datasets' order.
 2. Each one's ATen choices and Inductor's DEFAULT Triton configs timed by the fast path twice, in
    one process: kernels compiled without the hints (as data collected before them was) and with
@@ -38,17 +38,11 @@ from benchmarks.collector_fidelity import fast_on, inductor_reference  # noqa: E
 from benchmarks.common import command_line, stage  # noqa: E402
 from torch_diode.collection import kernel_spec  # noqa: E402
 from torch_diode.collection.fast_sweep import FLUSH_BYTES, FastSweep, flush_buffer, precompile  # noqa: E402
-from torch_diode.collection.operands import layout_tensors  # noqa: E402
 from torch_diode.inductor.config_space import aten_configs, triton_configs  # noqa: E402
 from torch_diode.types import load_dataset, load_datasets  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = [str(ROOT / "data" / "h100" / "realmodels"), str(ROOT / "data" / "h100" / "validation")]
-
-
-def hinted(problem) -> bool:
-    hints = kernel_spec.layout_hints(*layout_tensors(problem, "meta", fill=False)[:3])
-    return any(hints[f"{x}_HINT_DIM"] >= 0 for x in "ABC") or bool(hints["K_RUN"] or hints["N_RUN"])
 
 
 def timed(problems, configs, hints: bool, reps: int) -> dict:
@@ -79,7 +73,7 @@ def main() -> int:
 
     recorded = {}
     for _, problem, timings in load_datasets(args.data).problems():
-        if len(recorded) < args.problems and hinted(problem):
+        if len(recorded) < args.problems and kernel_spec.layout_hinted(problem):
             recorded[problem] = timings
     problems = list(recorded)
     configs = {p: aten_configs(p) + triton_configs(p, "DEFAULT") for p in problems}

@@ -333,7 +333,7 @@ def test_remeasure_measures_the_hinted_problems_again_and_merge_replace_puts_the
     """`diode remeasure FILE --layout-hinted`: the problems whose kernels get layout hints,
     measured again as the file records (here Inductor's CPP,ATEN max-autotune on the CPU), into a
     new file that resumes; `diode dataset merge --replace` takes those problems from it alone."""
-    from torch_diode.cli.collect import layout_hinted
+    from torch_diode.collection.kernel_spec import layout_hinted
     from torch_diode.hardware import detect_hardware
     from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig, save_dataset
 

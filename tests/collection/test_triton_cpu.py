@@ -84,7 +84,7 @@ def _access_widths(problem, config, constants: bool, hints: bool = True) -> list
     fn = triton_mm._bmm_kernel_spec if batched else triton_mm._mm_kernel_spec
     meta = {k: v for k, v in spec["meta"].items() if k not in ("num_stages", "num_warps")}
     if not hints:
-        meta.update({k: -1 if k.endswith("_DIM") else 16 for k in meta if "_HINT_" in k}, K_RUN=0, N_RUN=0)
+        meta.update({k: -1 if k.endswith("_DIM") else 16 for k in meta if "_HINT_" in k}, K_RUN=0, N_RUN=0, M_RUN=0)
     args = dict(zip(fn.arg_names, spec["args"]))
     signature, constexprs, attrs = {}, {}, {}
     for i, name in enumerate(fn.arg_names):
@@ -116,13 +116,16 @@ def _access_widths(problem, config, constants: bool, hints: bool = True) -> list
         Problem("mm", 1, 1000, 700, 1024, "float16", "float16", "float16", transpose_b=True),
         Problem("mm", 1, 512, 512, 100, "float32", "float32", "float32"),
         Problem("bmm", 12, 200, 64, 200, "bfloat16", "bfloat16", "bfloat16"),
+        # N = 72 < BLOCK_N: B's columns wrap around (rn % N), contiguous in runs of 8
+        Problem("bmm", 32, 4096, 72, 4096, "float16", "float16", "float16"),
     ],
     ids=lambda p: p.short(),
 )
 def test_layout_hints_make_the_kernels_access_memory_as_inductors_do(problem):
     from torch_diode.inductor.config_space import triton_configs
 
-    config = triton_configs(problem, "DEFAULT")[3]
+    configs = triton_configs(problem, "DEFAULT")
+    config = next((c for c in configs if c.block_n > problem.N), configs[3])  # a wrapping tile where there is one
     inductor = _access_widths(problem, config, constants=True)
     assert _access_widths(problem, config, constants=False) == inductor
     assert _access_widths(problem, config, constants=False, hints=False) != inductor  # what they were without

@@ -383,19 +383,8 @@ def _measurement_settings(path: str, dataset) -> dict:
     return recorded[0]
 
 
-def layout_hinted(problem: Problem) -> bool:
-    """Whether the fast collector's Triton kernels of ``problem`` get layout hints
-    (``collection.kernel_spec.layout_hints``): their timings before the hints used narrower memory
-    accesses than Inductor's kernels."""
-    from ..collection.kernel_spec import layout_hints
-    from ..collection.operands import layout_tensors
-
-    a, b, out, _ = layout_tensors(problem, "meta", fill=False)
-    hints = layout_hints(a, b, out)
-    return any(hints[f"{x}_HINT_DIM"] >= 0 for x in "ABC") or bool(hints["K_RUN"] or hints["N_RUN"])
-
-
 def _cmd_remeasure(args: argparse.Namespace) -> int:
+    from ..collection.kernel_spec import layout_hinted
     from ..types import load_dataset
 
     _check_files(args, {"input": [args.input]})

@@ -67,8 +67,9 @@ def offsets_hint(sizes: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int,
 
 
 def bound_run(size: int) -> int:
-    """Over how many aligned elements a bounds mask ``index < size`` is constant, as a kernel with
-    ``size`` a constant knows it (0: nothing to tell, an odd size or one Triton specialises)."""
+    """Over how many aligned elements a bounds mask ``index < size`` is constant, and ``index %
+    size`` contiguous, as a kernel with ``size`` a constant knows it (0: nothing to tell, an odd
+    size or one Triton specialises)."""
     run = _power_of_two_factor(size)
     return run if 1 < run < _SPECIALIZED_DIVISIBILITY else 0
 
@@ -82,6 +83,9 @@ def layout_hints(a: Any, b: Any, out: Any) -> dict[str, int]:
         hints[f"{name}_HINT_DIM"], hints[f"{name}_HINT_DIV"] = dim, div
     hints["K_RUN"] = bound_run(int(a.shape[-1])) if LAYOUT_HINTS else 0
     hints["N_RUN"] = bound_run(int(b.shape[-1])) if LAYOUT_HINTS else 0
+    # the wrapped row offsets of A matter where A's rows are its contiguous dim (stored transposed)
+    a_by_rows = a.stride(-2) == 1 and a.shape[-2] > 1
+    hints["M_RUN"] = bound_run(int(a.shape[-2])) if LAYOUT_HINTS and a_by_rows else 0
     return hints
 
 
@@ -163,3 +167,13 @@ def _tma_launch_spec(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) 
     grid = (min(num_sms, _cdiv(m, config.block_m) * _cdiv(n, config.block_n)), 1, 1)
     args = (a, b, out, bias if bias is not None else out, m, n, k, *a.stride(), *b.stride(), *out.stride())
     return grid, {"args": args, "meta": meta}
+
+
+def layout_hinted(problem: Any) -> bool:
+    """Whether the kernels of ``problem`` get any layout hint: the fast collector timed them with
+    narrower memory accesses than Inductor's kernels before the hints."""
+    from .operands import layout_tensors
+
+    a, b, out, _ = layout_tensors(problem, "meta", fill=False)
+    hints = layout_hints(a, b, out)
+    return any(hints[f"{x}_HINT_DIM"] >= 0 for x in "ABC") or any(hints[f"{x}_RUN"] for x in "KNM")

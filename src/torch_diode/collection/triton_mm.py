@@ -16,11 +16,10 @@ a constant tells the compiler more, its largest power-of-two factor: Inductor's 
 of K = 72 fp16 elements in 16-byte vectors where a runtime 72 makes 2-byte loads. The launch
 therefore passes, for every operand whose contiguous runs start at a multiple of fewer than 16
 elements, that factor (``*_HINT_DIM``, ``*_HINT_DIV``: ``tl.multiple_of`` on the offsets), and
-the run over which the K and N bounds masks are constant (``K_RUN``, ``N_RUN``:
-``tl.max_constancy``): what the compiler derives from Inductor's constants
-(:func:`kernel_spec.layout_hints`). The hints sit in the kernel bodies themselves (a
-``tl.multiple_of`` on a helper function's argument is lost). Aligned problems get none, and their
-kernels are unchanged.
+the run over which the K and N bounds masks are constant and the wrapped M and N offsets
+contiguous (``K_RUN``, ``N_RUN``, ``M_RUN``: ``tl.max_constancy``, ``tl.max_contiguous``): what
+the compiler derives from Inductor's constants (:func:`kernel_spec.layout_hints`; ``_hinted_sum``,
+``_bounds_mask``, ``_wrapped``). Aligned problems get none, and their kernels are unchanged.
 
 The persistent TMA template (``triton_persistent_tma_mm.py.jinja``, the stable tensor-descriptor
 API of Triton 3.6) is copied the same way: one program per SM walking the output tiles in the
@@ -45,6 +44,69 @@ import triton.language as tl
 from ..types import KernelConfig
 from . import kernel_spec
 from .kernel_spec import launch_spec
+
+
+@triton.jit
+def _hinted_sum(first, second, DIM: tl.constexpr, DIV: tl.constexpr):
+    """``first + second``, offsets whose contiguous runs along ``DIM`` (0, 1; -1: no hint) start at
+    multiples of ``DIV`` elements. The sum is made here: a hint on a value the function is given
+    (its argument) is lost."""
+    offsets = first + second
+    if DIM == 0:
+        offsets = tl.multiple_of(offsets, [DIV, 1])
+    elif DIM == 1:
+        offsets = tl.multiple_of(offsets, [1, DIV])
+    return offsets
+
+
+@triton.jit
+def _bounds_mask(index, bound, DIM: tl.constexpr, RUN: tl.constexpr):
+    """``index < bound``, constant over aligned runs of ``RUN`` elements along ``DIM`` (0: no hint)."""
+    mask = index < bound
+    if RUN > 0:
+        if DIM == 0:
+            mask = tl.max_constancy(mask, [RUN, 1])
+        else:
+            mask = tl.max_constancy(mask, [1, RUN])
+    return mask
+
+
+@triton.jit
+def _wrapped(index, size, RUN: tl.constexpr):
+    """``index % size`` (the templates' wrap-around offsets), contiguous over aligned runs of
+    ``RUN`` elements that start at multiples of ``RUN`` (0: no hint): the wrap falls at multiples
+    of ``size``, of which ``RUN`` is a power-of-two factor."""
+    wrapped = index % size
+    if RUN > 0:
+        wrapped = tl.max_contiguous(tl.multiple_of(wrapped, RUN), RUN)
+    return wrapped
+
+
+@triton.jit
+def _store_tile(
+    C,
+    Bias,
+    acc,
+    idx_m,
+    idx_n,
+    M,
+    N,
+    stride_cm,
+    stride_cn,
+    stride_biasm: tl.constexpr,
+    stride_biasn: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    C_HINT_DIM: tl.constexpr,
+    C_HINT_DIV: tl.constexpr,
+    N_RUN: tl.constexpr,
+):
+    """The mm templates' epilogue: the tile (+ bias) stored where it lies within M x N."""
+    mask = (idx_m < M) & _bounds_mask(idx_n, N, 1, N_RUN)
+    if HAS_BIAS:
+        bias = tl.load(Bias + (idx_m * stride_biasm + idx_n * stride_biasn), mask, eviction_policy="evict_last")
+        acc = acc + bias.to(tl.float32)
+    c_offsets = _hinted_sum(idx_m * stride_cm, idx_n * stride_cn, C_HINT_DIM, C_HINT_DIV)
+    tl.store(C + c_offsets, acc.to(C.dtype.element_ty), mask)
 
 
 def _mm_body(
@@ -82,6 +144,7 @@ def _mm_body(
     C_HINT_DIV: tl.constexpr,
     K_RUN: tl.constexpr,
     N_RUN: tl.constexpr,
+    M_RUN: tl.constexpr,
 ):
     pid = tl.program_id(0)
     grid_m = (M + BLOCK_M - 1) // BLOCK_M
@@ -96,11 +159,11 @@ def _mm_body(
     if A_CONTIG:
         offs_a_m = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
     else:
-        offs_a_m = rm % M
+        offs_a_m = _wrapped(rm, M, M_RUN)
     if B_CONTIG:
         offs_b_n = tl.max_contiguous(tl.multiple_of(rn % N, BLOCK_N), BLOCK_N)
     else:
-        offs_b_n = rn % N
+        offs_b_n = _wrapped(rn, N, N_RUN)
     offs_k = tl.arange(0, BLOCK_K)
     if INDEX_64:  # an operand holds more than 2**31 elements: offsets in int64
         offs_a_m = offs_a_m.to(tl.int64)
@@ -110,28 +173,16 @@ def _mm_body(
     for k_idx in range(0, tl.cdiv(K, BLOCK_K)):
         a_k = offs_k[None, :] + (k_idx * BLOCK_K)
         b_k = offs_k[:, None] + (k_idx * BLOCK_K)
-        a_offsets = offs_a_m[:, None] * stride_am + a_k * stride_ak
-        if A_HINT_DIM == 0:
-            a_offsets = tl.multiple_of(a_offsets, [A_HINT_DIV, 1])
-        elif A_HINT_DIM == 1:
-            a_offsets = tl.multiple_of(a_offsets, [1, A_HINT_DIV])
-        b_offsets = b_k * stride_bk + offs_b_n[None, :] * stride_bn
-        if B_HINT_DIM == 0:
-            b_offsets = tl.multiple_of(b_offsets, [B_HINT_DIV, 1])
-        elif B_HINT_DIM == 1:
-            b_offsets = tl.multiple_of(b_offsets, [1, B_HINT_DIV])
+        a_offsets = _hinted_sum(offs_a_m[:, None] * stride_am, a_k * stride_ak, A_HINT_DIM, A_HINT_DIV)
+        b_offsets = _hinted_sum(b_k * stride_bk, offs_b_n[None, :] * stride_bn, B_HINT_DIM, B_HINT_DIV)
         a_ptrs = A + a_offsets
         b_ptrs = B + b_offsets
         if EVEN_K:
             a = tl.load(a_ptrs)
             b = tl.load(b_ptrs)
         else:
-            a_mask = offs_k[None, :] < (K - k_idx * BLOCK_K)
-            if K_RUN > 0:
-                a_mask = tl.max_constancy(a_mask, [1, K_RUN])
-            b_mask = offs_k[:, None] < (K - k_idx * BLOCK_K)
-            if K_RUN > 0:
-                b_mask = tl.max_constancy(b_mask, [K_RUN, 1])
+            a_mask = _bounds_mask(offs_k[None, :], K - k_idx * BLOCK_K, 1, K_RUN)
+            b_mask = _bounds_mask(offs_k[:, None], K - k_idx * BLOCK_K, 0, K_RUN)
             a = tl.load(a_ptrs, mask=a_mask, other=0.0)
             b = tl.load(b_ptrs, mask=b_mask, other=0.0)
         if USE_FAST_ACCUM:
@@ -144,18 +195,23 @@ def _mm_body(
     idx_n = rn[None, :]
     if INDEX_64:
         idx_m = idx_m.to(tl.int64)
-    mask = (idx_m < M) & (idx_n < N)
-    if N_RUN > 0:
-        mask = tl.max_constancy(mask, [1, N_RUN])
-    if HAS_BIAS:
-        bias = tl.load(Bias + (idx_m * stride_biasm + idx_n * stride_biasn), mask, eviction_policy="evict_last")
-        acc = acc + bias.to(tl.float32)
-    c_offsets = idx_m * stride_cm + idx_n * stride_cn
-    if C_HINT_DIM == 0:
-        c_offsets = tl.multiple_of(c_offsets, [C_HINT_DIV, 1])
-    elif C_HINT_DIM == 1:
-        c_offsets = tl.multiple_of(c_offsets, [1, C_HINT_DIV])
-    tl.store(C + c_offsets, acc.to(C.dtype.element_ty), mask)
+    _store_tile(
+        C,
+        Bias,
+        acc,
+        idx_m,
+        idx_n,
+        M,
+        N,
+        stride_cm,
+        stride_cn,
+        stride_biasm,
+        stride_biasn,
+        HAS_BIAS,
+        C_HINT_DIM,
+        C_HINT_DIV,
+        N_RUN,
+    )
 
 
 def _bmm_body(
@@ -198,6 +254,7 @@ def _bmm_body(
     C_HINT_DIV: tl.constexpr,
     K_RUN: tl.constexpr,
     N_RUN: tl.constexpr,
+    M_RUN: tl.constexpr,
 ):
     pid = tl.program_id(0)
     grid_m = (M + BLOCK_M - 1) // BLOCK_M
@@ -212,11 +269,11 @@ def _bmm_body(
     if A_CONTIG:
         ram = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
     else:
-        ram = rm % M
+        ram = _wrapped(rm, M, M_RUN)
     if B_CONTIG:
         rbn = tl.max_contiguous(tl.multiple_of(rn % N, BLOCK_N), BLOCK_N)
     else:
-        rbn = rn % N
+        rbn = _wrapped(rn, N, N_RUN)
     rk = tl.arange(0, BLOCK_K)
     idx_q = tl.program_id(1) + tl.program_id(2) * tl.num_programs(1)
     idx_q_clamped = tl.minimum(idx_q, BATCH - 1)
@@ -225,16 +282,12 @@ def _bmm_body(
         ram = ram.to(tl.int64)
         rbn = rbn.to(tl.int64)
         rk = rk.to(tl.int64)
-    a_offsets = ram[:, None] * stride_am + rk[None, :] * stride_ak + idx_q_clamped * stride_aq
-    if A_HINT_DIM == 0:
-        a_offsets = tl.multiple_of(a_offsets, [A_HINT_DIV, 1])
-    elif A_HINT_DIM == 1:
-        a_offsets = tl.multiple_of(a_offsets, [1, A_HINT_DIV])
-    b_offsets = rk[:, None] * stride_bk + rbn[None, :] * stride_bn + idx_q_clamped * stride_bq
-    if B_HINT_DIM == 0:
-        b_offsets = tl.multiple_of(b_offsets, [B_HINT_DIV, 1])
-    elif B_HINT_DIM == 1:
-        b_offsets = tl.multiple_of(b_offsets, [1, B_HINT_DIV])
+    a_offsets = _hinted_sum(
+        ram[:, None] * stride_am + rk[None, :] * stride_ak, idx_q_clamped * stride_aq, A_HINT_DIM, A_HINT_DIV
+    )
+    b_offsets = _hinted_sum(
+        rk[:, None] * stride_bk + rbn[None, :] * stride_bn, idx_q_clamped * stride_bq, B_HINT_DIM, B_HINT_DIV
+    )
     A = A + a_offsets
     B = B + b_offsets
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -243,12 +296,8 @@ def _bmm_body(
             a = tl.load(A)
             b = tl.load(B)
         else:
-            a_mask = rk[None, :] < k
-            if K_RUN > 0:
-                a_mask = tl.max_constancy(a_mask, [1, K_RUN])
-            b_mask = rk[:, None] < k
-            if K_RUN > 0:
-                b_mask = tl.max_constancy(b_mask, [K_RUN, 1])
+            a_mask = _bounds_mask(rk[None, :], k, 1, K_RUN)
+            b_mask = _bounds_mask(rk[:, None], k, 0, K_RUN)
             a = tl.load(A, mask=a_mask, other=0.0)
             b = tl.load(B, mask=b_mask, other=0.0)
         acc += tl.dot(a, b, allow_tf32=ALLOW_TF32)
@@ -262,9 +311,7 @@ def _bmm_body(
         idx_q = idx_q.to(tl.int64)
         idx_m = idx_m.to(tl.int64)
     idx_n = rn[None, :]
-    mask = (idx_m < M) & (idx_n < N) & (idx_q < BATCH)
-    if N_RUN > 0:
-        mask = tl.max_constancy(mask, [1, N_RUN])
+    mask = (idx_m < M) & _bounds_mask(idx_n, N, 1, N_RUN) & (idx_q < BATCH)
     if HAS_BIAS:
         bias = tl.load(
             Bias + (idx_q * stride_biasq + idx_m * stride_biasm + idx_n * stride_biasn),
@@ -272,11 +319,7 @@ def _bmm_body(
             eviction_policy="evict_last",
         )
         acc = acc + bias.to(tl.float32)
-    c_offsets = idx_q * stride_cq + idx_m * stride_cm + idx_n * stride_cn
-    if C_HINT_DIM == 0:
-        c_offsets = tl.multiple_of(c_offsets, [C_HINT_DIV, 1])
-    elif C_HINT_DIM == 1:
-        c_offsets = tl.multiple_of(c_offsets, [1, C_HINT_DIV])
+    c_offsets = _hinted_sum(idx_q * stride_cq + idx_m * stride_cm, idx_n * stride_cn, C_HINT_DIM, C_HINT_DIV)
     tl.store(C + c_offsets, acc.to(C.dtype.element_ty), mask)
 
 
@@ -315,6 +358,7 @@ def _tma_mm_body(
     C_HINT_DIV: tl.constexpr,
     K_RUN: tl.constexpr,
     N_RUN: tl.constexpr,
+    M_RUN: tl.constexpr,
 ):
     start_pid = tl.program_id(0)
     grid_m = tl.cdiv(M, BLOCK_M)
@@ -352,18 +396,23 @@ def _tma_mm_body(
         idx_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N))[None, :]
         if INDEX_64:
             idx_m = idx_m.to(tl.int64)
-        mask = (idx_m < M) & (idx_n < N)
-        if N_RUN > 0:
-            mask = tl.max_constancy(mask, [1, N_RUN])
-        if HAS_BIAS:
-            bias = tl.load(Bias + (idx_m * stride_biasm + idx_n * stride_biasn), mask, eviction_policy="evict_last")
-            acc = acc + bias.to(tl.float32)
-        c_offsets = idx_m * stride_cm + idx_n * stride_cn
-        if C_HINT_DIM == 0:
-            c_offsets = tl.multiple_of(c_offsets, [C_HINT_DIV, 1])
-        elif C_HINT_DIM == 1:
-            c_offsets = tl.multiple_of(c_offsets, [1, C_HINT_DIV])
-        tl.store(C + c_offsets, acc.to(C.dtype.element_ty), mask)
+        _store_tile(
+            C,
+            Bias,
+            acc,
+            idx_m,
+            idx_n,
+            M,
+            N,
+            stride_cm,
+            stride_cn,
+            stride_biasm,
+            stride_biasn,
+            HAS_BIAS,
+            C_HINT_DIM,
+            C_HINT_DIV,
+            N_RUN,
+        )
 
 
 # Sizes as plain runtime arguments (one binary serves every shape with the same stride classes)...
