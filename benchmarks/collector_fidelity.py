@@ -29,7 +29,6 @@ import os
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 # an empty Triton cache: the fast path's rate includes compiling every kernel it needs
@@ -41,9 +40,8 @@ os.environ["TRITON_CACHE_DIR"] = os.environ["DIODE_FIDELITY_TRITON_CACHE"]
 os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 
-from benchmarks.common import command_line, spearman, stage  # noqa: E402
+from benchmarks.common import command_line, report_header, spearman, stage  # noqa: E402
 from torch_diode.collection import collect  # noqa: E402
 from torch_diode.collection.fast_sweep import (  # noqa: E402
     FLUSH_BYTES,
@@ -258,11 +256,7 @@ def main() -> int:
     stage("fast timing of the same configs done")
 
     report = {
-        "command": command_line(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "device": torch.cuda.get_device_name(),
-        "torch": torch.__version__,
-        "triton": __import__("triton").__version__,
+        **report_header(),
         **rates,
         **fidelity,
         "flush_bytes": {"fast": FLUSH_BYTES, "inductor_stock": "the device's L2 size", "inductor_flush": FLUSH_BYTES},
@@ -351,11 +345,7 @@ def recorded(args: argparse.Namespace) -> int:
     reference = load_datasets(args.recorded)
     rows = fast_against({"stock": reference}, args.reps)["stock"]
     report = {
-        "command": command_line(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "device": torch.cuda.get_device_name(),
-        "torch": torch.__version__,
-        "triton": __import__("triton").__version__,
+        **report_header(),
         "reference": args.recorded,
         "flush_bytes": {"fast": FLUSH_BYTES, "inductor": "the device's L2 size (stock)"},
         **medians(rows),

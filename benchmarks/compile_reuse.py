@@ -17,10 +17,9 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from pathlib import Path
 
-from benchmarks.common import command_line
+from benchmarks.common import report_header
 
 
 def main() -> int:
@@ -30,7 +29,6 @@ def main() -> int:
     args = parser.parse_args()
     os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="triton_cache_"))
     import torch
-    import triton
 
     from torch_diode.collection.fast_sweep import precompile
     from torch_diode.collection.operands import layout_tensors
@@ -52,11 +50,7 @@ def main() -> int:
         return times
 
     report = {
-        "command": command_line(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "device": torch.cuda.get_device_name(),
-        "torch": torch.__version__,
-        "triton": triton.__version__,
+        **report_header(),
         "cache_dir": os.environ["TRITON_CACHE_DIR"],
     }
     pa = Problem("mm", 1, 1024, 4096, 2048, "float16", "float16", "float16")

@@ -26,16 +26,14 @@ import json
 import math
 import os
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 
 os.environ.setdefault("TORCH_DIODE_NO_AUTOREGISTER", "1")  # stock Inductor in step 3
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 
 from benchmarks.collector_fidelity import fast_on, inductor_reference  # noqa: E402
-from benchmarks.common import command_line, stage  # noqa: E402
+from benchmarks.common import report_header, stage  # noqa: E402
 from torch_diode.collection import kernel_spec  # noqa: E402
 from torch_diode.collection.fast_sweep import FLUSH_BYTES, FastSweep, flush_buffer, precompile  # noqa: E402
 from torch_diode.inductor.config_space import aten_configs, triton_configs  # noqa: E402
@@ -153,11 +151,7 @@ def main() -> int:
         else None,
     }
     report = {
-        "command": command_line(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "device": torch.cuda.get_device_name(),
-        "torch": torch.__version__,
-        "triton": __import__("triton").__version__,
+        **report_header(),
         "data": args.data,
         **summary,
         "rows": rows,

@@ -18,13 +18,12 @@ import os
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from benchmarks.common import command_line, spearman
+from benchmarks.common import report_header, spearman
 from torch_diode.collection import collect
 from torch_diode.collection.fast_sweep import FastSweep, _queue, hardware_l2_bytes, precompile
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings
@@ -56,11 +55,7 @@ def main() -> int:
 
     kernel_spec.SPECIALIZE_SIZES = args.specialize_sizes
     report = {
-        "command": command_line(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "device": torch.cuda.get_device_name(),
-        "torch": torch.__version__,
-        "triton": __import__("triton").__version__,
+        **report_header(),
         "shapes": [],
     }
     for problem in SHAPES:
