@@ -109,6 +109,46 @@ def _store_tile(
     tl.store(C + c_offsets, acc.to(C.dtype.element_ty), mask)
 
 
+@triton.jit
+def _grouped_tile(tile_id, grid_m, grid_n, GROUP_M: tl.constexpr):
+    """The templates' grouped tile order (better L2 reuse): tile ``tile_id``'s (pid_m, pid_n)."""
+    width = GROUP_M * grid_n
+    group_id = tile_id // width
+    group_size = min(grid_m - group_id * GROUP_M, GROUP_M)
+    pid_m = group_id * GROUP_M + (tile_id % group_size)
+    pid_n = (tile_id % width) // (group_size)
+    return pid_m, pid_n
+
+
+@triton.jit
+def _tile_offsets(
+    pid,
+    M,
+    N,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    A_CONTIG: tl.constexpr,
+    B_CONTIG: tl.constexpr,
+    M_RUN: tl.constexpr,
+    N_RUN: tl.constexpr,
+):
+    """The mm/bmm templates' tile of program ``pid`` and its wrap-around row and column offsets,
+    with the templates' contiguity hints (and the layout hints where the tile wraps)."""
+    pid_m, pid_n = _grouped_tile(pid, (M + BLOCK_M - 1) // BLOCK_M, (N + BLOCK_N - 1) // BLOCK_N, GROUP_M)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    if A_CONTIG:
+        offs_m = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
+    else:
+        offs_m = _wrapped(rm, M, M_RUN)
+    if B_CONTIG:
+        offs_n = tl.max_contiguous(tl.multiple_of(rn % N, BLOCK_N), BLOCK_N)
+    else:
+        offs_n = _wrapped(rn, N, N_RUN)
+    return pid_m, pid_n, offs_m, offs_n
+
+
 def _mm_body(
     A,
     B,
@@ -146,24 +186,9 @@ def _mm_body(
     N_RUN: tl.constexpr,
     M_RUN: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    grid_m = (M + BLOCK_M - 1) // BLOCK_M
-    grid_n = (N + BLOCK_N - 1) // BLOCK_N
-    width = GROUP_M * grid_n
-    group_id = pid // width
-    group_size = min(grid_m - group_id * GROUP_M, GROUP_M)
-    pid_m = group_id * GROUP_M + (pid % group_size)
-    pid_n = (pid % width) // (group_size)
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    if A_CONTIG:
-        offs_a_m = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
-    else:
-        offs_a_m = _wrapped(rm, M, M_RUN)
-    if B_CONTIG:
-        offs_b_n = tl.max_contiguous(tl.multiple_of(rn % N, BLOCK_N), BLOCK_N)
-    else:
-        offs_b_n = _wrapped(rn, N, N_RUN)
+    pid_m, pid_n, offs_a_m, offs_b_n = _tile_offsets(
+        tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M, A_CONTIG, B_CONTIG, M_RUN, N_RUN
+    )
     offs_k = tl.arange(0, BLOCK_K)
     if INDEX_64:  # an operand holds more than 2**31 elements: offsets in int64
         offs_a_m = offs_a_m.to(tl.int64)
@@ -256,24 +281,9 @@ def _bmm_body(
     N_RUN: tl.constexpr,
     M_RUN: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    grid_m = (M + BLOCK_M - 1) // BLOCK_M
-    grid_n = (N + BLOCK_N - 1) // BLOCK_N
-    width = GROUP_M * grid_n
-    group_id = pid // width
-    group_size = min(grid_m - group_id * GROUP_M, GROUP_M)
-    pid_m = group_id * GROUP_M + (pid % group_size)
-    pid_n = (pid % width) // (group_size)
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    if A_CONTIG:
-        ram = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
-    else:
-        ram = _wrapped(rm, M, M_RUN)
-    if B_CONTIG:
-        rbn = tl.max_contiguous(tl.multiple_of(rn % N, BLOCK_N), BLOCK_N)
-    else:
-        rbn = _wrapped(rn, N, N_RUN)
+    pid_m, pid_n, ram, rbn = _tile_offsets(
+        tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M, A_CONTIG, B_CONTIG, M_RUN, N_RUN
+    )
     rk = tl.arange(0, BLOCK_K)
     idx_q = tl.program_id(1) + tl.program_id(2) * tl.num_programs(1)
     idx_q_clamped = tl.minimum(idx_q, BATCH - 1)
@@ -364,7 +374,6 @@ def _tma_mm_body(
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = grid_m * grid_n
-    width = GROUP_M * grid_n
     a_desc = tl.make_tensor_descriptor(
         base=A,
         shape=[M, K] if A_ROW_MAJOR else [K, M],
@@ -378,10 +387,7 @@ def _tma_mm_body(
         block_shape=[BLOCK_K, BLOCK_N] if B_ROW_MAJOR else [BLOCK_N, BLOCK_K],
     )
     for tile_id in tl.range(start_pid, num_tiles, NUM_SMS):
-        group_id = tile_id // width
-        group_size = min(grid_m - group_id * GROUP_M, GROUP_M)
-        pid_m = group_id * GROUP_M + (tile_id % group_size)
-        pid_n = (tile_id % width) // (group_size)
+        pid_m, pid_n = _grouped_tile(tile_id, grid_m, grid_n, GROUP_M)
         rm = (pid_m * BLOCK_M).to(tl.int32)
         rn = (pid_n * BLOCK_N).to(tl.int32)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
