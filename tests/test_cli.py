@@ -24,7 +24,7 @@ def test_console_script_is_installed():
     script = Path(sys.executable).parent / "diode"
     assert script.exists()
     out = subprocess.run([script, "--help"], capture_output=True, text=True, check=True).stdout
-    for command in ("dataset", "collect", "collect-shapeset", "create-validation"):
+    for command in ("dataset", "collect", "collect-shapeset", "create-validation", "remeasure"):
         assert command in out
 
 
@@ -40,6 +40,7 @@ def test_console_script_is_installed():
         ["collect"],
         ["collect-shapeset"],
         ["create-validation"],
+        ["remeasure"],
     ],
 )
 def test_every_command_has_help(command):

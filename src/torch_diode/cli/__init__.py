@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--format",
         metavar="FMT",
         dest="global_format",
-        help="the subcommand's --format (collect, collect-shapeset, create-validation)",
+        help="the subcommand's --format (collect, collect-shapeset, create-validation, remeasure)",
     )
     parser.add_argument("--seed", metavar="N", dest="global_seed", help="the subcommand's --seed")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
