@@ -8,7 +8,8 @@
 #   make test-fast   the Python tests not marked `slow`, one pytest-xdist worker per core: what to
 #                    run while editing
 #   make test-slow   the Python tests marked `slow` (real torch.compile runs, workflows end to end),
-#                    one pytest-xdist worker per core; .ci/run runs it after `make test`
+#                    one pytest-xdist worker per core (idle ones steal queued tests); .ci/run runs
+#                    it after `make test`
 #   make test-python the whole Python suite in one pytest run
 #   make test-cpp    the C++ unit tests under AddressSanitizer and UBSan
 #   make lint        ruff (lint and format check) over Python, clang-format over csrc/
@@ -46,7 +47,7 @@ $(PY):
 
 $(STAMP): $(PY) $(SOURCES)
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install "torch==2.13.0"
-	$(PIP) install "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.24" "msgpack>=1.0" "tqdm>=4.60" "matplotlib>=3.6" "pytest>=7" "tensorboard>=2.10" "hypothesis>=6" "pytest-xdist>=3"
+	$(PIP) install "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.24" "msgpack>=1.0" "tqdm>=4.60" "matplotlib>=3.6" "pytest>=7" "tensorboard>=2.10" "hypothesis>=6" "pytest-xdist>=3.2"
 	$(PIP) install --no-build-isolation --no-deps .
 	$(PY) -c "import torch_diode._C"
 	touch $(STAMP)
@@ -67,11 +68,11 @@ test-python: $(STAMP)
 	$(PYTEST) $(PYTEST_OK)
 
 test-fast: $(STAMP)
-	$(PYTEST) -m "not slow" -n $(JOBS) $(PYTEST_OK)
+	$(PYTEST) -m "not slow" -n $(JOBS) --dist worksteal $(PYTEST_OK)
 
 test-slow: $(STAMP)
 	@echo "test-slow: real torch.compile runs and whole workflows; minutes, not seconds (make test-fast skips them)"
-	$(PYTEST) -m slow -n $(JOBS) $(PYTEST_OK)
+	$(PYTEST) -m slow -n $(JOBS) --dist worksteal $(PYTEST_OK)
 
 # C++ unit tests under AddressSanitizer and UBSan (test_fuzz.cpp: seeded random inputs, longer with
 # DIODE_FUZZ_ITERATIONS=N): GoogleTest from Debian's libgtest-dev, installed here where it is
