@@ -7,7 +7,8 @@ tests/gpu/test_fast_sweep_gpu.py):
   than programs;
 - the mm/bmm kernels compiled for an H100 (sm_90 PTX, no GPU needed): with the layout hints, the
   global loads and stores are as wide as those of the same kernel with every size and stride a
-  constant, as Inductor's kernels have them."""
+  constant, as Inductor's kernels have them;
+- the persistent TMA kernel compiled for an H100: tensor-map bulk copies for every config."""
 
 import subprocess
 import sys
@@ -65,12 +66,10 @@ def test_persistent_tma_kernel_computes_the_product_in_the_interpreter():
     assert done.stdout.split() == ["checked", "12"]
 
 
-def _access_widths(problem, config, constants: bool, hints: bool = True) -> list[str]:
-    """The kinds and byte widths of the global loads and stores in the PTX of the fast path's
-    kernel for ``problem`` (sm_90); ``constants``: every size and stride a constexpr (Inductor's
-    kernels); ``hints``: the layout hints as the launch passes them."""
-    import re
-
+def _ptx(problem, config, constants: bool = False, hints: bool = True) -> str:
+    """The sm_90 PTX of the fast path's kernel of ``config`` for ``problem`` (compiled without a
+    GPU); ``constants``: every size and stride a constexpr (Inductor's kernels); ``hints``: the
+    layout hints as the launch passes them."""
     import torch
     import triton
     from triton.backends.compiler import GPUTarget
@@ -78,10 +77,8 @@ def _access_widths(problem, config, constants: bool, hints: bool = True) -> list
 
     from torch_diode.collection import triton_mm
     from torch_diode.collection.fast_sweep import _meta_layout
-    from torch_diode.collection.kernel_spec import launch_spec
 
-    batched, _, spec = launch_spec(*_meta_layout(problem), config)
-    fn = triton_mm._bmm_kernel_spec if batched else triton_mm._mm_kernel_spec
+    fn, _, spec = triton_mm.launch_args(*_meta_layout(problem), config)
     meta = {k: v for k, v in spec["meta"].items() if k not in ("num_stages", "num_warps")}
     if not hints:
         meta.update({k: -1 if k.endswith("_DIM") else 16 for k in meta if "_HINT_" in k}, K_RUN=0, N_RUN=0, M_RUN=0)
@@ -103,10 +100,42 @@ def _access_widths(problem, config, constants: bool, hints: bool = True) -> list
         target=GPUTarget("cuda", 90, 32),
         options={"num_warps": config.num_warps, "num_stages": config.num_stages},
     )
-    ptx = compiled.asm["ptx"]
+    return compiled.asm["ptx"]
+
+
+def _access_widths(problem, config, constants: bool, hints: bool = True) -> list[str]:
+    """The kinds and byte widths of the global loads and stores in :func:`_ptx`."""
+    import re
+
+    ptx = _ptx(problem, config, constants, hints)
     found = set(re.findall(r"(?:ld|st)\.global[.\w]*", ptx))
     found |= {f"cp.async:{m}" for m in re.findall(r"cp\.async\.\w+\.shared\.global[^;]*?,\s*(0x\w+|\d+)", ptx)}
     return sorted(found)
+
+
+@pytest.mark.parametrize(
+    "problem",
+    [
+        Problem("addmm", 1, 4096, 4096, 1536, "bfloat16", "bfloat16", "bfloat16", transpose_b=True),
+        Problem("mm", 1, 1000, 704, 1024, "float16", "float16", "float16", transpose_a=True),
+        Problem("mm", 1, 128, 256, 100, "float32", "float32", "float32"),
+    ],
+    ids=lambda p: p.short(),
+)
+def test_persistent_tma_kernel_compiles_to_tensor_map_loads(problem):
+    """Each config of the persistent TMA template that Inductor offers compiles for an H100, its
+    operands read by TMA bulk copies through tensor maps (and half precision multiplied by
+    wgmma)."""
+    from torch._inductor import config
+
+    from torch_diode.inductor.config_space import tma_configs, tma_offered
+
+    with config.patch({"triton.enable_persistent_tma_matmul": True}):
+        assert tma_offered(problem, device_has_tma=True)
+    for tma_config in tma_configs(problem, num_sms=132):
+        ptx = _ptx(problem, tma_config)
+        assert "cp.async.bulk.tensor" in ptx and "tensormap" in ptx, tma_config
+        assert ("wgmma" in ptx) == (problem.dtype_a != "float32"), tma_config
 
 
 @pytest.mark.parametrize(
