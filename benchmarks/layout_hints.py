@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import tempfile
 from pathlib import Path
@@ -32,10 +31,11 @@ os.environ.setdefault("TORCH_DIODE_NO_AUTOREGISTER", "1")  # stock Inductor in s
 
 import numpy as np  # noqa: E402
 
-from benchmarks.collector_fidelity import fast_on, inductor_reference  # noqa: E402
-from benchmarks.common import report_header, stage  # noqa: E402
+from benchmarks.collector_fidelity import config_tuple, fast_on, inductor_reference  # noqa: E402
+from benchmarks.common import geomean, report_header, stage  # noqa: E402
 from torch_diode.collection import kernel_spec  # noqa: E402
 from torch_diode.collection.fast_sweep import FLUSH_BYTES, FastSweep, flush_buffer, precompile  # noqa: E402
+from torch_diode.collection.sweep_state import problem_key  # noqa: E402
 from torch_diode.inductor.config_space import aten_configs, triton_configs  # noqa: E402
 from torch_diode.types import load_dataset, load_datasets  # noqa: E402
 
@@ -54,10 +54,6 @@ def timed(problems, configs, hints: bool, reps: int) -> dict:
     for p in problems:
         out.update({(p, c): ms for c, ms in zip(configs[p], fast_on(p, configs[p], reps, flush))})
     return out
-
-
-def _gm(x: list[float]) -> float | None:
-    return float(math.exp(np.mean(np.log(x)))) if x else None
 
 
 def main() -> int:
@@ -110,21 +106,18 @@ def main() -> int:
     if shapes:
         path = Path(tempfile.mkdtemp()) / "inductor.json"
         inductor_reference(shapes, 0, 0, path, FLUSH_BYTES)
-        for _, p, timings in load_dataset(path).problems():
-            if p not in configs:
+        by_key = {problem_key(p): p for p in shapes}  # Inductor's record carries strides
+        for _, recorded_problem, timings in load_dataset(path).problems():
+            p = by_key.get(problem_key(recorded_problem))
+            if p is None:
                 continue
-            by_tile = {
-                (c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps): c for c in configs[p] if c.is_tiled
-            }
+            by_tile = {config_tuple(c): c for c in configs[p] if c.is_tiled}
             pairs = [
-                (t.time_us, by_tile[key])
+                (t.time_us, by_tile[config_tuple(t.config)])
                 for t in timings
-                if t.config.is_tiled and not t.failed
-                for key in [
-                    (t.config.block_m, t.config.block_n, t.config.block_k, t.config.num_stages, t.config.num_warps)
-                ]
-                if key in by_tile and off[p, by_tile[key]] and on[p, by_tile[key]]
+                if t.config.is_tiled and not t.failed and config_tuple(t.config) in by_tile
             ]
+            pairs = [(i, c) for i, c in pairs if off[p, c] and on[p, c]]
             fidelity.append(
                 {
                     "problem": p.short(),
@@ -136,11 +129,11 @@ def main() -> int:
     ratios = [r["best_triton_off_over_on"] for r in rows]
     summary = {
         "problems": len(rows),
-        "best_triton_off_over_on_geomean": _gm(ratios),
+        "best_triton_off_over_on_geomean": geomean(ratios),
         "best_triton_off_over_on_max": max(ratios) if ratios else None,
         "best_choice_flips_to_triton": sum(r["best_is_triton_on"] and not r["best_is_triton_off"] for r in rows),
         "best_choice_flips_to_aten": sum(r["best_is_triton_off"] and not r["best_is_triton_on"] for r in rows),
-        "recorded_over_off_geomean": _gm(
+        "recorded_over_off_geomean": geomean(
             [r["recorded_best_triton_over_off"] for r in rows if r["recorded_best_triton_over_off"]]
         ),
         "inductor_median_abs_rel_diff_off": float(np.median([f["median_abs_rel_diff_off"] for f in fidelity]))

@@ -153,6 +153,11 @@ def _choice(r: _Reader, key: str, allowed: Iterable[str]) -> str:
     return value
 
 
+def _dense_strides(rows: int, cols: int, transposed: bool) -> tuple[int, int, int]:
+    """(batch, row, column) strides of a dense rows x cols matrix, stored transposed or not."""
+    return (rows * cols, 1, rows) if transposed else (rows * cols, cols, 1)
+
+
 @dataclass(frozen=True)
 class Problem:
     """One GEMM problem as an op sees it: ``out[B, M, N] = A[B, M, K] @ B[B, K, N] (+ bias)``.
@@ -213,17 +218,26 @@ class Problem:
         transposes give. For a dense 2-D operand that is its leading dimension; where nothing steps
         between vectors (one row, a broadcast operand) it is 16, which every element size aligns."""
 
-        def step(strides: tuple[int, ...] | None, rows: int, cols: int, transposed: bool) -> int:
-            if strides is None or len(strides) < 2:
-                strides = (rows * cols, 1, rows) if transposed else (rows * cols, cols, 1)
+        def step(strides: tuple[int, ...], rows: int, cols: int) -> int:
             full = (0, *strides[-2:]) if len(strides) == 2 else tuple(strides[-3:])
             steps = [abs(s) for s, n in zip(full, (self.B, rows, cols)) if n > 1 and abs(s) > 1]
             return math.gcd(*steps) if steps else 16
 
+        strides_a, strides_b = self.operand_strides()
         return (
-            step(self.strides_a, self.M, self.K, self.transpose_a),
-            step(self.strides_b, self.K, self.N, self.transpose_b),
-            step(None, self.M, self.N, False),
+            step(strides_a, self.M, self.K),
+            step(strides_b, self.K, self.N),
+            step(_dense_strides(self.M, self.N, False), self.M, self.N),
+        )
+
+    def operand_strides(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The strides of A ([B,] M x K) and B ([B,] K x N): the recorded ones, else those of the
+        dense layout the transposes give, batch stride first."""
+        a = self.strides_a if self.strides_a and len(self.strides_a) >= 2 else None
+        b = self.strides_b if self.strides_b and len(self.strides_b) >= 2 else None
+        return (
+            tuple(a) if a else _dense_strides(self.M, self.K, self.transpose_a),
+            tuple(b) if b else _dense_strides(self.K, self.N, self.transpose_b),
         )
 
     @property

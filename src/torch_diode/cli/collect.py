@@ -359,6 +359,7 @@ _MEASUREMENT_SETTINGS = (
     "tf32",
     "max_autotune_gemm_search_space",
     "max_autotune_gemm_backends",
+    "persistent_tma",
 )
 
 
@@ -384,6 +385,8 @@ def _measurement_settings(path: str, dataset) -> dict:
 
 
 def _cmd_remeasure(args: argparse.Namespace) -> int:
+    from torch._inductor import config as inductor_config
+
     from ..collection.kernel_spec import layout_hinted
     from ..types import load_dataset
 
@@ -401,6 +404,8 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
         args.search_space = settings["max_autotune_gemm_search_space"] or "DEFAULT"
         args.backends = settings["max_autotune_gemm_backends"] or "ATEN,TRITON"
     args.float32_matmul_precision = "high" if settings["tf32"] else "highest"
+    # the persistent TMA template's configs were timed where the collection had Inductor offer them
+    inductor_config.triton.enable_persistent_tma_matmul = bool(settings["persistent_tma"])
     print(
         f"remeasure {args.input}: {len(problems)} of its {source.num_problems} problems"
         + (" (those whose kernels get layout hints)" if args.layout_hinted else "")

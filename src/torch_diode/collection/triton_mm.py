@@ -26,7 +26,8 @@ API of Triton 3.6) is copied the same way: one program per SM walking the output
 grouped order, A and B read through device-side tensor descriptors in their own majorness, fp32
 accumulation, the addmm epilogue; its output is stored through pointers with a bounds mask
 (Inductor's default, ``tma_store`` off, stores the tile through a block pointer). Device-side
-descriptors need a scratch allocation per launch, which Triton asks of the allocator set here.
+descriptors need a scratch allocation per launch, which Triton asks of the allocator that a TMA
+launcher sets.
 
 The fidelity benchmark (benchmarks/collector_fidelity.py) compares the kernels' timings with
 Inductor's own benchmark of its generated kernels; benchmarks/layout_hints.py the hints' effect.
@@ -439,9 +440,6 @@ def _descriptor_scratch(size: int, alignment: int, stream: Any) -> Any:
     return torch.empty(size, dtype=torch.int8, device="cuda")
 
 
-triton.set_allocator(_descriptor_scratch)
-
-
 def launch_args(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> tuple[Any, tuple, dict]:
     """(kernel, grid, positional args + constexpr kwargs) for ``out = a @ b (+ bias)``."""
     batched, grid, spec = launch_spec(a, b, out, bias, config)
@@ -456,6 +454,8 @@ def make_launcher(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig):
     """A zero-argument callable launching the config's kernel on these tensors."""
     kernel, grid, spec = launch_args(a, b, out, bias, config)
     args, meta = spec["args"], spec["meta"]
+    if config.template_id == kernel_spec.TMA_TEMPLATE_ID:
+        triton.set_allocator(_descriptor_scratch)  # where a TMA kernel runs, not on import
 
     def run() -> None:
         kernel[grid](*args, **meta)

@@ -219,14 +219,6 @@ def _tma_layout_ok(sizes: tuple[int, int], strides: tuple[int, int], itemsize: i
     return (outer * itemsize) % _TMA_ALIGNMENT_BYTES == 0 and (sizes[inner[0]] * itemsize) % _TMA_ALIGNMENT_BYTES == 0
 
 
-def operand_strides(problem: Problem) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The strides of A [M, K] and B [K, N] of a 2-D problem: the recorded ones, else the dense
-    layout its transposes give."""
-    a = problem.strides_a or ((1, problem.M) if problem.transpose_a else (problem.K, 1))
-    b = problem.strides_b or ((1, problem.K) if problem.transpose_b else (problem.N, 1))
-    return tuple(a[-2:]), tuple(b[-2:])
-
-
 def tma_offered(problem: Problem, device_has_tma: bool | None = None) -> bool:
     """Whether Inductor offers the persistent TMA template for ``problem`` (``use_triton_tma_template``):
     mm or addmm, ``triton.enable_persistent_tma_matmul`` set, a GPU with TMA (``device_has_tma``;
@@ -249,7 +241,7 @@ def tma_offered(problem: Problem, device_has_tma: bool | None = None) -> bool:
     from ..types import DTYPES
 
     size = {d: _C.dtype_bytes(DTYPES.index(d)) for d in (problem.dtype_a, problem.dtype_b, problem.dtype_out)}
-    a, b = operand_strides(problem)
+    a, b = (strides[-2:] for strides in problem.operand_strides())
     tensors = [((problem.M, problem.K), a, size[problem.dtype_a]), ((problem.K, problem.N), b, size[problem.dtype_b])]
     if getattr(config.triton, "enable_template_tma_store", False):
         tensors.append(((problem.M, problem.N), (problem.N, 1), size[problem.dtype_out]))
@@ -261,7 +253,7 @@ def tma_configs(problem: Problem, num_sms: int, search_space: str = "DEFAULT") -
     them: :func:`tma_offered`), with the template options it records: the operands' majorness,
     the GPU's SM count ``num_sms`` (the persistent grid), the TMA API, and the addmm epilogue."""
     scaled = scaled_config_array(problem.M, problem.N, problem.K, search_space, tma=True)
-    a, b = operand_strides(problem)
+    a, b = (strides[-2:] for strides in problem.operand_strides())
     extras = {
         "A_ROW_MAJOR": a[1] == 1,
         "B_ROW_MAJOR": b[1] == 1,
