@@ -134,7 +134,7 @@ def main() -> int:
         "best_choice_flips_to_triton": sum(r["best_is_triton_on"] and not r["best_is_triton_off"] for r in rows),
         "best_choice_flips_to_aten": sum(r["best_is_triton_off"] and not r["best_is_triton_on"] for r in rows),
         "recorded_over_off_geomean": geomean(
-            [r["recorded_best_triton_over_off"] for r in rows if r["recorded_best_triton_over_off"]]
+            [r["recorded_over_off_median"] for r in rows if r["recorded_over_off_median"]]
         ),
         "inductor_median_abs_rel_diff_off": float(np.median([f["median_abs_rel_diff_off"] for f in fidelity]))
         if fidelity
