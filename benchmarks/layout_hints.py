@@ -35,7 +35,7 @@ from benchmarks.collector_fidelity import config_tuple, fast_on, inductor_refere
 from benchmarks.common import geomean, report_header, stage  # noqa: E402
 from torch_diode.collection import kernel_spec  # noqa: E402
 from torch_diode.collection.fast_sweep import FLUSH_BYTES, FastSweep, flush_buffer, precompile  # noqa: E402
-from torch_diode.collection.sweep_state import problem_key  # noqa: E402
+from torch_diode.collection.shapes import problem_identity  # noqa: E402
 from torch_diode.inductor.config_space import aten_configs, triton_configs  # noqa: E402
 from torch_diode.types import load_dataset, load_datasets  # noqa: E402
 
@@ -106,9 +106,9 @@ def main() -> int:
     if shapes:
         path = Path(tempfile.mkdtemp()) / "inductor.json"
         inductor_reference(shapes, 0, 0, path, FLUSH_BYTES)
-        by_key = {problem_key(p): p for p in shapes}  # Inductor's record carries strides
+        by_identity = {problem_identity(p): p for p in shapes}  # Inductor's record adds strides and bias
         for _, recorded_problem, timings in load_dataset(path).problems():
-            p = by_key.get(problem_key(recorded_problem))
+            p = by_identity.get(problem_identity(recorded_problem))
             if p is None:
                 continue
             by_tile = {config_tuple(c): c for c in configs[p] if c.is_tiled}

@@ -380,3 +380,16 @@ def test_remeasure_measures_the_hinted_problems_again_and_merge_replace_puts_the
     assert set(merged) == {problem_key(p) for p in [hinted, *others]}
     assert all(t.time_us != 12345.0 for t in merged[problem_key(hinted)]) and len(merged[problem_key(hinted)]) >= 2
     assert all(ts == [stale] for key, ts in merged.items() if key != problem_key(hinted))
+    # the merged file records its hinted re-measurement, so the part that loops over every file
+    # leaves it alone (no output written); a file without hinted problems writes none either
+    def again(source: str) -> str:
+        args = [*cli, "remeasure", str(tmp_path / source), "--layout-hinted", "--device", "cpu"]
+        proc = subprocess.run([*args, "-o", str(tmp_path / "again.json")], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return proc.stdout
+
+    assert "measured with the layout hints; nothing to do" in again("merged.json")
+    assert "measured with the layout hints; nothing to do" in again("new.json")
+    save_dataset(old.subset(lambda hw, p: not layout_hinted(p)), tmp_path / "plain.json")
+    assert "none of its 2 problems gets a layout hint" in again("plain.json")
+    assert not (tmp_path / "again.json").exists()

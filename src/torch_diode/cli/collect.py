@@ -363,16 +363,34 @@ _MEASUREMENT_SETTINGS = (
 )
 
 
+def _collection_settings(dataset) -> list[dict]:
+    """The settings every collection of ``dataset`` recorded (its metadata's sources)."""
+    return [
+        s["settings"]
+        for s in dataset.metadata.get("sources") or []
+        if isinstance(s, dict) and isinstance(s.get("settings"), dict) and s.get("tool") == "torch_diode.collect"
+    ]
+
+
+def _hinted_already(dataset) -> bool:
+    """Whether the problems of ``dataset`` whose kernels get layout hints were measured with them:
+    every collection ran with the hints, or a hinted re-measurement was merged in
+    (`diode dataset merge --replace`)."""
+    settings = _collection_settings(dataset)
+    return bool(settings) and (
+        all(s.get("layout_hints") for s in settings)
+        or any(s.get("command") == "remeasure" and s.get("layout_hinted_only") for s in settings)
+    )
+
+
 def _measurement_settings(path: str, dataset) -> dict:
     """How ``dataset`` (read from ``path``) was measured: the settings its collections recorded,
     which must agree."""
     from ..types import DatasetFormatError
 
-    recorded = [
-        {k: s["settings"].get(k) for k in _MEASUREMENT_SETTINGS}
-        for s in dataset.metadata.get("sources") or []
-        if isinstance(s, dict) and isinstance(s.get("settings"), dict) and s.get("tool") == "torch_diode.collect"
-    ]
+    recorded = [{k: s.get(k) for k in _MEASUREMENT_SETTINGS} for s in _collection_settings(dataset)]
+    for r in recorded:  # collections from before the TMA template was timed record no setting for it
+        r["persistent_tma"] = bool(r["persistent_tma"])
     if not recorded:
         raise DatasetFormatError(
             path, "metadata.sources", "no collection settings recorded: nothing says how to measure again"
@@ -395,7 +413,13 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
         raise OptionError("input", f"{args.input} is a folder: remeasure reads one dataset file (its settings)")
     source = load_dataset(args.input)
     settings = _measurement_settings(args.input, source)
+    if args.layout_hinted and _hinted_already(source):
+        print(f"remeasure {args.input}: its problems were measured with the layout hints; nothing to do")
+        return 0
     problems = [p for _, p, _ in source.problems() if not args.layout_hinted or layout_hinted(p)]
+    if not problems:
+        print(f"remeasure {args.input}: none of its {source.num_problems} problems gets a layout hint; nothing to do")
+        return 0
     mode = "fast" if settings["mode"] == "fast" else "max-autotune"
     args.search_mode = mode
     if mode == "fast":
@@ -594,7 +618,8 @@ def add_collection_commands(sub: argparse._SubParsersAction) -> None:
         "--layout-hinted",
         action="store_true",
         help="only the problems whose Triton kernels get layout hints (sizes or strides with a power-of-two "
-        "factor below 16), which the fast collector timed with narrower memory accesses before the hints",
+        "factor below 16), which the fast collector timed with narrower memory accesses before the hints; "
+        "a file measured with the hints (its collections' settings, or a merged re-measurement say so) is left as it is",
     )
     _output_options(p)
     p.set_defaults(func=_cmd_remeasure)

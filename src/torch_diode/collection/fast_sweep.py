@@ -339,9 +339,12 @@ class FastSweep:
     def settings(self) -> dict[str, Any]:
         from torch._inductor import config
 
+        from . import kernel_spec
+
         return {
             "mode": "fast",
             "persistent_tma": bool(config.triton.enable_persistent_tma_matmul),
+            "layout_hints": kernel_spec.LAYOUT_HINTS,
             "exhaustive_sample": self.exhaustive_sample,
             "seed": self.seed,
             "reps": self.reps,
