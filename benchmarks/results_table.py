@@ -223,6 +223,16 @@ def collector(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
     )
 
 
+def layout_hints(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    yield (
+        f"fast collection, the layout hints ({report['problems']} hinted problems of the real models' and "
+        "validation data): best Triton time without / with them (geomean, largest); "
+        "problems whose best choice turns from ATen to Triton",
+        f"{_x(report['best_triton_off_over_on_geomean'])}, {_x(report['best_triton_off_over_on_max'])}; "
+        f"{report['best_choice_flips_to_triton']}",
+    )
+
+
 # (results file, device where the file names none, rows)
 SOURCES: tuple[tuple[str, str, Callable[[dict[str, Any]], Iterator[tuple[str, str]]]], ...] = (
     ("e2e_h100.json", "NVIDIA H100", e2e),
@@ -240,6 +250,7 @@ SOURCES: tuple[tuple[str, str, Callable[[dict[str, Any]], Iterator[tuple[str, st
     ("coverage_h200.json", "CPU (data of the H200)", coverage),
     ("engine_latency_cpu.json", "CPU, one core", engine_latency),
     ("collector_h100.json", "NVIDIA H100", collector),
+    ("layout_hints_h100.json", "NVIDIA H100", layout_hints),
     ("validate_model_h100.json", CPU_REPLAY, validate_model("all validation")),
     ("validate_model_f32_h100.json", CPU_REPLAY, validate_model("fp32 validation")),
     ("validate_model_unaligned_h100.json", CPU_REPLAY, validate_model("unaligned validation")),

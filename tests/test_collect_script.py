@@ -11,7 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_part(tmp_path: Path, codes: list[int], retries: int = 4, part: str = "train-mm") -> tuple[int, list[str]]:
+def run_part(
+    tmp_path: Path, codes: list[int], retries: int = 4, part: str = "train-mm", wrapper: Path | None = None
+) -> tuple[int, list[str]]:
     calls = tmp_path / "calls"
     codes_file = tmp_path / "codes"
     codes_file.write_text("\n".join(map(str, codes)) + "\n")
@@ -25,7 +27,8 @@ def run_part(tmp_path: Path, codes: list[int], retries: int = 4, part: str = "tr
     env = {
         **os.environ,
         "DATA": str(tmp_path / "h100"),
-        "DIODE": f"bash {fake}",
+        "DIODE": f"bash {wrapper or fake}",
+        "FAKE": str(fake),
         "RETRIES": str(retries),
         "CALLS": str(calls),
         "CODES": str(codes_file),
@@ -88,32 +91,48 @@ def test_every_part_gives_the_cli_arguments_it_accepts(tmp_path):
             assert args.search_space == "DEFAULT", part
 
 
-def test_remeasure_part_measures_every_file_again_beside_it(tmp_path):
+def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_path):
     """remeasure-hinted: one `diode remeasure --layout-hinted` per dataset file of realmodels,
-    validation and train, each into $DATA/remeasured/<folder>/<file>."""
+    validation and train (attention files of train first), each into
+    $DATA/remeasured/<folder>/<file>; where it wrote one, `diode dataset merge --replace` of the
+    file and it, moved over the file, and the re-measurement removed."""
     from torch_diode.cli import build_parser, hoist_global_options
 
     files = [
         ("realmodels", "h100_realmodels.msgpack.gz"),
+        ("validation", "h100_v.msgpack.gz"),
         ("train", "h100_a.msgpack.gz"),
+        ("train", "h100_v2_attn_qk.msgpack.gz"),
         ("train", "h100_b.msgpack.gz"),
     ]
     for folder, name in files:
         (tmp_path / "h100" / folder).mkdir(parents=True, exist_ok=True)
-        (tmp_path / "h100" / folder / name).write_bytes(b"")
-    (tmp_path / "h100" / "validation").mkdir()
-    (tmp_path / "h100" / "validation" / "h100_v.msgpack.gz").write_bytes(b"")
-    rc, calls = run_part(tmp_path, [0] * 4, 0, "remeasure-hinted")
-    assert rc == 0 and len(calls) == 4, calls
+        (tmp_path / "h100" / folder / name).write_text("old")
+    # the stand-in writes every output it is given, except the re-measurement of h100_b (as
+    # `diode remeasure` where no problem is hinted)
+    wrapper = tmp_path / "writes_outputs.sh"
+    wrapper.write_text(
+        'bash "$FAKE" "$@" || exit $?\n'
+        'out=""; while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\n'
+        'case "$out" in ""|*h100_b.msgpack.gz) ;; *) mkdir -p "$(dirname "$out")" && echo "new" > "$out" ;; esac\n'
+    )
+    rc, calls = run_part(tmp_path, [0] * 9, 0, "remeasure-hinted", wrapper=wrapper)
+    assert rc == 0, calls
     parser = build_parser()
-    outputs = []
-    for call in calls:
-        args = parser.parse_args(hoist_global_options(parser, call.split()[1:]))
-        assert args.command == "remeasure" and args.layout_hinted
-        assert Path(args.output).parent.parent.name == "remeasured"
-        assert (
-            Path(args.output).name == Path(args.input).name
-            and Path(args.output).parent.name == Path(args.input).parent.name
-        )
-        outputs.append(args.output)
-    assert len(set(outputs)) == 4
+    parsed = [parser.parse_args(hoist_global_options(parser, call.split()[1:])) for call in calls]
+    remeasured = [a for a in parsed if a.command == "remeasure"]
+    assert [Path(a.input).name for a in remeasured] == [name for _, name in files[:2]] + [
+        "h100_v2_attn_qk.msgpack.gz",
+        "h100_a.msgpack.gz",
+        "h100_b.msgpack.gz",
+    ]
+    for a in remeasured:
+        assert a.layout_hinted and Path(a.output).parent.parent.name == "remeasured"
+        assert Path(a.output).name == Path(a.input).name and Path(a.output).parent.name == Path(a.input).parent.name
+    merges = [a for a in parsed if a.command == "dataset"]
+    assert len(merges) == 4 and all(a.replace for a in merges)
+    for folder, name in files:
+        merged = name != "h100_b.msgpack.gz"
+        assert (tmp_path / "h100" / folder / name).read_text().strip() == ("new" if merged else "old"), name
+        assert not (tmp_path / "h100" / "remeasured" / folder / name).exists()
+    assert not list((tmp_path / "h100").rglob("merged.msgpack.gz"))

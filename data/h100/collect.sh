@@ -6,7 +6,7 @@
 # v2-fill-baddbmm v2-fill-bmm-tt v2-f32-bmm v2-tf32-bmm v2-f32-mm v2-tf32-mm (the cells left short); v2-tma;
 # val-v2-layouts val-v2-hidden val-v2-odd val-v2-attn-qk val-v2-attn-pv val-v2-vocab val-v2-hugek val-v2-tma (their validation);
 # inductor-decomposek inductor-tma (stock max-autotune's own timings, to $DATA/inductor_timed);
-# remeasure-hinted (the problems whose kernels now get layout hints, measured again, to $DATA/remeasured);
+# remeasure-hinted (the problems whose kernels now get layout hints, measured again and merged in place);
 # train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m odd-v1
 # (default: all but odd-v1, in that order). Files go to $DATA (default data/h100); every command
 # resumes where a killed run stopped. Run it from the repository root.
@@ -173,11 +173,21 @@ for part in "${parts[@]}"; do
     v2-tma) DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode collect $V2_ALIGNED $V2_TMA --num-shapes ${N:-60} --seed 48 -o "$DATA/train/${GPU}_v2_tma.msgpack.gz" ;;
     val-v2-tma) DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode $VAL $ALIGNED $V2_TMA --num-shapes ${N:-30} --seed 148 -o "$DATA/validation/${GPU}_v2_tma.msgpack.gz" ;;
     remeasure-hinted)
-      # every file's problems whose Triton kernels get layout hints, as the file was measured, into
-      # $DATA/remeasured/<folder>/<file>; `diode dataset merge FILE NEW --replace` puts them in place
-      for f in "$DATA"/realmodels/*.msgpack.gz "$DATA"/validation/*.msgpack.gz "$DATA"/train/*.msgpack.gz; do
-        out="$DATA/remeasured/$(basename "$(dirname "$f")")/$(basename "$f")"
+      # every file's problems whose Triton kernels get layout hints, measured again as the file was
+      # (attention and odd sizes first: most of their problems are hinted) into
+      # $DATA/remeasured/<folder>/<file>, which resumes; once complete, `diode dataset merge --replace`
+      # puts them in place of the old measurements and the file records it (remeasure then leaves it)
+      declare -A seen=()
+      for f in "$DATA"/realmodels/*.msgpack.gz "$DATA"/validation/*.msgpack.gz \
+               "$DATA"/train/*attn*.msgpack.gz "$DATA"/train/*odd*.msgpack.gz "$DATA"/train/*.msgpack.gz; do
+        [ -e "$f" ] && [ -z "${seen[$f]:-}" ] || continue
+        seen[$f]=1
+        dir="$DATA/remeasured/$(basename "$(dirname "$f")")"
+        out="$dir/$(basename "$f")"
         run_diode remeasure "$f" --layout-hinted --workers 14 -o "$out" || exit $?
+        [ -e "$out" ] || continue  # nothing hinted, or measured with the hints already
+        run_diode dataset merge "$f" "$out" --replace -o "$dir/merged.msgpack.gz" || exit $?
+        mv "$dir/merged.msgpack.gz" "$f" && rm "$out"
       done ;;
     inductor-tma) DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode collect $V2_MA $V2_TMA --num-shapes ${N:-120} --seed 34 -o "$DATA/inductor_timed/${GPU}_v2_tma.msgpack.gz" ;;
     *) echo "unknown part $part" >&2; exit 2 ;;

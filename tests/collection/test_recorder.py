@@ -380,6 +380,7 @@ def test_remeasure_measures_the_hinted_problems_again_and_merge_replace_puts_the
     assert set(merged) == {problem_key(p) for p in [hinted, *others]}
     assert all(t.time_us != 12345.0 for t in merged[problem_key(hinted)]) and len(merged[problem_key(hinted)]) >= 2
     assert all(ts == [stale] for key, ts in merged.items() if key != problem_key(hinted))
+
     # the merged file records its hinted re-measurement, so the part that loops over every file
     # leaves it alone (no output written); a file without hinted problems writes none either
     def again(source: str) -> str:

@@ -619,7 +619,8 @@ def add_collection_commands(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="only the problems whose Triton kernels get layout hints (sizes or strides with a power-of-two "
         "factor below 16), which the fast collector timed with narrower memory accesses before the hints; "
-        "a file measured with the hints (its collections' settings, or a merged re-measurement say so) is left as it is",
+        "a file measured with the hints (as its collections' settings or a merged re-measurement say) "
+        "is left as it is",
     )
     _output_options(p)
     p.set_defaults(func=_cmd_remeasure)
