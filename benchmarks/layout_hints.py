@@ -14,7 +14,9 @@ Inductor's kernel loads 16-byte vectors and the fast path's, without hints, 2-by
    timed now without hints (whether the recorded data repeats).
 3. For the first ``--inductor-problems``: stock max-autotune benchmarks its own kernels of the same
    configs (DEFAULT search space, recorded with the fast path's cache flush), and the median
-   |fast - Inductor| / Inductor over the Triton configs, without and with hints.
+   |fast - Inductor| / Inductor over the Triton configs, without and with hints; with hints also
+   apart for the configs where K fits in one BLOCK_K tile (Inductor's kernel knows it and does not
+   pipeline the K loop; the fast path's does). ``--inductor-max-k 64`` picks such problems.
 
     python -m benchmarks.layout_hints --out $OUT/layout_hints_h100.json
 """
@@ -56,12 +58,29 @@ def timed(problems, configs, hints: bool, reps: int) -> dict:
     return out
 
 
+def median_rel_diff(fast_ms: dict, problem, pairs: list) -> float | None:
+    """Median |fast - Inductor| / Inductor over (Inductor's time in us, config) pairs; None if none."""
+    diffs = [abs(fast_ms[problem, c] * 1e3 - i) / i for i, c in pairs]
+    return float(np.median(diffs)) if diffs else None
+
+
+def median_of(rows: list[dict], key: str) -> float | None:
+    values = [r[key] for r in rows if r[key] is not None]
+    return float(np.median(values)) if values else None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
     parser.add_argument("--data", nargs="+", default=DEFAULT_DATA)
     parser.add_argument("--problems", type=int, default=60)
     parser.add_argument("--inductor-problems", type=int, default=6)
+    parser.add_argument(
+        "--inductor-max-k",
+        type=int,
+        default=0,
+        help="step 3 takes hinted problems with K at most this (0: any): where K fits in one BLOCK_K tile",
+    )
     parser.add_argument("--reps", type=int, default=10)
     args = parser.parse_args()
 
@@ -102,7 +121,7 @@ def main() -> int:
         )
 
     fidelity = []
-    shapes = problems[: args.inductor_problems]
+    shapes = [p for p in problems if not args.inductor_max_k or p.K <= args.inductor_max_k][: args.inductor_problems]
     if shapes:
         path = Path(tempfile.mkdtemp()) / "inductor.json"
         inductor_reference(shapes, 0, 0, path, FLUSH_BYTES)
@@ -118,12 +137,20 @@ def main() -> int:
                 if t.config.is_tiled and not t.failed and config_tuple(t.config) in by_tile
             ]
             pairs = [(i, c) for i, c in pairs if off[p, c] and on[p, c]]
+            if not pairs:
+                continue
+            # where K fits in one BLOCK_K tile, Inductor's kernel (K a constant) has no pipelined loop
+            single = [(i, c) for i, c in pairs if c.block_k >= p.K]
+            multi = [(i, c) for i, c in pairs if c.block_k < p.K]
             fidelity.append(
                 {
                     "problem": p.short(),
                     "configs": len(pairs),
-                    "median_abs_rel_diff_off": float(np.median([abs(off[p, c] * 1e3 - i) / i for i, c in pairs])),
-                    "median_abs_rel_diff_on": float(np.median([abs(on[p, c] * 1e3 - i) / i for i, c in pairs])),
+                    "single_tile_configs": len(single),
+                    "median_abs_rel_diff_off": median_rel_diff(off, p, pairs),
+                    "median_abs_rel_diff_on": median_rel_diff(on, p, pairs),
+                    "median_abs_rel_diff_on_single_tile": median_rel_diff(on, p, single),
+                    "median_abs_rel_diff_on_multi_tile": median_rel_diff(on, p, multi),
                 }
             )
     ratios = [r["best_triton_off_over_on"] for r in rows]
@@ -136,12 +163,15 @@ def main() -> int:
         "recorded_over_off_geomean": geomean(
             [r["recorded_over_off_median"] for r in rows if r["recorded_over_off_median"]]
         ),
-        "inductor_median_abs_rel_diff_off": float(np.median([f["median_abs_rel_diff_off"] for f in fidelity]))
-        if fidelity
-        else None,
-        "inductor_median_abs_rel_diff_on": float(np.median([f["median_abs_rel_diff_on"] for f in fidelity]))
-        if fidelity
-        else None,
+        **{
+            f"inductor_{key}": median_of(fidelity, key)
+            for key in (
+                "median_abs_rel_diff_off",
+                "median_abs_rel_diff_on",
+                "median_abs_rel_diff_on_single_tile",
+                "median_abs_rel_diff_on_multi_tile",
+            )
+        },
     }
     report = {
         **report_header(),
@@ -154,7 +184,8 @@ def main() -> int:
     for f in fidelity:
         print(
             f"inductor {f['problem']:40s} {f['configs']:3d} configs  |fast-inductor|/inductor "
-            f"off {f['median_abs_rel_diff_off']:.3f} on {f['median_abs_rel_diff_on']:.3f}"
+            f"off {f['median_abs_rel_diff_off']:.3f} on {f['median_abs_rel_diff_on']:.3f} "
+            f"(on, {f['single_tile_configs']} single-tile configs: {f['median_abs_rel_diff_on_single_tile']})"
         )
     print(" ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in summary.items()))
     return 0
