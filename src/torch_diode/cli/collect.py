@@ -417,7 +417,7 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
         print(f"remeasure {args.input}: its problems were measured with the layout hints; nothing to do")
         return 0
     problems = [p for _, p, _ in source.problems() if not args.layout_hinted or layout_hinted(p)]
-    if not problems:
+    if args.layout_hinted and not problems:
         print(f"remeasure {args.input}: none of its {source.num_problems} problems gets a layout hint; nothing to do")
         return 0
     mode = "fast" if settings["mode"] == "fast" else "max-autotune"
