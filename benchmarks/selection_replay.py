@@ -73,6 +73,7 @@ HELDOUT_DATA = [
         "v2_odd_chunk0000",
         "v2_attn_qk_chunk0000",
         "v2_attn_pv_chunk0000",
+        "v2_attn4_chunk0000",
     )
 ] + [str(ROOT / "data" / "h100" / "odd"), str(ROOT / "data" / "h100" / "odd2")]
 
