@@ -144,6 +144,18 @@ def test_merge_records_sources_and_different_software_stays_apart():
     assert [s["tool"] for s in a.metadata["sources"]] == ["a", "b"]
 
 
+def test_merge_joins_the_resume_records():
+    """A merged collection file still says which problems are done or skipped (a skip that the
+    other input measured is done), so a resumed collection into it measures none of them again."""
+    a = Dataset(metadata={"sources": [], "completed": ["k1", "k2"], "skipped": [{"problem_key": "k3", "reason": "x"}]})
+    b = Dataset(metadata={"sources": [], "completed": ["k2", "k3"], "skipped": [{"problem_key": "k4", "reason": "y"}]})
+    a.merge(b)
+    assert a.metadata["completed"] == ["k1", "k2", "k3"]
+    assert a.metadata["skipped"] == [{"problem_key": "k4", "reason": "y"}]
+    plain = Dataset(metadata={"sources": []}).merge(Dataset(metadata={"sources": []}))
+    assert "completed" not in plain.metadata and "skipped" not in plain.metadata
+
+
 def test_load_datasets_merges_a_folder(tmp_path):
     save_dataset(make_dataset(), tmp_path / "x" / "one.json")
     save_dataset(make_dataset(), tmp_path / "x" / "sub" / "two.msgpack.gz")

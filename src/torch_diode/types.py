@@ -485,6 +485,18 @@ def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
 
+def _merge_resume_record(into: dict[str, Any], other: dict[str, Any]) -> None:
+    """A collection's resume record (``completed`` problem keys, ``skipped`` problems with their
+    reasons) joined into ``into``: a merged file still tells a resumed collection what is done."""
+    completed = list(dict.fromkeys([*into.get("completed", []), *other.get("completed", [])]))
+    skipped = {s["problem_key"]: s for s in [*into.get("skipped", []), *other.get("skipped", [])]}
+    done = set(completed)
+    if completed:
+        into["completed"] = completed
+    if skipped:
+        into["skipped"] = [s for key, s in skipped.items() if key not in done]
+
+
 @dataclass
 class Dataset:
     """Hardware -> op -> problem -> timed configs, with metadata.
@@ -524,6 +536,7 @@ class Dataset:
                 for problem, timings in ops.items():
                     self.add(entry.hardware, problem, timings)
         self.metadata.setdefault("sources", []).extend(other.metadata.get("sources", []))
+        _merge_resume_record(self.metadata, other.metadata)
         return self
 
     # ----- reading ----------------------------------------------------------------------------

@@ -244,7 +244,12 @@ def test_devices_shard_the_work_and_merge_joins_it(tmp_path):
     subprocess.run(
         [sys.executable, "-m", "torch_diode.cli", "dataset", "merge", *map(str, shards), "-o", str(out)], check=True
     )
-    assert len({problem_key(p) for _, p, _ in load_dataset(out).problems()}) == 4
+    merged = load_dataset(out)
+    assert len({problem_key(p) for _, p, _ in merged.problems()}) == 4
+    # the merged file keeps the shards' resume record: collecting into it again measures nothing
+    assert sorted(merged.metadata["completed"]) == sorted(done[0] + done[1])
+    proc = subprocess.run([*cmd[: cmd.index("--devices")], "--device", "cpu"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "0 problems measured, 4 already done" in proc.stdout, proc.stdout + proc.stderr[-2000:]
 
 
 def test_exclude_leaves_out_the_problems_of_other_datasets(tmp_path):

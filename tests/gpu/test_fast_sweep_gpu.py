@@ -7,7 +7,7 @@ from torch_diode.collection.fast_sweep import FastSweep, choices_for, untiled_la
 from torch_diode.collection.inductor_sweep import op_function
 from torch_diode.collection.operands import layout_tensors
 from torch_diode.inductor.config_space import triton_configs
-from torch_diode.types import Problem, load_dataset
+from torch_diode.types import Problem, load_dataset, save_dataset
 
 pytestmark = pytest.mark.gpu
 
@@ -105,6 +105,13 @@ def test_fast_sweep_end_to_end(tmp_path):
             assert all(0.5 < t.time_us < 1e5 for t in ok)
     again = FastSweep(exhaustive_sample=30, reps=3, workers=4, progress=False).run(PROBLEMS[:3], out, chunk_size=2)
     assert again.problems_resumed == 3 and again.problems_measured == 0
+    # a chunk file that holds its problems without a resume record (written so by a merge of files
+    # that kept none) is done as well: nothing is measured again
+    stripped = load_dataset(files[0])
+    stripped.metadata.pop("completed")
+    save_dataset(stripped, files[0])
+    third = FastSweep(exhaustive_sample=30, reps=3, workers=4, progress=False).run(PROBLEMS[:3], out, chunk_size=2)
+    assert third.problems_resumed == 3 and third.problems_measured == 0
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")

@@ -42,7 +42,7 @@ from ..inductor.config_space import (
 from ..types import KernelConfig, Problem, TimedConfig
 from .operands import layout_tensors
 from .recorder import Collector
-from .sweep_state import SweepSummary, begin, chunked, done_keys, mark, problem_key, skip_crashed
+from .sweep_state import SweepSummary, begin, chunked, done_keys, held_keys, mark, problem_key, skip_crashed
 
 logger = logging.getLogger(__name__)
 
@@ -391,7 +391,8 @@ class FastSweep:
         for chunk, path in chunked(problems, output, chunk_size):
             col = Collector(path, settings=record, disable_caches=False)
             summary.problems_skipped += skip_crashed(col) is not None
-            files.append((col, [p for p in chunk if problem_key(p) not in done_keys(col)]))
+            done = done_keys(col) | held_keys(col)
+            files.append((col, [p for p in chunk if problem_key(p) not in done]))
             col.close()
         todo = [(col, p) for col, left in files for p in left]
         summary.problems_resumed = len(problems) - len(todo)

@@ -73,6 +73,13 @@ def done_keys(collector: Collector) -> set[str]:
     return set(meta.get("completed", [])) | {s["problem_key"] for s in meta.get("skipped", [])}
 
 
+def held_keys(collector: Collector) -> set[str]:
+    """The problems the file holds timings of. The fast collector adds a problem's timings and
+    marks it done in one write, so in its files these are done too, also in a merged file whose
+    inputs recorded no ``completed``."""
+    return {problem_key(p) for _, p, _ in collector.dataset.problems()}
+
+
 CRASHED = (
     "the process died twice while measuring it (e.g. a kernel's CUDA fault, which ends the "
     "process's CUDA context); left out when the run resumed"
