@@ -131,7 +131,10 @@ _HELDOUT_GROUPS = (
     ("aligned fp16/bf16 validation", ("h100/validation/h100_mm_", "h100/validation/h100_bmm_")),
     ("fp32 validation", ("h100/validation/h100_f32_",)),
     ("unaligned validation", ("h100/validation/h100_odd_",)),
-    ("coverage-design validation (every op and layout, unaligned, attention bmm)", ("h100/validation/h100_v2_",)),
+    (
+        "coverage-design validation (every op and layout, hidden sizes, unaligned, attention bmm, TMA)",
+        ("h100/validation/h100_v2_",),
+    ),
     ("unaligned sets data/h100/odd and odd2 (Triton timed without the layout hints)", ("h100/odd",)),
 )
 
