@@ -27,6 +27,10 @@ regret, its spread, how many of them would pick otherwise) tells apart the first
 over ``--slow`` times the best measured: the AUC of each signal, aligned and misaligned problems
 apart (0.5: no signal).
 
+``misaligned-groups``: the first picks of the problems the ``misaligned`` unsure rule covers,
+grouped by op, dtype, operands, row alignment, attention or not, the pick's kind and the members'
+agreement: whether any group is as safe as the aligned problems.
+
 ``extern-preference``: the handler's first pick per dataset for several values of
 ``extern_preference``, applied to every problem or (as the handler does) to those whose rows are
 aligned only: its slowdown against the best measured (geomean and worst; aligned and misaligned
@@ -490,6 +494,87 @@ def unsure_rules(args: argparse.Namespace) -> int:
     return 0
 
 
+# head dims of attention (q @ k^T has K, p @ v has N one of them)
+HEAD_DIMS = frozenset((32, 40, 48, 64, 72, 80, 96, 112, 128, 160, 192, 256))
+
+
+def _misaligned_groups(problem: Problem, pool: Pool, members: np.ndarray, first: int) -> dict[str, str]:
+    """The groups a misaligned problem's decision falls in, by each grouping of misaligned_groups."""
+    from torch_diode import _C
+    from torch_diode.types import DTYPES
+
+    dtypes = (problem.dtype_a, problem.dtype_b, problem.dtype_out)
+    row_bytes = min(
+        2 ** _C.row_alignment_log2(ld, _C.dtype_bytes(DTYPES.index(dtype)))
+        for name, ld, dtype in zip(("a", "b", "out"), problem.leading_dims, dtypes)
+        if name in problem.misaligned_operands
+    )
+    attention = problem.op in ("bmm", "baddbmm") and bool({problem.N, problem.K} & HEAD_DIMS)
+    agree = bool((members.argmin(axis=1) == first).all())
+    return {
+        "op": problem.op,
+        "dtype": problem.dtype_a,
+        "misaligned operands": ",".join(problem.misaligned_operands),
+        "row alignment (bytes)": str(min(row_bytes, 16)),
+        "attention bmm (a head dim)": str(attention),
+        "first pick is ATen": str(bool(pool.extern[first])),
+        "every member picks it": str(agree),
+    }
+
+
+def misaligned_groups(args: argparse.Namespace) -> int:
+    """The first picks of the misaligned problems (an operand's rows not 16-byte aligned, the
+    unsure rule ``misaligned``), grouped by op, dtype, which operands, how far their rows are
+    aligned, attention or not, the pick's kind and whether every ensemble member picks it: the
+    first pick / best measured per group (geomean, how many over ``--slow``). A group whose first
+    picks are as good as the aligned problems' would be one the rule could leave to the model."""
+    policy = Policy.from_config()
+    contract = _contract(args.model)
+    rows = []
+    for data in args.data:
+        aligned, groups = [], {}
+        for problem, pool, members, measured in _members(args.model, data):
+            try:
+                decision = decide(problem, pool, members, policy, contract)
+            except NoUsableCandidate:
+                continue
+            ratio = float(measured[decision.first] / measured[decision.order].min())
+            if not problem.misaligned_operands:
+                aligned.append(ratio)
+                continue
+            for grouping, group in _misaligned_groups(problem, pool, members, decision.first).items():
+                groups.setdefault((grouping, group), []).append(ratio)
+        for (grouping, group), ratios in sorted(groups.items()):
+            rows.append(
+                {
+                    "data": data,
+                    "grouping": grouping,
+                    "group": group,
+                    "problems": len(ratios),
+                    "first": _summary(ratios),
+                    "slow": int(sum(r > args.slow for r in ratios)),
+                }
+            )
+        rows.append(
+            {
+                "data": data,
+                "grouping": "aligned problems",
+                "group": "all",
+                "problems": len(aligned),
+                "first": _summary(aligned),
+                "slow": int(sum(r > args.slow for r in aligned)),
+            }
+        )
+    _write(args, {"model": args.model, "slow": args.slow, "rows": rows})
+    print(f"{'data':12s} {'grouping':28s} {'group':16s} {'n':>4s} {'first gm':>9s} {'worst':>6s} {'slow':>5s}")
+    for r in rows:
+        print(
+            f"{Path(r['data']).name:12s} {r['grouping']:28s} {r['group'][:16]:16s} {r['problems']:4d} "
+            f"{r['first']['geomean']:9.3f} {r['first']['worst']:6.2f} {r['slow']:5d}"
+        )
+    return 0
+
+
 def unsure_pool(args: argparse.Namespace) -> int:
     """Where an unsure decision fills its places from (``Policy.unsure_pool``: every candidate, or
     the ATen choices and Inductor's DEFAULT list), for each model and the dataset paired with it,
@@ -606,6 +691,17 @@ def main() -> int:
     p.add_argument("--top-k", type=int, nargs="+", default=[3, 5], help="unsure_top_k values to replay")
     p.add_argument("--out", required=True)
     p.set_defaults(run=unsure_pool)
+    p = sub.add_parser("misaligned-groups", help="the misaligned problems' first picks, group by group")
+    p.add_argument("--model", default="NVIDIA-H100-matmul")
+    p.add_argument(
+        "--data",
+        nargs="+",
+        default=[str(ROOT / "data" / "h100" / name) for name in ("realmodels", "validation")],
+        help="dataset files or folders, each judged on its own (default: the H100 real models and validation)",
+    )
+    p.add_argument("--slow", type=float, default=1.1, help="a first pick this many times the best is slow")
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=misaligned_groups)
     p = sub.add_parser("uncertainty", help="whether the ensemble's spread tells the slow first picks apart")
     p.add_argument("--model", nargs="+", default=["NVIDIA-H100-matmul"], help="model files or shipped model names")
     p.add_argument("--data", nargs="+", default=REALMODELS_AND_HELDOUT, help=REALMODELS_AND_HELDOUT_HELP)

@@ -325,3 +325,28 @@ def test_every_benchmark_imports():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(modules) >= 15 and done.stdout.count("needs triton") <= 3, done.stdout
+
+
+def test_misaligned_groups_replay_partitions_the_misaligned_problems_by_each_grouping(tmp_path):
+    """benchmarks/selection_replay.py misaligned-groups on the shipped sample (two of its twelve
+    problems are misaligned): each grouping's groups hold every misaligned problem once, the aligned
+    row the other ten, and each group's first picks are ratios to the best measured time."""
+    out = tmp_path / "groups.json"
+    sample = ROOT / "data" / "sample" / "h100_sample.json.gz"
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.selection_replay", "misaligned-groups", "--data", str(sample)]
+        + ["--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert run.returncode == 0, run.stderr
+    rows = json.loads(out.read_text())["rows"]
+    by_grouping: dict[str, int] = {}
+    for r in rows:
+        by_grouping[r["grouping"]] = by_grouping.get(r["grouping"], 0) + r["problems"]
+        assert r["first"]["geomean"] >= 1.0 and 0 <= r["slow"] <= r["problems"]
+    assert by_grouping.pop("aligned problems") == 10
+    assert len(by_grouping) == 7 and set(by_grouping.values()) == {2}
+    operands = {r["group"] for r in rows if r["grouping"] == "misaligned operands"}
+    assert operands == {"a", "out"}
