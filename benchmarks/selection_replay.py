@@ -79,6 +79,8 @@ def replays(model: str, data: list[str], with_tf32: bool = False) -> Iterator[tu
     engine = load_model(model)
     for hardware, problem, timings in load_datasets(data).problems():
         ok = [t for t in timings if not t.failed]
+        if not ok:
+            continue  # nothing measured to judge a pick by
         configs = [t.config for t in ok]
         rows = config_rows(configs)
         pool = Pool(featurize(problem, configs, hardware), is_extern(rows), beyond_default_list(problem, rows))
@@ -357,19 +359,6 @@ REALMODELS_AND_HELDOUT_HELP = (
 )
 
 
-def _members(model: str, data: str) -> Iterator[tuple[Problem, Pool, np.ndarray, np.ndarray]]:
-    """As :func:`replays`, with every ensemble member's prediction ([K, N])."""
-    engine = load_model(model)
-    for hardware, problem, timings in load_datasets([data]).problems():
-        ok = [t for t in timings if not t.failed]
-        if not ok:
-            continue
-        configs = [t.config for t in ok]
-        rows = config_rows(configs)
-        pool = Pool(featurize(problem, configs, hardware), is_extern(rows), beyond_default_list(problem, rows))
-        yield problem, pool, engine.predict_members(pool.features).astype(np.float64), np.array([t.time_us for t in ok])
-
-
 def _summary(x: list[float]) -> dict:
     return {"geomean": float(math.exp(np.mean(np.log(x)))), "worst": float(max(x))} if x else {}
 
@@ -384,7 +373,7 @@ def ranking(args: argparse.Namespace) -> int:
     for model in args.model:
         for data in args.data:
             triton, triton5, first, errors = [], [], [], []
-            for problem, pool, members, measured in _members(model, data):
+            for problem, pool, members, measured in replays(model, [data]):
                 predicted = members.mean(axis=0)
                 try:  # the model's best among the usable Triton candidates alone
                     alone = decide(
@@ -450,7 +439,7 @@ def unsure_rules(args: argparse.Namespace) -> int:
         )
     rows = []
     for data in args.data:
-        problems = list(_members(args.model, data))
+        problems = list(replays(args.model, [data]))
         for name, policy in variants.items():
             got, unsure, kept = [], 0, []
             for problem, pool, members, measured in problems:
@@ -533,7 +522,7 @@ def misaligned_groups(args: argparse.Namespace) -> int:
     rows = []
     for data in args.data:
         aligned, groups = [], {}
-        for problem, pool, members, measured in _members(args.model, data):
+        for problem, pool, members, measured in replays(args.model, [data]):
             try:
                 decision = decide(problem, pool, members, policy, contract)
             except NoUsableCandidate:
