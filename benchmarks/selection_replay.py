@@ -489,13 +489,9 @@ HEAD_DIMS = frozenset((32, 40, 48, 64, 72, 80, 96, 112, 128, 160, 192, 256))
 
 def _misaligned_groups(problem: Problem, pool: Pool, members: np.ndarray, first: int) -> dict[str, str]:
     """The groups a misaligned problem's decision falls in, by each grouping of misaligned_groups."""
-    from torch_diode import _C
-    from torch_diode.types import DTYPES
-
-    dtypes = (problem.dtype_a, problem.dtype_b, problem.dtype_out)
     row_bytes = min(
-        2 ** _C.row_alignment_log2(ld, _C.dtype_bytes(DTYPES.index(dtype)))
-        for name, ld, dtype in zip(("a", "b", "out"), problem.leading_dims, dtypes)
+        align
+        for name, align in zip(("a", "b", "out"), problem.row_alignment_bytes())
         if name in problem.misaligned_operands
     )
     attention = problem.op in ("bmm", "baddbmm") and bool({problem.N, problem.K} & HEAD_DIMS)
@@ -504,7 +500,7 @@ def _misaligned_groups(problem: Problem, pool: Pool, members: np.ndarray, first:
         "op": problem.op,
         "dtype": problem.dtype_a,
         "misaligned operands": ",".join(problem.misaligned_operands),
-        "row alignment (bytes)": str(min(row_bytes, 16)),
+        "row alignment (bytes)": str(row_bytes),
         "attention bmm (a head dim)": str(attention),
         "first pick is ATen": str(bool(pool.extern[first])),
         "every member picks it": str(agree),

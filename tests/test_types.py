@@ -312,3 +312,14 @@ def test_misaligned_operands_follow_layout_strides_and_dtype():
     assert Problem(
         "bmm", 4, 8, 64, 64, "float16", "float16", "float16", strides_a=(4001, 64, 1)
     ).misaligned_operands == ("a",)
+
+
+def test_row_alignment_bytes_is_the_power_of_two_that_divides_each_operands_row():
+    """K=479 halves: A's rows (958 bytes) and B's stored N x K rows are 2-byte aligned, the output's
+    rows of N=2052 halves (4104 bytes) 8-byte aligned; 16 bytes is the most it says (the vector
+    width that matters); misaligned_operands are those under 16."""
+    problem = Problem("mm", 1, 2048, 2052, 479, "float16", "float16", "float16", transpose_b=True)
+    assert problem.row_alignment_bytes() == (2, 2, 8)
+    assert problem.misaligned_operands == ("a", "b", "out")
+    fp32 = Problem("mm", 1, 64, 64, 100, "float32", "float32", "float32")  # rows of 400, 256, 256 bytes
+    assert fp32.row_alignment_bytes() == (16, 16, 16) and fp32.misaligned_operands == ()  # 16 at most

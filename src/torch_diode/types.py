@@ -245,13 +245,17 @@ class Problem:
         """The operands ("a", "b", "out") whose rows are not 16-byte aligned: their leading
         dimension times the element size is not a multiple of 16. cuBLAS and the Triton templates
         lose their vector loads there (K=479, 197 tokens)."""
-        from . import _C  # the core's alignment rule (DTYPES is in its code order)
+        return tuple(name for name, align in zip(("a", "b", "out"), self.row_alignment_bytes()) if align < 16)
+
+    def row_alignment_bytes(self) -> tuple[int, int, int]:
+        """How far the rows of a, b and out are aligned, in bytes: the largest power of two up to
+        16 that divides the leading dimension times the element size (the core's rule)."""
+        from . import _C  # DTYPES is in the core's code order
 
         dtypes = (self.dtype_a, self.dtype_b, self.dtype_out)
         return tuple(
-            name
-            for name, ld, dtype in zip(("a", "b", "out"), self.leading_dims, dtypes)
-            if _C.row_alignment_log2(ld, _C.dtype_bytes(DTYPES.index(dtype))) < 4
+            2 ** _C.row_alignment_log2(ld, _C.dtype_bytes(DTYPES.index(dtype)))
+            for ld, dtype in zip(self.leading_dims, dtypes)
         )
 
     def short(self) -> str:
