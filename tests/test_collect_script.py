@@ -76,6 +76,8 @@ def test_every_part_gives_the_cli_arguments_it_accepts(tmp_path):
     for part in parts:
         if part == "remeasure-hinted":  # one call per dataset file: test_remeasure_part_...
             continue
+        if part.startswith("fill-"):  # a coverage snapshot and a collect per design: test_fill_parts_...
+            continue
         (tmp_path / part).mkdir()
         rc, calls = run_part(tmp_path / part, [0], 0, part)
         assert rc == 0 and len(calls) == 1, (part, rc, calls)
@@ -136,3 +138,36 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
         assert (tmp_path / "h100" / folder / name).read_text().strip() == ("new" if merged else "old"), name
         assert not (tmp_path / "h100" / "remeasured" / folder / name).exists()
     assert not list((tmp_path / "h100").rglob("merged.msgpack.gz"))
+
+
+@pytest.mark.parametrize("part, precision", [("fill-f32", "highest"), ("fill-tf32", "high")])
+def test_fill_parts_snapshot_the_coverage_before_each_design_and_keep_it(tmp_path, part, precision):
+    """fill-f32/fill-tf32: per design (every op and layout, then attention, long K and vocabulary N) a
+    coverage report of $DATA/train with targets, written once, then `diode collect --fill-cells`
+    of that report into a file of the design's own; run again, the kept snapshots are read, not
+    written again (the same draw resumes)."""
+    from torch_diode.cli import build_parser, hoist_global_options
+
+    wrapper = tmp_path / "writes_reports.sh"
+    wrapper.write_text(
+        'bash "$FAKE" "$@" || exit $?\n'
+        'out=""; while [ $# -gt 0 ]; do [ "$1" = --report-json ] && out=$2; shift; done\n'
+        '[ -z "$out" ] || echo "{}" > "$out"\n'
+    )
+    parser = build_parser()
+    rc, calls = run_part(tmp_path, [0] * 8, 0, part, wrapper=wrapper)
+    assert rc == 0, calls
+    parsed = [parser.parse_args(hoist_global_options(parser, c.split()[1:])) for c in calls]
+    assert [a.command for a in parsed] == ["dataset", "collect"] * 4
+    tag = part.removeprefix("fill-")
+    designs = ["ops", "attn", "hugek", "vocab"]
+    for design, report, collect in zip(designs, parsed[::2], parsed[1::2]):
+        assert report.targets and report.inputs == [str(tmp_path / "h100" / "train")]
+        assert report.report_json == str(tmp_path / "h100" / "fill" / f"h100_{tag}_{design}.json")
+        assert collect.fill_cells == report.report_json and collect.float32_matmul_precision == precision
+        assert collect.dtypes == ["float32"] and collect.exclude and collect.search_mode == "fast"
+        assert collect.output == str(tmp_path / "h100" / "train" / f"h100_fill_{tag}_{design}.msgpack.gz")
+    assert len({a.seed for a in parsed[1::2]}) == 4
+    (tmp_path / "calls").unlink()
+    rc, calls = run_part(tmp_path, [0] * 4, 0, part, wrapper=wrapper)
+    assert rc == 0 and [c.split()[1] for c in calls] == ["collect"] * 4, calls

@@ -5,6 +5,7 @@
 # v2-f32-hugek v2-tf32-hugek v2-f32-vocab v2-tf32-vocab v2-f32-batch v2-tf32-batch v2-decomposek v2-hidden (coverage design);
 # v2-fill-baddbmm v2-fill-bmm-tt v2-f32-bmm v2-tf32-bmm v2-f32-mm v2-tf32-mm (the cells left short); v2-tma;
 # v2-attn-qk4 v2-attn-pv4 (attention at token counts that are multiples of 4);
+# fill-f32 fill-tf32 (only the fp32 cells a coverage snapshot lists as short);
 # val-v2-layouts val-v2-hidden val-v2-odd val-v2-attn-qk val-v2-attn-pv val-v2-vocab val-v2-hugek val-v2-tma val-v2-attn4 (their validation);
 # inductor-decomposek inductor-tma (stock max-autotune's own timings, to $DATA/inductor_timed);
 # remeasure-hinted (the problems whose kernels now get layout hints, measured again and merged in place);
@@ -116,6 +117,31 @@ V2_FILL_BADDBMM="--dtypes float16 --layouts NN TN --ops baddbmm --max-batch 128 
 V2_FILL_BMM_TT="--dtypes bfloat16 --layouts TT --ops bmm --max-batch 128 --max-gflop 200 $V2_SIZES $V2_M"
 V2_F32_BMM="--dtypes float32 --layouts NN NT TN TT --ops bmm baddbmm --max-batch 32 $V2_F32_SIZES"
 V2_F32_MM="--dtypes float32 --layouts NN TN TT --ops mm addmm $V2_F32_SIZES"
+# fp32 cells still short (fill-f32 without TF32, fill-tf32 with it): the fp32 designs above, each
+# drawing only problems of cells short in a snapshot of the coverage report (diode collect
+# --fill-cells): every op and layout first (the cheapest problems), then attention, long K and
+# vocabulary N for the regime cells left. A design's
+# snapshot, $DATA/fill/<gpu>_<f32|tf32>_<design>.json, is written when the design first starts (so
+# it counts what the designs before it measured) and kept, so that a killed run draws the same
+# problems again and resumes.
+V2_F32_ATTN="$F32_ALL --ops bmm baddbmm --min-batch 8 --max-batch 512 --max-gflop 20 --log-normal --log-normal-mean 5.8 --log-normal-sigma 1.1 --min-size 1 --max-size 8192 --k-sizes 32 40 64 72 80 96 128 160 256"
+fill_design() {  # DESIGN SEED PRECISION TAG SPEC...
+  local design=$1 seed=$2 precision=$3 tag=$4 report
+  shift 4
+  report="$DATA/fill/${GPU}_${tag}_${design}.json"
+  if [ ! -e "$report" ]; then
+    mkdir -p "$DATA/fill"
+    run_diode dataset coverage "$DATA/train" --targets --report-json "$report" > /dev/null || return $?
+  fi
+  run_diode collect $V2_SAMPLED "$@" --fill-cells "$report" --float32-matmul-precision "$precision" \
+    --num-shapes "${N:-100}" --seed "$seed" -o "$DATA/train/${GPU}_fill_${tag}_${design}.msgpack.gz"
+}
+fill_fp32() {  # PRECISION TAG FIRST_SEED
+  fill_design ops "$3" "$1" "$2" $V2_F32 || return $?
+  fill_design attn $(($3 + 1)) "$1" "$2" $V2_F32_ATTN || return $?
+  fill_design hugek $(($3 + 2)) "$1" "$2" $V2_F32_HUGEK || return $?
+  fill_design vocab $(($3 + 3)) "$1" "$2" $V2_F32_VOCAB
+}
 # Validation of the coverage design (val-v2-*): held-out problems drawn by the same designs with
 # seeds of their own, none of them in h100/train (create-validation never draws those); the
 # training parts exclude h100/validation.
@@ -179,6 +205,8 @@ for part in "${parts[@]}"; do
     inductor-decomposek) run_diode collect $V2_MA $V2_DECOMPOSEK --num-shapes ${N:-120} --seed 33 -o "$DATA/inductor_timed/${GPU}_v2_decomposek.msgpack.gz" ;;
     v2-tma) DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode collect $V2_ALIGNED $V2_TMA --num-shapes ${N:-60} --seed 48 -o "$DATA/train/${GPU}_v2_tma.msgpack.gz" ;;
     val-v2-tma) DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode $VAL $ALIGNED $V2_TMA --num-shapes ${N:-30} --seed 148 -o "$DATA/validation/${GPU}_v2_tma.msgpack.gz" ;;
+    fill-f32)  fill_fp32 highest f32 60 || exit $? ;;
+    fill-tf32) fill_fp32 high tf32 70 || exit $? ;;
     remeasure-hinted)
       # every file's problems whose Triton kernels get layout hints, measured again as the file was
       # (attention and odd sizes first: most of their problems are hinted) into

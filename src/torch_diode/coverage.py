@@ -23,9 +23,12 @@ empty; candidate kinds found in the data beyond them are added.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from .errors import UserError
 from .types import OPS, Dataset, Problem
 
 DTYPE_COLUMNS = ("float16", "bfloat16", "float32", "float32-tf32")
@@ -191,6 +194,46 @@ def missing_counts(cells: dict[str, int], targets: dict[str, int] = DEFAULT_TARG
         if short > 0:
             out[name] = short
     return out
+
+
+def read_missing(path: str | os.PathLike) -> dict[str, int]:
+    """The ``missing`` map (cell -> problems short) of a report that `diode dataset coverage
+    --targets --report-json` wrote; a bad file names itself and the field."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            report = json.load(f)
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}: not a JSON coverage report ({e})") from None
+    missing = report.get("missing") if isinstance(report, dict) else None
+    if not isinstance(missing, dict):
+        raise UserError(f"{path}: missing: no map of short cells (write it with `diode dataset coverage --targets`)")
+    for cell, short in missing.items():
+        if not isinstance(short, int) or isinstance(short, bool) or short < 0:
+            raise UserError(f"{path}: missing.{cell}: {short!r} is not a problem count")
+    return dict(missing)
+
+
+class CellFill:
+    """Draws toward the cells a coverage report lists as short: :meth:`take` accepts a problem
+    that counts in an op or size-regime cell still short (candidate cells depend on measurements,
+    which a draw cannot know) and counts it against every short cell it is in."""
+
+    def __init__(self, missing: dict[str, int], tf32: bool):
+        self.tf32 = tf32
+        self.remaining = {cell: n for cell, n in missing.items() if not cell.startswith("candidate/") and n > 0}
+
+    def take(self, problem: Problem) -> bool:
+        short = [c for c in problem_cells(problem, (), self.tf32) if self.remaining.get(c, 0) > 0]
+        for cell in short:
+            self.remaining[cell] -= 1
+        return bool(short)
+
+    @property
+    def done(self) -> bool:
+        return all(n <= 0 for n in self.remaining.values())
+
+    def still_short(self) -> dict[str, int]:
+        return {cell: n for cell, n in self.remaining.items() if n > 0}
 
 
 def format_report(report: dict) -> list[str]:

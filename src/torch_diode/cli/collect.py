@@ -266,28 +266,42 @@ def _heldout_keys() -> set[str]:
     return _held_keys(HELDOUT_SHAPESETS)
 
 
-def _draw(args: argparse.Namespace, excluded: set[str]) -> list[Problem]:
+def _draw(args: argparse.Namespace, excluded: set[str], fill=None) -> list[Problem]:
     """``--num-shapes`` distinct random problems, none of them in ``excluded`` nor held out (redrawn
-    with the following seeds until there are enough)."""
+    with the following seeds until there are enough); with ``fill`` (a coverage.CellFill), only
+    problems that it takes, until its cells are full."""
     from ..collection.sweep_state import problem_key
 
     spec = _spec(args)
     excluded = set(excluded) | _heldout_keys()
     problems: list[Problem] = []
     seed = args.seed
-    while len(problems) < args.num_shapes and seed < args.seed + 1000:
+    while len(problems) < args.num_shapes and seed < args.seed + 1000 and not (fill and fill.done):
         for p in _random_problems(spec, seed):
-            if problem_key(p) not in excluded and len(problems) < args.num_shapes:
-                excluded.add(problem_key(p))
-                problems.append(p)
+            if len(problems) >= args.num_shapes or (fill is not None and fill.done):
+                break
+            key = problem_key(p)
+            if key in excluded or (fill is not None and not fill.take(p)):
+                continue
+            excluded.add(key)
+            problems.append(p)
         seed += 1
     return problems
+
+
+def _cell_fill(args: argparse.Namespace):
+    """--fill-cells: the short cells of the report, for problems of this run's TF32 setting."""
+    from ..coverage import CellFill, read_missing
+    from ..inductor.config_space import tf32_enabled
+
+    tf32 = args.float32_matmul_precision == "high" if args.float32_matmul_precision else tf32_enabled()
+    return CellFill(read_missing(args.fill_cells), tf32)
 
 
 def _cmd_collect(args: argparse.Namespace) -> int:
     from ..collection.shapes import HELDOUT_SHAPESETS, drop_heldout
 
-    _check_files(args, {"--exclude": args.exclude})
+    _check_files(args, {"--exclude": args.exclude, "--fill-cells": [args.fill_cells] if args.fill_cells else []})
     spec = _spec(args)
     record = {
         "command": "collect",
@@ -295,6 +309,18 @@ def _cmd_collect(args: argparse.Namespace) -> int:
         "shape_spec": _spec_record(spec),
         "heldout_excluded": list(HELDOUT_SHAPESETS),
     }
+    if args.fill_cells:
+        fill = _cell_fill(args)
+        wanted = sum(fill.remaining.values())
+        problems = _draw(args, _held_keys(args.exclude), fill)
+        short = fill.still_short()
+        print(
+            f"collect: {len(problems)} problems for the {len(fill.remaining)} cells short in {args.fill_cells} "
+            f"({wanted} problems short)"
+            + (f"; still short after the draw: {', '.join(f'{c} {n}' for c, n in short.items())}" if short else "")
+        )
+        record = {**record, "fill_cells": str(args.fill_cells), "exclude": args.exclude or []}
+        return _run(problems, args, record)
     if not args.exclude:  # the plain draw, as runs before --exclude drew (their resumes depend on it)
         drawn = _random_problems(spec, args.seed)
         problems = drop_heldout(drawn)
@@ -579,6 +605,13 @@ def add_collection_commands(sub: argparse._SubParsersAction) -> None:
     )
     _random_shape_options(p)
     _exclude_option(p)
+    p.add_argument(
+        "--fill-cells",
+        metavar="REPORT",
+        help="draw only problems that count in an op or size-regime cell that this coverage report "
+        "(`diode dataset coverage --targets --report-json`) lists as short, until it is full or "
+        "--num-shapes are drawn; fp32 problems count as TF32 ones with --float32-matmul-precision high",
+    )
     _common(p)
     p.set_defaults(func=_cmd_collect)
 

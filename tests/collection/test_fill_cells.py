@@ -1,0 +1,76 @@
+"""`diode collect --fill-cells REPORT`: a draw aimed at the cells a coverage report lists as short."""
+
+import json
+import subprocess
+import sys
+
+from torch_diode.cli import build_parser
+from torch_diode.cli.collect import _draw
+from torch_diode.collection.sweep_state import problem_key
+from torch_diode.coverage import CellFill, problem_cells
+from torch_diode.types import Problem, load_dataset
+
+FP32_ALL = ["--ops", "mm", "bmm", "--dtypes", "float32", "--layouts", "NN", "NT", "TN", "TT"]
+SMALL = ["--min-size", "16", "--max-size", "40", "--max-batch", "3"]
+
+
+def _args(*words: str):
+    return build_parser().parse_args(["collect", "--output", "x.json", *words])
+
+
+def test_the_draw_takes_only_problems_of_short_cells_until_they_are_full():
+    missing = {"op/bmm/float32/NT": 3, "op/mm/float32/TT": 2, "op/mm/float16/NN": 4, "candidate/decompose_k": 9}
+    fill = CellFill(missing, tf32=False)
+    drawn = _draw(_args(*FP32_ALL, *SMALL, "--num-shapes", "50", "--seed", "3"), set(), fill)
+    cells = [set(problem_cells(p, (), tf32=False)) for p in drawn]
+    assert sum("op/bmm/float32/NT" in c for c in cells) == 3
+    assert sum("op/mm/float32/TT" in c for c in cells) == 2
+    assert len(drawn) == 5 and len({problem_key(p) for p in drawn}) == 5
+    # fp16 is not in the spec (its cell stays short); candidate cells are not a draw's to fill
+    assert fill.still_short() == {"op/mm/float16/NN": 4} and not fill.done
+    # the same report and seed draw the same problems (a killed run resumes the same chunks)
+    again = _draw(_args(*FP32_ALL, *SMALL, "--num-shapes", "50", "--seed", "3"), set(), CellFill(missing, False))
+    assert again == drawn
+    # --num-shapes caps the draw before the cells are full
+    assert len(_draw(_args(*FP32_ALL, *SMALL, "--num-shapes", "2", "--seed", "3"), set(), CellFill(missing, False))) == 2
+
+
+def test_fp32_problems_fill_the_tf32_column_when_the_run_allows_tf32():
+    p = Problem("mm", 1, 64, 64, 64, "float32", "float32", "float32", True, True)
+    assert not CellFill({"op/mm/float32/TT": 1}, tf32=True).take(p)
+    assert CellFill({"op/mm/float32-tf32/TT": 1}, tf32=True).take(p)
+    assert CellFill({"op/mm/float32/TT": 1, "regime/decode/float32": 1}, tf32=False).take(p)
+
+
+def _collect(tmp_path, report, *extra):
+    # bmm: Inductor's CPP template autotunes against ATen on the CPU (one choice for mm at these sizes)
+    cmd = [sys.executable, "-m", "torch_diode.cli", "collect", *FP32_ALL, *SMALL, "--ops", "bmm", "--backends", "CPP,ATEN"]
+    cmd += ["--num-shapes", "8", "--seed", "5", "--device", "cpu", "--fill-cells", str(report), *extra]
+    return subprocess.run([*cmd, "--output", str(tmp_path / "fill.json")], capture_output=True, text=True)
+
+
+def test_collect_measures_the_filling_draw_and_resumes_it(tmp_path):
+    report = tmp_path / "coverage.json"
+    report.write_text(json.dumps({"missing": {"op/bmm/float32/NN": 2, "op/mm/float32/NT": 1}}))
+    proc = _collect(tmp_path, report)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"2 problems for the 2 cells short in {report} (3 problems short)" in proc.stdout
+    assert "still short after the draw: op/mm/float32/NT 1" in proc.stdout  # no mm in this run's spec
+    data = load_dataset(tmp_path / "fill.json")
+    measured = [(p.op, p.transpose_a, p.transpose_b) for _, p, _ in data.problems()]
+    assert measured == [("bmm", False, False)] * 2
+    assert data.metadata["sources"][-1]["settings"]["fill_cells"] == str(report)
+    proc = _collect(tmp_path, report)
+    assert proc.returncode == 0 and "0 problems measured, 2 already done" in proc.stdout, proc.stdout
+
+
+def test_a_bad_report_is_one_line_naming_it(tmp_path):
+    cases = [("not json", "not a JSON coverage report"), ('{"cells": {}}', "missing"), ('{"missing": {"op/mm/float32/NN": -1}}', "missing.op/mm/float32/NN")]
+    for text, words in cases:
+        report = tmp_path / "report.json"
+        report.write_text(text)
+        proc = _collect(tmp_path, report)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and str(report) in proc.stderr and words in proc.stderr
+    proc = _collect(tmp_path, tmp_path / "absent.json")
+    assert proc.returncode == 2 and "absent.json" in proc.stderr and "Traceback" not in proc.stderr
