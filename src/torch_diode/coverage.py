@@ -202,7 +202,7 @@ def read_missing(path: str | os.PathLike) -> dict[str, int]:
     try:
         with open(path, encoding="utf-8") as f:
             report = json.load(f)
-    except json.JSONDecodeError as e:
+    except ValueError as e:  # not JSON, or not text
         raise UserError(f"{path}: not a JSON coverage report ({e})") from None
     missing = report.get("missing") if isinstance(report, dict) else None
     if not isinstance(missing, dict):

@@ -51,26 +51,35 @@ def _collect(tmp_path, report, *extra):
 
 def test_collect_measures_the_filling_draw_and_resumes_it(tmp_path):
     report = tmp_path / "coverage.json"
-    report.write_text(json.dumps({"missing": {"op/bmm/float32/NN": 2, "op/mm/float32/NT": 1}}))
+    report.write_text(json.dumps({"missing": {"op/bmm/float32/NN": 1, "op/mm/float32/NT": 1}}))
     proc = _collect(tmp_path, report)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert f"2 problems for the 2 cells short in {report} (3 problems short)" in proc.stdout
+    assert f"1 problems for the 2 cells short in {report} (2 problems short)" in proc.stdout
     assert "still short after the draw: op/mm/float32/NT 1" in proc.stdout  # no mm in this run's spec
     data = load_dataset(tmp_path / "fill.json")
     measured = [(p.op, p.transpose_a, p.transpose_b) for _, p, _ in data.problems()]
-    assert measured == [("bmm", False, False)] * 2
+    assert measured == [("bmm", False, False)]
     assert data.metadata["sources"][-1]["settings"]["fill_cells"] == str(report)
     proc = _collect(tmp_path, report)
-    assert proc.returncode == 0 and "0 problems measured, 2 already done" in proc.stdout, proc.stdout
+    assert proc.returncode == 0 and "0 problems measured, 1 already done" in proc.stdout, proc.stdout
 
 
-def test_a_bad_report_is_one_line_naming_it(tmp_path):
-    cases = [("not json", "not a JSON coverage report"), ('{"cells": {}}', "missing"), ('{"missing": {"op/mm/float32/NN": -1}}', "missing.op/mm/float32/NN")]
-    for text, words in cases:
-        report = tmp_path / "report.json"
-        report.write_text(text)
-        proc = _collect(tmp_path, report)
-        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-        assert len(proc.stderr.strip().splitlines()) == 1 and str(report) in proc.stderr and words in proc.stderr
-    proc = _collect(tmp_path, tmp_path / "absent.json")
-    assert proc.returncode == 2 and "absent.json" in proc.stderr and "Traceback" not in proc.stderr
+def test_a_bad_report_is_one_line_naming_it(tmp_path, capsys):
+    from torch_diode.cli import main
+
+    cases = [
+        (b"not json", "not a JSON coverage report"),
+        (b"\x1f\x8b\x08binary", "not a JSON coverage report"),
+        (b'{"cells": {}}', "missing"),
+        (b'{"missing": {"op/mm/float32/NN": -1}}', "missing.op/mm/float32/NN"),
+    ]
+    for i, (content, words) in enumerate(cases):
+        report = tmp_path / f"report{i}.json"
+        report.write_bytes(content)
+        argv = ["collect", "--device", "cpu", "--fill-cells", str(report), "-o", str(tmp_path / "c.json")]
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "Traceback" not in err and str(report) in err and words in err, err
+    assert main(["collect", "--device", "cpu", "--fill-cells", str(tmp_path / "absent.json"), "-o", "c.json"]) == 2
+    assert "absent.json" in capsys.readouterr().err
+    assert not (tmp_path / "c.json").exists()
