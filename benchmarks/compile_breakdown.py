@@ -1,7 +1,8 @@
 """Where diode's compile time goes, GEMM by GEMM, against default mode's, and what diode's own
 enumeration of the Triton candidates saves.
 
-For each GEMM of ``--shapes`` (default: benchmarks/e2e_shapes.json), cold compile caches as in
+For each GEMM of ``--shapes`` (default: benchmarks/e2e_shapes.json), or with ``--models`` each
+whole-model row of benchmarks/e2e.py, cold compile caches as in
 e2e.py, one worker process per method, each with its own new Triton and Inductor cache
 directories and its own warm-up (benchmarks.common.WARM_UP):
 
@@ -25,6 +26,7 @@ what diode's enumeration saves.
 
     python -m benchmarks.compile_breakdown --out $OUT/compile_breakdown_h100.json
     python -m benchmarks.compile_breakdown --enumeration --out $OUT/decision_cost_h100.json
+    python -m benchmarks.compile_breakdown --models --out $OUT/compile_breakdown_models_h100.json
 """
 
 from __future__ import annotations
@@ -112,6 +114,19 @@ def compile_once(fn, inputs, method: str, model: str, profile: cProfile.Profile 
     return record
 
 
+def items(models: bool, shapes: str) -> list[tuple]:
+    """(label, function, inputs, problem or None) to compile: the GEMMs of ``shapes``, or with
+    ``models`` the whole-model rows of benchmarks.e2e (their GEMMs decided as in one model)."""
+    if models:
+        from benchmarks.e2e import models as e2e_models
+
+        return [(label, module, inputs, None) for label, module, inputs in e2e_models("cuda")]
+    return [
+        (label, op_function(problem.op), make_inputs(problem, "cuda"), problem.short())
+        for label, problem, _ in load_shapes(shapes)
+    ]
+
+
 def worker(args: argparse.Namespace) -> int:
     method = args.worker
     compile_once(
@@ -122,15 +137,9 @@ def worker(args: argparse.Namespace) -> int:
     )
     rows = []
     profile = cProfile.Profile() if method == "diode_profiled" else None
-    for label, problem, _ in load_shapes(args.shapes):
-        record = compile_once(
-            op_function(problem.op),
-            make_inputs(problem, "cuda"),
-            "diode_trusting" if profile is not None else method,
-            args.model,
-            profile,
-        )
-        rows.append({"label": label, "problem": problem.short(), **record})
+    for label, fn, inputs, problem in items(args.models, args.shapes):
+        record = compile_once(fn, inputs, "diode_trusting" if profile is not None else method, args.model, profile)
+        rows.append({"label": label, **({"problem": problem} if problem else {}), **record})
         print(
             f"[{method}] {label[:44]:44s} compile {record['compile_s']:6.2f} s  decision "
             f"{1e3 * record.get('decision_s', 0):6.1f} ms  {record.get('picks', '')}",
@@ -152,6 +161,11 @@ def main() -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--enumeration", action="store_true", help="also measure diode_generators (see above)")
     parser.add_argument("--profile-decisions", action="store_true", help="also profile diode's handler (see above)")
+    parser.add_argument(
+        "--models",
+        action="store_true",
+        help="compile benchmarks.e2e's whole-model rows (decoder block, ViT block, MLP) instead of --shapes",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -160,7 +174,16 @@ def main() -> int:
     by_method = {}
     for method in methods + (("diode_profiled",) if args.profile_decisions else ()):
         by_method[method], _, _ = run_worker(
-            "compile_breakdown", ["--worker", method, "--shapes", args.shapes, "--model", args.model]
+            "compile_breakdown",
+            [
+                "--worker",
+                method,
+                "--shapes",
+                args.shapes,
+                "--model",
+                args.model,
+                *(["--models"] if args.models else []),
+            ],
         )
     labels = [r["label"] for r in by_method["default"]]
     table = []

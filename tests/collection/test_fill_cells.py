@@ -32,7 +32,9 @@ def test_the_draw_takes_only_problems_of_short_cells_until_they_are_full():
     again = _draw(_args(*FP32_ALL, *SMALL, "--num-shapes", "50", "--seed", "3"), set(), CellFill(missing, False))
     assert again == drawn
     # --num-shapes caps the draw before the cells are full
-    assert len(_draw(_args(*FP32_ALL, *SMALL, "--num-shapes", "2", "--seed", "3"), set(), CellFill(missing, False))) == 2
+    assert (
+        len(_draw(_args(*FP32_ALL, *SMALL, "--num-shapes", "2", "--seed", "3"), set(), CellFill(missing, False))) == 2
+    )
 
 
 def test_fp32_problems_fill_the_tf32_column_when_the_run_allows_tf32():
@@ -44,7 +46,18 @@ def test_fp32_problems_fill_the_tf32_column_when_the_run_allows_tf32():
 
 def _collect(tmp_path, report, *extra):
     # bmm: Inductor's CPP template autotunes against ATen on the CPU (one choice for mm at these sizes)
-    cmd = [sys.executable, "-m", "torch_diode.cli", "collect", *FP32_ALL, *SMALL, "--ops", "bmm", "--backends", "CPP,ATEN"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch_diode.cli",
+        "collect",
+        *FP32_ALL,
+        *SMALL,
+        "--ops",
+        "bmm",
+        "--backends",
+        "CPP,ATEN",
+    ]
     cmd += ["--num-shapes", "8", "--seed", "5", "--device", "cpu", "--fill-cells", str(report), *extra]
     return subprocess.run([*cmd, "--output", str(tmp_path / "fill.json")], capture_output=True, text=True)
 
