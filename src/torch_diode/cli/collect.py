@@ -276,7 +276,7 @@ def _draw(args: argparse.Namespace, excluded: set[str], fill=None) -> list[Probl
     excluded = set(excluded) | _heldout_keys()
     problems: list[Problem] = []
     seed = args.seed
-    while len(problems) < args.num_shapes and seed < args.seed + 1000 and not (fill and fill.done):
+    while len(problems) < args.num_shapes and seed < args.seed + 1000 and not (fill is not None and fill.done):
         for p in _random_problems(spec, seed):
             if len(problems) >= args.num_shapes or (fill is not None and fill.done):
                 break
