@@ -121,6 +121,7 @@ def _all_failed(tmp_path: Path) -> Path:
             ["--validation-fraction"],
         ),
         (["train", "--dataset", "{s}", "--model", "{d}/m.diode", "--hidden-dim", "-4"], ["--hidden-dim"]),
+        (["train", "--dataset", "{s}", "--model", "{d}/m.diode", "--clip-slowdown", "1"], ["--clip-slowdown"]),
         (["train", "--dataset", "{s}", "--model", "{s}"], ["--model", "input"]),
         (["train", "--model", "{d}/m.diode"], ["--dataset"]),
         (["train", "--dataset", "{s}", "--model", "{d}/m.diode", "--bootstrap"], ["--bootstrap", "--ensemble 2"]),

@@ -12,7 +12,7 @@ import torch
 from torch_diode.model_file import model_metadata, read_model
 from torch_diode.training.data import build_arrays, split_groups
 from torch_diode.training.model import Regressor
-from torch_diode.training.train import TrainConfig, train_model
+from torch_diode.training.train import TrainConfig, clipped_targets, train_model
 from torch_diode.types import load_dataset
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "h100_sample.json.gz"
@@ -370,3 +370,27 @@ def test_extern_weight_fits_the_aten_rows_closer():
     for bad in (0.0, -1.0, float("nan")):
         with pytest.raises(ValueError, match="extern_weight"):
             TrainConfig(extern_weight=bad).resolved()
+
+
+def test_clip_slowdown_caps_each_problems_slow_rows_and_trains_on_them():
+    """--clip-slowdown C: a row measured over C times its problem's best is trained as C times the
+    best; the other rows, and each problem's best, keep their measured times; the model records it."""
+    ds = load_dataset(SAMPLE)
+    arrays = build_arrays(ds)
+    clipped = clipped_targets(arrays, 3.0)
+    for g in range(arrays.num_problems):
+        rows = arrays.group == g
+        measured, capped = arrays.log_time_us[rows], clipped[rows]
+        best = measured.min()
+        np.testing.assert_allclose(capped.max(initial=best), min(measured.max(), best + np.log(3.0)), rtol=1e-5)
+        slow = measured > best + np.log(3.0)
+        np.testing.assert_array_equal(capped[~slow], measured[~slow])
+        np.testing.assert_allclose(capped[slow], best + np.log(3.0), rtol=1e-5)
+    assert (clipped < arrays.log_time_us).any()  # the sample has rows over 3x their best
+
+    cfg = TrainConfig(num_epochs=30, patience=30, validation_fraction=0.0, seed=3, clip_slowdown=3.0)
+    model_file = train_model(ds, cfg, progress=False)[0]
+    assert model_file.metadata["training"]["clip_slowdown"] == 3.0
+    for bad in (1.0, 0.5, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="clip_slowdown"):
+            TrainConfig(clip_slowdown=bad).resolved()

@@ -113,6 +113,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         ensemble=args.ensemble,
         bootstrap=args.bootstrap,
         extern_weight=args.extern_weight,
+        clip_slowdown=args.clip_slowdown,
     )
     model, report = train_model(
         dataset,
@@ -343,6 +344,13 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
         default=1.0,
         help="weight of each ATen (cuBLAS) row's squared error against a Triton row's, > 0 (default 1): a "
         "problem has one or two ATen choices among a hundred or more Triton configs",
+    )
+    p.add_argument(
+        "--clip-slowdown",
+        type=_number(float, 1.0, lo_open=True),
+        default=None,
+        help="train a row measured more than this many times its problem's best time as that many times, > 1 "
+        "(default: none clipped): such a kernel is never picked, and the slow rows would hold most of the loss",
     )
     p.add_argument("--patience", type=positive_int, default=10, help="epochs without improvement before stopping")
     p.add_argument(

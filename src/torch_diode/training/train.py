@@ -72,6 +72,10 @@ class TrainConfig:
     # has one or two ATen choices among a hundred or more Triton configs, so at 1 the fit of
     # cuBLAS's time, which decides most of the handler's picks, barely weighs in the loss
     extern_weight: float = 1.0
+    # where set, a row measured more than this many times its problem's best time is trained as that
+    # many times (None: every row at its measured time): such a kernel is never picked, how much
+    # slower it is decides nothing, and unclipped the slow rows hold most of the squared error
+    clip_slowdown: float | None = None
 
     def resolved(self) -> tuple[int, int]:
         if self.lr_schedule not in LR_SCHEDULES:
@@ -82,6 +86,8 @@ class TrainConfig:
             raise ValueError(f"ensemble must be 1..64 members, got {self.ensemble}")
         if not (math.isfinite(self.extern_weight) and self.extern_weight > 0):
             raise ValueError(f"extern_weight must be a positive number, got {self.extern_weight}")
+        if self.clip_slowdown is not None and not (math.isfinite(self.clip_slowdown) and self.clip_slowdown > 1):
+            raise ValueError(f"clip_slowdown must be a number > 1, got {self.clip_slowdown}")
         if self.bootstrap and self.ensemble < 2:
             raise ValueError("bootstrap resamples the problems per ensemble member: give an ensemble of 2 or more")
         if self.model_type not in MODEL_FAMILIES:
@@ -393,6 +399,15 @@ def with_prior_data(
     return out, record
 
 
+def clipped_targets(arrays: TrainingArrays, slowdown: float) -> np.ndarray:
+    """The ln(time_us) targets of ``arrays`` with every row capped at ln(``slowdown``) above its
+    problem's best."""
+    best = np.full(arrays.num_problems, np.inf, dtype=np.float64)
+    np.minimum.at(best, arrays.group, arrays.log_time_us)
+    cap = best[arrays.group] + math.log(slowdown)
+    return np.minimum(arrays.log_time_us, cap).astype(np.float32)
+
+
 def train_model(
     dataset: Dataset,
     config: TrainConfig,
@@ -413,8 +428,9 @@ def train_model(
         raise UserError(f"the data holds several devices {sorted(device_names)}: choose one with --hardware-name")
     val_problem = split_groups(arrays.num_problems, config.validation_fraction, config.seed)
     val_rows = val_problem[arrays.group]
-    x_train, y_train = arrays.features[~val_rows], arrays.log_time_us[~val_rows]
-    x_val, y_val = arrays.features[val_rows], arrays.log_time_us[val_rows]
+    targets = arrays.log_time_us if config.clip_slowdown is None else clipped_targets(arrays, config.clip_slowdown)
+    x_train, y_train = arrays.features[~val_rows], targets[~val_rows]
+    x_val, y_val = arrays.features[val_rows], targets[val_rows]
     mean, std = _standardise(x_train)
     t_mean, t_std = float(y_train.mean()), float(max(y_train.std(), 1e-6))
 
