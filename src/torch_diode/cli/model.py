@@ -350,7 +350,7 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
         type=_number(float, 1.0, lo_open=True),
         default=None,
         help="train a row measured more than this many times its problem's best time as that many times, > 1 "
-        "(default: none clipped): such a kernel is never picked, and the slow rows would hold most of the loss",
+        "(default: none clipped; the slow rows hold most of the squared error)",
     )
     p.add_argument("--patience", type=positive_int, default=10, help="epochs without improvement before stopping")
     p.add_argument(

@@ -72,9 +72,11 @@ class TrainConfig:
     # has one or two ATen choices among a hundred or more Triton configs, so at 1 the fit of
     # cuBLAS's time, which decides most of the handler's picks, barely weighs in the loss
     extern_weight: float = 1.0
-    # where set, a row measured more than this many times its problem's best time is trained as that
-    # many times (None: every row at its measured time): such a kernel is never picked, how much
-    # slower it is decides nothing, and unclipped the slow rows hold most of the squared error
+    # where set, a row measured more than this many times its problem's best time is trained (and
+    # early-stopped on) as that many times (None: every row at its measured time). The slow rows
+    # hold most of the squared error, but clipping them ranks held-out Triton configs worse
+    # (benchmarks/results/training_variants_cpu.txt): how slow a slow config is keeps it away
+    # from the top on unseen problems
     clip_slowdown: float | None = None
 
     def resolved(self) -> tuple[int, int]:
