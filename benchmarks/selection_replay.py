@@ -529,7 +529,8 @@ def misaligned_groups(args: argparse.Namespace) -> int:
                 continue
             for grouping, group in _misaligned_groups(problem, pool, members, decision.first).items():
                 groups.setdefault((grouping, group), []).append(ratio)
-        for (grouping, group), ratios in sorted(groups.items()):
+        # the aligned problems last: the figure each group is held against
+        for (grouping, group), ratios in [*sorted(groups.items()), (("aligned problems", "all"), aligned)]:
             rows.append(
                 {
                     "data": data,
@@ -540,16 +541,6 @@ def misaligned_groups(args: argparse.Namespace) -> int:
                     "slow": int(sum(r > args.slow for r in ratios)),
                 }
             )
-        rows.append(
-            {
-                "data": data,
-                "grouping": "aligned problems",
-                "group": "all",
-                "problems": len(aligned),
-                "first": _summary(aligned),
-                "slow": int(sum(r > args.slow for r in aligned)),
-            }
-        )
     _write(args, {"model": args.model, "slow": args.slow, "rows": rows})
     print(f"{'data':12s} {'grouping':28s} {'group':16s} {'n':>4s} {'first gm':>9s} {'worst':>6s} {'slow':>5s}")
     for r in rows:

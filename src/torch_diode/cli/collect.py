@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import OptionError
 from ..types import DATASET_SUFFIXES, DTYPES, OPS, Problem
@@ -19,6 +20,9 @@ from .common import (
     positive_int,
     probability,
 )
+
+if TYPE_CHECKING:
+    from ..coverage import CellFill
 
 
 def _output_path(output: str, fmt: str | None) -> str:
@@ -266,7 +270,7 @@ def _heldout_keys() -> set[str]:
     return _held_keys(HELDOUT_SHAPESETS)
 
 
-def _draw(args: argparse.Namespace, excluded: set[str], fill=None) -> list[Problem]:
+def _draw(args: argparse.Namespace, excluded: set[str], fill: CellFill | None = None) -> list[Problem]:
     """``--num-shapes`` distinct random problems, none of them in ``excluded`` nor held out (redrawn
     with the following seeds until there are enough); with ``fill`` (a coverage.CellFill), only
     problems that it takes, until its cells are full."""
@@ -276,9 +280,13 @@ def _draw(args: argparse.Namespace, excluded: set[str], fill=None) -> list[Probl
     excluded = set(excluded) | _heldout_keys()
     problems: list[Problem] = []
     seed = args.seed
-    while len(problems) < args.num_shapes and seed < args.seed + 1000 and not (fill is not None and fill.done):
+
+    def enough() -> bool:
+        return len(problems) >= args.num_shapes or (fill is not None and fill.done)
+
+    while not enough() and seed < args.seed + 1000:
         for p in _random_problems(spec, seed):
-            if len(problems) >= args.num_shapes or (fill is not None and fill.done):
+            if enough():
                 break
             key = problem_key(p)
             if key in excluded or (fill is not None and not fill.take(p)):
