@@ -199,3 +199,37 @@ def test_a_kind_without_training_data_is_never_chosen_alone(model):
     assert np.count_nonzero(unknown[list(decision.chosen)]) <= 1 and (
         not unknown[list(decision.chosen)].any() or decision.unsure
     )
+
+
+def test_dynamic_shapes_compile_once_and_stay_right(model):
+    """Shapes that change from call to call, as a user's model makes them: an nn.Linear-like addmm
+    over a growing token count and a decode step's attention bmm over a growing KV length, compiled
+    with dynamic=True (Inductor's Triton templates with symbolic sizes, decided at their size hints)
+    and with torch.compile's automatic dynamic shapes. Every output equals eager's, diode decides
+    every graph and falls back nowhere."""
+    dtype = torch.bfloat16
+    w, bias = torch.randn(1024, 768, device="cuda", dtype=dtype), torch.randn(1024, device="cuda", dtype=dtype)
+    linear = lambda x: torch.addmm(bias, x, w.t())
+    attention = lambda q, k: torch.bmm(q, k.transpose(1, 2))
+    calls = [
+        (linear, lambda n: (torch.randn(n, 768, device="cuda", dtype=dtype),), (128, 197, 333, 1000)),
+        (
+            attention,
+            lambda n: (
+                torch.randn(32, 1, 128, device="cuda", dtype=dtype),
+                torch.randn(32, n, 128, device="cuda", dtype=dtype),
+            ),
+            (256, 257, 300, 1777),
+        ),
+    ]
+    for dynamic in (True, None):
+        with diode_choices(model) as choices, inductor_config.patch(max_autotune_gemm=True, force_disable_caches=True):
+            for fn, make, sizes in calls:
+                torch._dynamo.reset()
+                compiled = torch.compile(fn, dynamic=dynamic)
+                for n in sizes:
+                    x = make(n)
+                    ref = fn(*[t.float() for t in x])
+                    torch.testing.assert_close(compiled(*x).float(), ref, atol=4e-2 * ref.abs().max().item(), rtol=4e-2)
+            stats = choices.get_stats()
+            assert stats["fallbacks_total"] == 0 and stats["model_selections"] >= 2, (dynamic, stats)

@@ -444,3 +444,23 @@ def test_enumerated_allow_tf32_follows_inductor_for_every_dtype():
             for dtype in ("float16", "bfloat16", "float32"):
                 assert allow_tf32(Problem("mm", 1, 1024, 1024, 1024, dtype, dtype, dtype)) is large, (precision, dtype)
                 assert allow_tf32(Problem("mm", 1, 1024, 256, 1024, dtype, dtype, dtype)) is False
+
+
+def test_dynamic_shapes_are_decided_at_their_size_hints(cpu_model):
+    """torch.compile(dynamic=True), and the automatic dynamic shapes of a function called with a
+    second shape: the handler decides each graph at the sizes Inductor hints (one of the shapes it
+    ran), falls back nowhere, and the compiled function is right for every shape."""
+    shapes = [(3, 40, 24, 56), (2, 33, 24, 57), (4, 64, 16, 8)]
+    seen = {f"bmm {b}x{m}x{n}x{k} float32 NN" for b, m, k, n in shapes}
+    with diode_choices(cpu_model) as choices, inductor_config.patch(CPU_BMM):
+        for dynamic in (True, None):
+            torch._dynamo.reset()
+            choices.reset_stats()
+            compiled = torch.compile(torch.bmm, dynamic=dynamic)
+            for b, m, k, n in shapes:
+                a, w = torch.randn(b, m, k), torch.randn(b, k, n)
+                torch.testing.assert_close(compiled(a, w), torch.bmm(a, w))
+            stats = choices.get_stats()
+            assert stats["fallbacks_total"] == 0 and stats["model_selections"] >= 1, (dynamic, stats)
+            decided = {d["problem"] for d in choices.decisions}
+            assert decided and decided <= seen, (dynamic, decided)
