@@ -4,6 +4,7 @@ setting for the command it runs, is a stand-in that exits with given codes."""
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,7 @@ def run_part(
         "RETRIES": str(retries),
         "CALLS": str(calls),
         "CODES": str(codes_file),
+        "PYTHON": sys.executable,  # the interpreter with torch_diode, for the parts that run Python
     }
     proc = subprocess.run(
         ["bash", str(ROOT / "data" / "h100" / "collect.sh"), part], env=env, capture_output=True, text=True
@@ -171,3 +173,19 @@ def test_fill_parts_snapshot_the_coverage_before_each_design_and_keep_it(tmp_pat
     (tmp_path / "calls").unlink()
     rc, calls = run_part(tmp_path, [0] * 4, 0, part, wrapper=wrapper)
     assert rc == 0 and [c.split()[1] for c in calls] == ["collect"] * 4, calls
+
+
+def test_inductor_misaligned_part_measures_the_misaligned_real_model_gemms(tmp_path, monkeypatch):
+    """inductor-misaligned: a shapeset of exactly the realmodels_heldout entries with misaligned
+    rows, measured by stock max-autotune into inductor_timed/."""
+    from torch_diode.collection.shapes import load_shapeset
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    rc, calls = run_part(tmp_path, [0], 0, "inductor-misaligned")
+    assert rc == 0 and len(calls) == 1, (rc, calls)
+    shapes = tmp_path / "realmodels_heldout_misaligned.json"
+    assert f"--shapeset {shapes} " in calls[0] and "/inductor_timed/h100_realmodels_misaligned" in calls[0]
+    every = load_shapeset("realmodels_heldout")
+    want = [(e.model, e.layer, e.problem) for e in every if e.problem.misaligned_operands]
+    assert 0 < len(want) < len(every)
+    assert [(e.model, e.layer, e.problem) for e in load_shapeset(shapes)] == want

@@ -7,7 +7,7 @@
 # v2-attn-qk4 v2-attn-pv4 (attention at token counts that are multiples of 4);
 # fill-f32 fill-tf32 (only the fp32 cells a coverage snapshot lists as short);
 # val-v2-layouts val-v2-hidden val-v2-odd val-v2-attn-qk val-v2-attn-pv val-v2-vocab val-v2-hugek val-v2-tma val-v2-attn4 (their validation);
-# inductor-decomposek inductor-tma (stock max-autotune's own timings, to $DATA/inductor_timed);
+# inductor-decomposek inductor-tma inductor-misaligned (stock max-autotune's own timings, to $DATA/inductor_timed);
 # remeasure-hinted (the problems whose kernels now get layout hints, measured again and merged in place);
 # train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m odd-v1
 # (default: all but odd-v1, in that order). Files go to $DATA (default data/h100); every command
@@ -16,7 +16,8 @@ set -euo pipefail
 DATA=${DATA:-data/h100}
 # File names start with the GPU's name, the last part of $DATA (h100, h200).
 GPU=$(basename "$DATA")
-DIODE=${DIODE:-"python3 -m torch_diode.cli"}
+PYTHON=${PYTHON:-python3}  # the interpreter with torch_diode installed
+DIODE=${DIODE:-"$PYTHON -m torch_diode.cli"}
 # A CUDA fault (a misaligned address, say) ends the process; the collector marks the problem in
 # flight and skips one that ended two runs. So a part that exits otherwise than 0 (done), 2 (bad
 # input), 124 (timeout) or 130 (Ctrl-C) is run again, up to RETRIES more times, and resumes.
@@ -225,6 +226,21 @@ for part in "${parts[@]}"; do
         mv "$dir/merged.msgpack.gz" "$f" && rm "$out"
       done ;;
     inductor-tma) DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode collect $V2_MA $V2_TMA --num-shapes ${N:-120} --seed 34 -o "$DATA/inductor_timed/${GPU}_v2_tma.msgpack.gz" ;;
+    inductor-misaligned)
+      # stock max-autotune's own timings (DEFAULT list) of the held-out real models' GEMMs whose
+      # rows are misaligned, beside the fast path's in $DATA/realmodels: collector_fidelity
+      # --recorded compares the two paths' timings of the same kernels where the model's first
+      # picks are weakest. The shapeset (those entries of realmodels_heldout) is written to $TMPDIR.
+      shapes="${TMPDIR:-/tmp}/realmodels_heldout_misaligned.json"
+      $PYTHON -c '
+import json, sys
+from torch_diode.collection.shapes import load_shapeset, resolve_shapeset
+data = json.loads(resolve_shapeset("realmodels_heldout").read_text())
+keep = [e for e, s in zip(data["entries"], load_shapeset("realmodels_heldout")) if s.problem.misaligned_operands]
+json.dump({"name": "realmodels_heldout_misaligned", "description": "realmodels_heldout, the misaligned entries", "entries": keep}, open(sys.argv[1], "w"))
+' "$shapes" || exit $?
+      run_diode collect-shapeset --shapeset "$shapes" --search-mode max-autotune --search-space DEFAULT --chunk-size 25 \
+        -o "$DATA/inductor_timed/${GPU}_realmodels_misaligned.msgpack.gz" ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done
