@@ -19,6 +19,13 @@
    stock Inductor as it runs.
 
     python -m benchmarks.collector_fidelity --out $OUT/collector_h100.json
+
+``--recorded DATASET...`` runs step 3 alone against recorded timings: stock max-autotune's
+(data/h100/inductor_timed, collect.sh inductor-*), or the fast path's own as collected, which
+times the same kernels again, now and with no compile running beside them, against the timings
+the collection stored (``--misaligned-only`` keeps the problems with misaligned rows):
+
+    python -m benchmarks.collector_fidelity --recorded data/h100/realmodels --misaligned-only --out $OUT/f.json
 """
 
 from __future__ import annotations
@@ -209,9 +216,18 @@ def main() -> int:
     parser.add_argument(
         "--recorded",
         nargs="+",
-        help="datasets of Inductor's own timings (stock max-autotune): compare with them alone (step 3)",
+        help="datasets of Inductor's own timings (stock max-autotune): compare with them alone (step 3); "
+        "a dataset of the fast path's own timings gives the same path timed again, now, against its "
+        "timings at collection",
+    )
+    parser.add_argument(
+        "--misaligned-only",
+        action="store_true",
+        help="with --recorded: only the problems whose rows are misaligned (Problem.misaligned_operands)",
     )
     args = parser.parse_args()
+    if args.misaligned_only and not args.recorded:
+        parser.error("--misaligned-only: only with --recorded")
     if args.recorded:
         return recorded(args)
     tmp = Path(tempfile.mkdtemp())
@@ -343,10 +359,13 @@ def medians(rows: list[dict]) -> dict:
 def recorded(args: argparse.Namespace) -> int:
     """Step 3 alone, against recorded stock max-autotune timings."""
     reference = load_datasets(args.recorded)
+    if args.misaligned_only:
+        reference = reference.subset(lambda _, problem: bool(problem.misaligned_operands))
     rows = fast_against({"stock": reference}, args.reps)["stock"]
     report = {
         **report_header(),
         "reference": args.recorded,
+        "misaligned_only": args.misaligned_only,
         "flush_bytes": {"fast": FLUSH_BYTES, "inductor": "the device's L2 size (stock)"},
         **medians(rows),
         "per_shape": rows,
