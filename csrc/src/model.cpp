@@ -228,22 +228,57 @@ void Model::predict_members(std::span<const float> x, std::span<float> out) cons
   const size_t rows = x.size() / row_width;
   if (out.size() != rows * members_.size())
     throw std::invalid_argument("output has the wrong size");
+  if (rows == 0) return;
+  // A feature equal in every row (the problem's own, and those no candidate sets) adds the same
+  // to the first layer of every row: that share joins the layer's bias once, and the layer runs
+  // over the other features only.
+  std::vector<size_t> varying;
+  std::vector<float> fixed_input(nf, 0.f);  // normalised value of each feature equal in every row
+  for (size_t i = 0; i < nf; ++i) {
+    bool same = true;
+    for (size_t r = 1; r < rows && same; ++r) same = x[r * row_width + i] == x[i];
+    if (same)
+      fixed_input[i] = (x[i] - mean_[i]) * inv_std_[i];
+    else
+      varying.push_back(i);
+  }
+  const size_t nv = varying.size(), h1 = dims_[1];
+  std::vector<float> first_weight_t(members_.size() * nv * h1), first_bias(members_.size() * h1);
+  for (size_t k = 0; k < members_.size(); ++k) {
+    const float* wt = members_[k].weight_t[0].data();
+    float* bias = first_bias.data() + k * h1;
+    std::copy(members_[k].bias[0].begin(), members_[k].bias[0].end(), bias);
+    for (size_t i = 0, j = 0; i < nf; ++i) {
+      if (j < nv && varying[j] == i) {
+        std::copy(wt + i * h1, wt + (i + 1) * h1, first_weight_t.data() + (k * nv + j) * h1);
+        ++j;
+      } else if (fixed_input[i] != 0.f) {
+        for (size_t o = 0; o < h1; ++o) bias[o] += fixed_input[i] * wt[i * h1 + o];
+      }
+    }
+  }
   size_t widest = 0;
   for (auto d : dims_) widest = std::max<size_t>(widest, d);
   constexpr size_t kBlock = 128;  // rows per block: activations stay in L1/L2
-  std::vector<float> input(kBlock * nf), a(kBlock * widest), next(kBlock * widest);
+  std::vector<float> input(kBlock * std::max<size_t>(nv, 1)), a(kBlock * widest),
+      next(kBlock * widest);
   const size_t layers = dims_.size() - 1;
   for (size_t r0 = 0; r0 < rows; r0 += kBlock) {
     const size_t nr = std::min(kBlock, rows - r0);
     for (size_t r = 0; r < nr; ++r)
-      for (size_t i = 0; i < nf; ++i)
-        input[r * nf + i] = (x[(r0 + r) * row_width + i] - mean_[i]) * inv_std_[i];
+      for (size_t j = 0; j < nv; ++j) {
+        const size_t i = varying[j];
+        input[r * nv + j] = (x[(r0 + r) * row_width + i] - mean_[i]) * inv_std_[i];
+      }
     for (size_t k = 0; k < members_.size(); ++k) {
       const Member& member = members_[k];
       const float* in = input.data();
       for (size_t l = 0; l < layers; ++l) {
-        dense_layer(in, nr, dims_[l], member.weight_t[l].data(), member.bias[l].data(),
-                    dims_[l + 1], next.data(), l + 1 < layers);
+        const bool first = l == 0;
+        dense_layer(in, nr, first ? nv : dims_[l],
+                    first ? first_weight_t.data() + k * nv * h1 : member.weight_t[l].data(),
+                    first ? first_bias.data() + k * h1 : member.bias[l].data(), dims_[l + 1],
+                    next.data(), l + 1 < layers);
         std::swap(a, next);
         in = a.data();
       }

@@ -121,6 +121,34 @@ TEST(Model, PredictsTheMlpOfTheFile) {
   }
 }
 
+// The engine adds the share of the features equal in every row to the first layer's bias once:
+// rows where some features vary and others do not (zero or not), over several 128-row blocks, one
+// row, and rows all alike predict as the plain MLP.
+TEST(Model, FeaturesEqualInEveryRowPredictAsTheMlp) {
+  const size_t nf = diode::num_features();
+  for (uint32_t hidden : {5u, 37u}) {
+    const auto m = Model::from_bytes(make_model(hidden), "m.diode");
+    for (size_t rows : {1ul, 3ul, 300ul}) {
+      for (bool all_alike : {false, true}) {
+        std::vector<float> x(rows * nf), out(rows);
+        for (size_t r = 0; r < rows; ++r)
+          for (size_t i = 0; i < nf; ++i) {
+            const bool same = all_alike || i % 4 == 0 || i % 7 == 0;
+            const float v = same ? (i % 8 == 0 ? 0.f : std::cos(0.3f * i))
+                                 : std::sin(0.37f * static_cast<float>(r * nf + i));
+            x[r * nf + i] = v;
+          }
+        m.predict_features(x, out);
+        for (size_t r = 0; r < rows; ++r) {
+          std::vector<float> row(x.begin() + r * nf, x.begin() + (r + 1) * nf);
+          EXPECT_NEAR(out[r], reference(row, hidden), 1e-4f)
+              << "hidden " << hidden << " rows " << rows << " alike " << all_alike << " row " << r;
+        }
+      }
+    }
+  }
+}
+
 TEST(Model, CorruptFilesNameTheField) {
   auto bytes = make_model();
   auto bad = bytes;
