@@ -25,6 +25,36 @@ void check_range(int64_t value, int64_t lo, int64_t hi, const char* table, size_
 
 constexpr int64_t kMaxDim = int64_t{1} << 40;
 
+// The features of the problem alone (kFLog2Batch to kFHasBias, the first of a row) of problem row
+// `p`.
+static_assert(kFLog2Batch == 0);
+void write_problem_features(const int64_t* p, double B, double M, double N, double K, int ba,
+                            int bb, int bo, DType dt, float* f) {
+  const double flops = 2.0 * B * M * N * K;
+  const double bytes = B * (M * K * ba + K * N * bb + M * N * bo);
+  f[kFLog2Batch] = lg(B);
+  f[kFLog2M] = lg(M);
+  f[kFLog2N] = lg(N);
+  f[kFLog2K] = lg(K);
+  f[kFLog2Flops] = lg(flops);
+  f[kFLog2MinBytes] = lg(bytes);
+  f[kFLog2ArithIntensity] = lg(flops / bytes);
+  f[kFBytesA] = static_cast<float>(ba);
+  f[kFBytesB] = static_cast<float>(bb);
+  f[kFBytesOut] = static_cast<float>(bo);
+  f[kFDTypeIsFp32] = dt == DType::float32 ? 1.f : 0.f;
+  f[kFDTypeIsFp16] = dt == DType::float16 ? 1.f : 0.f;
+  f[kFDTypeIsBf16] = dt == DType::bfloat16 ? 1.f : 0.f;
+  f[kFDTypeIsFp8] = (dt == DType::float8_e4m3fn || dt == DType::float8_e5m2) ? 1.f : 0.f;
+  f[kFTransposeA] = static_cast<float>(p[kPTransposeA]);
+  f[kFTransposeB] = static_cast<float>(p[kPTransposeB]);
+  f[kFAlignA] = static_cast<float>(row_alignment_log2(p[kPLdA], ba));
+  f[kFAlignB] = static_cast<float>(row_alignment_log2(p[kPLdB], bb));
+  f[kFAlignOut] = static_cast<float>(row_alignment_log2(p[kPLdOut], bo));
+  for (int op = 0; op < kNumOps; ++op) f[kFOpIsMm + op] = p[kPOp] == op ? 1.f : 0.f;
+  f[kFHasBias] = static_cast<float>(p[kPHasBias]);
+}
+
 }  // namespace
 
 const std::vector<std::string>& problem_columns() {
@@ -180,30 +210,14 @@ void compute_features(std::span<const int64_t> problems, std::span<const int64_t
     const int ba = dtype_bytes(static_cast<int32_t>(p[kPDTypeA]));
     const int bb = dtype_bytes(static_cast<int32_t>(p[kPDTypeB]));
     const int bo = dtype_bytes(static_cast<int32_t>(p[kPDTypeOut]));
-    const double flops = 2.0 * B * M * N * K;
-    const double bytes = B * (M * K * ba + K * N * bb + M * N * bo);
     const auto dt = static_cast<DType>(p[kPDTypeA]);
-    f[kFLog2Batch] = lg(B);
-    f[kFLog2M] = lg(M);
-    f[kFLog2N] = lg(N);
-    f[kFLog2K] = lg(K);
-    f[kFLog2Flops] = lg(flops);
-    f[kFLog2MinBytes] = lg(bytes);
-    f[kFLog2ArithIntensity] = lg(flops / bytes);
-    f[kFBytesA] = static_cast<float>(ba);
-    f[kFBytesB] = static_cast<float>(bb);
-    f[kFBytesOut] = static_cast<float>(bo);
-    f[kFDTypeIsFp32] = dt == DType::float32 ? 1.f : 0.f;
-    f[kFDTypeIsFp16] = dt == DType::float16 ? 1.f : 0.f;
-    f[kFDTypeIsBf16] = dt == DType::bfloat16 ? 1.f : 0.f;
-    f[kFDTypeIsFp8] = (dt == DType::float8_e4m3fn || dt == DType::float8_e5m2) ? 1.f : 0.f;
-    f[kFTransposeA] = static_cast<float>(p[kPTransposeA]);
-    f[kFTransposeB] = static_cast<float>(p[kPTransposeB]);
-    f[kFAlignA] = static_cast<float>(row_alignment_log2(p[kPLdA], ba));
-    f[kFAlignB] = static_cast<float>(row_alignment_log2(p[kPLdB], bb));
-    f[kFAlignOut] = static_cast<float>(row_alignment_log2(p[kPLdOut], bo));
-    for (int op = 0; op < kNumOps; ++op) f[kFOpIsMm + op] = p[kPOp] == op ? 1.f : 0.f;
-    f[kFHasBias] = static_cast<float>(p[kPHasBias]);
+    // the problem's own features (kFLog2Batch to kFHasBias): those of the row before where it
+    // is of the same problem (a GEMM's candidates are rows of one problem)
+    if (i > 0 && problem_index[i] == problem_index[i - 1]) {
+      std::copy(f - nf, f - nf + kFHasBias + 1, f);
+    } else {
+      write_problem_features(p, B, M, N, K, ba, bb, bo, dt, f);
+    }
 
     for (int t = 0; t < kNumTemplateKinds; ++t)
       f[kFTemplateIsAtenMm + t] = c[kCTemplateKind] == t ? 1.f : 0.f;
