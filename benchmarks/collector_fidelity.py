@@ -357,7 +357,7 @@ def medians(rows: list[dict]) -> dict:
 
 
 def recorded(args: argparse.Namespace) -> int:
-    """Step 3 alone, against recorded stock max-autotune timings."""
+    """Step 3 alone, against recorded timings: stock max-autotune's, or the fast path's own as collected."""
     reference = load_datasets(args.recorded)
     if args.misaligned_only:
         reference = reference.subset(lambda _, problem: bool(problem.misaligned_operands))

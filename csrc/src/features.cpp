@@ -28,8 +28,12 @@ constexpr int64_t kMaxDim = int64_t{1} << 40;
 // The features of the problem alone (kFLog2Batch to kFHasBias, the first of a row) of problem row
 // `p`.
 static_assert(kFLog2Batch == 0);
-void write_problem_features(const int64_t* p, double B, double M, double N, double K, int ba,
-                            int bb, int bo, DType dt, float* f) {
+void write_problem_features(const int64_t* p, float* f) {
+  const double B = p[kPBatch], M = p[kPM], N = p[kPN], K = p[kPK];
+  const int ba = dtype_bytes(static_cast<int32_t>(p[kPDTypeA]));
+  const int bb = dtype_bytes(static_cast<int32_t>(p[kPDTypeB]));
+  const int bo = dtype_bytes(static_cast<int32_t>(p[kPDTypeOut]));
+  const auto dt = static_cast<DType>(p[kPDTypeA]);
   const double flops = 2.0 * B * M * N * K;
   const double bytes = B * (M * K * ba + K * N * bb + M * N * bo);
   f[kFLog2Batch] = lg(B);
@@ -209,14 +213,13 @@ void compute_features(std::span<const int64_t> problems, std::span<const int64_t
     const double B = p[kPBatch], M = p[kPM], N = p[kPN], K = p[kPK];
     const int ba = dtype_bytes(static_cast<int32_t>(p[kPDTypeA]));
     const int bb = dtype_bytes(static_cast<int32_t>(p[kPDTypeB]));
-    const int bo = dtype_bytes(static_cast<int32_t>(p[kPDTypeOut]));
     const auto dt = static_cast<DType>(p[kPDTypeA]);
     // the problem's own features (kFLog2Batch to kFHasBias): those of the row before where it
     // is of the same problem (a GEMM's candidates are rows of one problem)
     if (i > 0 && problem_index[i] == problem_index[i - 1]) {
       std::copy(f - nf, f - nf + kFHasBias + 1, f);
     } else {
-      write_problem_features(p, B, M, N, K, ba, bb, bo, dt, f);
+      write_problem_features(p, f);
     }
 
     for (int t = 0; t < kNumTemplateKinds; ++t)
