@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
@@ -63,7 +64,14 @@ from torch_diode.collection.fast_sweep import (  # noqa: E402
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings  # noqa: E402
 from torch_diode.collection.operands import layout_tensors
 from torch_diode.collection.shapes import ShapeSpec, random_problems  # noqa: E402
-from torch_diode.types import Problem, load_dataset, load_datasets  # noqa: E402
+from torch_diode.types import (  # noqa: E402
+    Dataset,
+    Problem,
+    TimedConfig,
+    load_dataset,
+    load_datasets,
+    save_dataset,
+)
 
 FIDELITY_SHAPES = [
     Problem("mm", 1, 1024, 4096, 2048, "float16", "float16", "float16"),
@@ -225,9 +233,28 @@ def main() -> int:
         action="store_true",
         help="with --recorded: only the problems whose rows are misaligned (Problem.misaligned_operands)",
     )
+    parser.add_argument(
+        "--passes",
+        type=int,
+        default=1,
+        help="with --recorded: time every problem's configs this many times (one pass over all problems "
+        "after the other); the comparison takes the fastest, the report says how the passes differ",
+    )
+    parser.add_argument(
+        "--retimed-out",
+        help="with --recorded: write the recorded problems with the timings of now as a dataset "
+        "(for python -m benchmarks.selection_replay ... --data)",
+    )
     args = parser.parse_args()
-    if args.misaligned_only and not args.recorded:
-        parser.error("--misaligned-only: only with --recorded")
+    for flag, given in (
+        ("--misaligned-only", args.misaligned_only),
+        ("--retimed-out", args.retimed_out),
+        ("--passes", args.passes != 1),
+    ):
+        if given and not args.recorded:
+            parser.error(f"{flag}: only with --recorded")
+    if args.passes < 1:
+        parser.error(f"--passes: expected at least 1, got {args.passes}")
     if args.recorded:
         return recorded(args)
     tmp = Path(tempfile.mkdtemp())
@@ -265,7 +292,7 @@ def main() -> int:
     Path(args.out).write_text(json.dumps({"command": command_line(), "partial": "rates only", **rates}, indent=1))
 
     # 3. fast path on the same configs, compared with both references
-    results = fast_against(references, args.reps)
+    results, _ = fast_against(references, args.reps)
     rows, stock_rows = results["flush"], results["stock"]
     fidelity = medians(rows)
     fidelity.update({f"{k}_stock_flush": v for k, v in medians(stock_rows).items()})
@@ -313,9 +340,11 @@ def main() -> int:
     return 0
 
 
-def fast_against(references: dict, reps: int) -> dict[str, list[dict]]:
-    """The fast path on every config of the reference datasets (each problem's configs timed once),
-    compared with each reference, per problem."""
+def fast_against(references: dict, reps: int, passes: int = 1) -> tuple[dict[str, list[dict]], dict]:
+    """The fast path on every config of the reference datasets (each problem's configs timed
+    ``passes`` times, one pass over all problems after the other), compared with each reference,
+    per problem, by the fastest of the passes. Also returns the passes' milliseconds per
+    (problem, config)."""
     flush = flush_buffer("cuda")
     t0 = time.perf_counter()
     pairs = [
@@ -327,18 +356,39 @@ def fast_against(references: dict, reps: int) -> dict[str, list[dict]]:
     for ref in references.values():
         for _, problem, timings in ref.problems():
             measured.setdefault(problem, {}).update(dict.fromkeys(t.config for t in timings))
-    fast_ms: dict[tuple, float | None] = {}
-    for problem, configs in measured.items():
-        fast_ms.update({(problem, c): ms for c, ms in zip(configs, fast_on(problem, list(configs), reps, flush))})
+    fast_ms: dict[tuple, list[float | None]] = {}
+    for _ in range(passes):
+        for problem, configs in measured.items():
+            for c, ms in zip(configs, fast_on(problem, list(configs), reps, flush)):
+                fast_ms.setdefault((problem, c), []).append(ms)
+    best_ms = {k: min((m for m in v if m is not None), default=None) for k, v in fast_ms.items()}
     results = {}
     for name, ref in references.items():
         results[name] = [
-            compare(problem, timings, [fast_ms[problem, t.config] for t in timings], compile_errors)
+            compare(problem, timings, [best_ms[problem, t.config] for t in timings], compile_errors)
             for _, problem, timings in ref.problems()
         ]
         print(f"\nagainst Inductor, {name} flush:")
         print_rows(results[name])
-    return results
+    return results, fast_ms
+
+
+def retimed_dataset(reference: Dataset, fast_ms: dict) -> Dataset:
+    """``reference``'s problems and configs with the fast path's timings of now (every pass a
+    sample; a config no pass could time fails)."""
+    out = Dataset()
+    out.metadata["sources"].append({"tool": "benchmarks.collector_fidelity", "command": command_line()})
+    for hardware, problem, timings in reference.problems():
+        fresh = []
+        for t in timings:
+            samples = tuple(
+                ms * 1000 for ms in fast_ms.get((problem, t.config), []) if ms is not None and ms < math.inf
+            )
+            fresh.append(
+                TimedConfig(t.config, min(samples), samples_us=samples) if samples else TimedConfig.failure(t.config)
+            )
+        out.add(hardware, problem, fresh)
+    return out
 
 
 def medians(rows: list[dict]) -> dict:
@@ -356,16 +406,40 @@ def medians(rows: list[dict]) -> dict:
     }
 
 
+def pass_to_pass(fast_ms: dict) -> dict:
+    """How the passes' timings of one config differ: |slowest / fastest - 1| over the configs
+    timed in every pass (median, 90th percentile, max, and how many differ by more than 10%)."""
+    spreads = [
+        max(v) / min(v) - 1 for v in fast_ms.values() if len(v) > 1 and all(m is not None and m < math.inf for m in v)
+    ]
+    if not spreads:
+        return {}
+    a = np.array(spreads)
+    return {
+        "configs": len(a),
+        "median": float(np.median(a)),
+        "p90": float(np.quantile(a, 0.9)),
+        "max": float(a.max()),
+        "over_10_percent": int((a > 0.1).sum()),
+    }
+
+
 def recorded(args: argparse.Namespace) -> int:
     """Step 3 alone, against recorded timings: stock max-autotune's, or the fast path's own as collected."""
     reference = load_datasets(args.recorded)
     if args.misaligned_only:
         reference = reference.subset(lambda _, problem: bool(problem.misaligned_operands))
-    rows = fast_against({"stock": reference}, args.reps)["stock"]
+    results, fast_ms = fast_against({"stock": reference}, args.reps, args.passes)
+    rows = results["stock"]
+    if args.retimed_out:
+        save_dataset(retimed_dataset(reference, fast_ms), args.retimed_out)
+        stage(f"the same problems timed again: {args.retimed_out}")
     report = {
         **report_header(),
         "reference": args.recorded,
         "misaligned_only": args.misaligned_only,
+        "passes": args.passes,
+        "pass_to_pass": pass_to_pass(fast_ms),
         "flush_bytes": {"fast": FLUSH_BYTES, "inductor": "the device's L2 size (stock)"},
         **medians(rows),
         "per_shape": rows,
@@ -378,6 +452,8 @@ def recorded(args: argparse.Namespace) -> int:
         f"spearman_median {report['spearman_median']:.3f}  "
         f"spearman_triton_only_median {report['spearman_triton_only_median']:.3f}"
     )
+    if report["pass_to_pass"]:
+        print(f"pass to pass |slowest / fastest - 1|: {report['pass_to_pass']}")
     return 0
 
 

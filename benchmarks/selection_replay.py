@@ -605,6 +605,41 @@ def unsure_pool(args: argparse.Namespace) -> int:
     return 0
 
 
+def deciding_configs(args: argparse.Namespace) -> int:
+    """A dataset of what decides each problem's first pick, to time again
+    (``python -m benchmarks.collector_fidelity --recorded``): its ATen choices, the ``--top``
+    fastest recorded, the handler's first ``--top`` in its order, and ``--others`` more drawn at
+    random (seeded), with the recorded timings."""
+    from torch_diode.types import Dataset, save_dataset
+
+    policy = Policy.from_config()
+    contract = _contract(args.model)
+    source = load_datasets(args.data)
+    if args.misaligned_only:
+        source = source.subset(lambda _, problem: bool(problem.misaligned_operands))
+    hardware_of = {problem: hw for hw, problem, _ in source.problems()}
+    rng = np.random.default_rng(args.seed)
+    out = Dataset()
+    out.metadata["sources"].append({"tool": "benchmarks.selection_replay deciding-configs", "command": command_line()})
+    for problem, pool, predicted, measured, tf32 in replays(args.model, [str(p) for p in args.data], with_tf32=True):
+        if args.misaligned_only and not problem.misaligned_operands:
+            continue
+        try:
+            decision = decide(problem, pool, predicted, policy, contract, tf32)
+        except NoUsableCandidate:
+            continue
+        keep = set(np.flatnonzero(pool.extern).tolist())
+        keep |= set(np.argsort(measured)[: args.top].tolist())
+        keep |= set(list(decision.order)[: args.top])
+        rest = sorted(set(range(len(measured))) - keep)
+        keep |= set(rng.choice(rest, size=min(args.others, len(rest)), replace=False).tolist()) if rest else set()
+        timings = [t for t in source.entry_for(hardware_of[problem]).ops[problem.op][problem] if not t.failed]
+        out.add(hardware_of[problem], problem, [timings[i] for i in sorted(keep)])
+    save_dataset(out, args.out)
+    print(f"{out.num_problems} problems, {out.num_timed_configs} configs: {args.out}")
+    return 0
+
+
 def _write(args: argparse.Namespace, body: dict) -> None:
     import platform
 
@@ -684,6 +719,17 @@ def main() -> int:
     p.add_argument("--slow", type=float, default=1.1, help="a first pick this many times the best is slow")
     p.add_argument("--out", required=True)
     p.set_defaults(run=uncertainty)
+    p = sub.add_parser(
+        "deciding-configs", help="a dataset of the configs that decide each first pick, to time again on the GPU"
+    )
+    p.add_argument("--model", default="NVIDIA-H100-matmul")
+    p.add_argument("--data", nargs="+", required=True)
+    p.add_argument("--misaligned-only", action="store_true", help="only problems with misaligned rows")
+    p.add_argument("--top", type=int, default=8, help="the fastest recorded and the handler's first, each")
+    p.add_argument("--others", type=int, default=8, help="more configs drawn at random per problem")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="dataset file to write")
+    p.set_defaults(run=deciding_configs)
     args = parser.parse_args()
     return args.run(args)
 

@@ -350,3 +350,65 @@ def test_misaligned_groups_replay_partitions_the_misaligned_problems_by_each_gro
     assert len(by_grouping) == 7 and set(by_grouping.values()) == {2}
     operands = {r["group"] for r in rows if r["grouping"] == "misaligned operands"}
     assert operands == {"a", "out"}
+
+
+def test_deciding_configs_keeps_what_decides_the_first_pick_and_the_replay_decides_alike(tmp_path):
+    """benchmarks/selection_replay.py deciding-configs on the shipped sample: each problem keeps its
+    ATen choices, its fastest recorded config and the handler's first pick with their recorded
+    times, and fewer configs than it had; replayed on that subset the handler picks as before."""
+    from torch_diode.types import load_dataset
+
+    sample = ROOT / "data" / "sample" / "h100_sample.json.gz"
+    out = tmp_path / "deciding.json"
+
+    def replay(data):
+        report = tmp_path / "r.json"
+        run = subprocess.run(
+            [sys.executable, "-m", "benchmarks.selection_replay", "realmodels", "--data", str(data)]
+            + ["--out", str(report)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+        assert run.returncode == 0, run.stderr
+        return {r["problem"]: r["first_pick"] for r in json.loads(report.read_text())["rows"]}
+
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.selection_replay", "deciding-configs", "--data", str(sample)]
+        + ["--top", "2", "--others", "1", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert run.returncode == 0, run.stderr
+    full = {p: ts for _, p, ts in load_dataset(sample).problems()}
+    kept = {p: ts for _, p, ts in load_dataset(out).problems()}
+    assert kept.keys() == full.keys()
+    for problem, timings in kept.items():
+        ok = [t for t in full[problem] if not t.failed]
+        assert len(timings) < len(ok) and set(timings) <= set(ok)
+        assert {t.config for t in ok if not t.config.is_tiled} <= {t.config for t in timings}
+        assert min(ok, key=lambda t: t.time_us) in timings
+    assert replay(out) == pytest.approx(replay(sample))
+
+
+def test_retimed_dataset_holds_every_pass_and_fails_what_no_pass_timed(tmp_path, monkeypatch):
+    """benchmarks/collector_fidelity.py --retimed-out: a config's time is the fastest of the passes,
+    each pass a sample; a config that no pass timed is a failure; the passes' spread counts the
+    configs over 10%."""
+    # the module sets these on import: restored after the test
+    for name, value in (("DIODE_FIDELITY_TRITON_CACHE", tmp_path), ("TRITON_CACHE_DIR", tmp_path)):
+        monkeypatch.setenv(name, str(value))
+    monkeypatch.setenv("TORCH_DIODE_NO_AUTOREGISTER", "1")
+    from benchmarks.collector_fidelity import pass_to_pass, retimed_dataset
+    from torch_diode.types import load_dataset
+
+    reference = load_dataset(ROOT / "data" / "sample" / "h100_sample.json.gz")
+    _, problem, timings = next(reference.problems())
+    fast_ms = {(problem, t.config): [0.012, 0.010, None] for t in timings[1:]}
+    fast_ms[problem, timings[2].config] = [0.010, 0.030]
+    out = {p: ts for _, p, ts in retimed_dataset(reference, fast_ms).problems()}[problem]
+    assert out[0].failed and [t.config for t in out] == [t.config for t in timings]
+    assert out[1].time_us == pytest.approx(10.0) and sorted(out[1].samples_us) == pytest.approx([10.0, 12.0])
+    spread = pass_to_pass(fast_ms)
+    assert spread["configs"] == 1 and spread["max"] == pytest.approx(2.0) and spread["over_10_percent"] == 1
