@@ -209,10 +209,10 @@ def test_dynamic_shapes_compile_once_and_stay_right(model):
     every graph and falls back nowhere."""
     dtype = torch.bfloat16
     w, bias = torch.randn(1024, 768, device="cuda", dtype=dtype), torch.randn(1024, device="cuda", dtype=dtype)
-    linear = lambda x: torch.addmm(bias, x, w.t())
+    linear = lambda x, w, bias: torch.addmm(bias, x, w.t())
     attention = lambda q, k: torch.bmm(q, k.transpose(1, 2))
     calls = [
-        (linear, lambda n: (torch.randn(n, 768, device="cuda", dtype=dtype),), (128, 197, 333, 1000)),
+        (linear, lambda n: (torch.randn(n, 768, device="cuda", dtype=dtype), w, bias), (128, 197, 333, 1000)),
         (
             attention,
             lambda n: (
