@@ -34,6 +34,19 @@ def test_combine_merges_rows_by_label(tmp_path):
     )
 
 
+def test_combine_keeps_how_each_run_decided_pad_mm(tmp_path):
+    """Runs that decided Inductor's pad_mm differently keep their own description; the report
+    says they differ."""
+    shipped = json.loads(REPORT.read_text())
+    other = {k: v for k, v in shipped.items() if k != "runs"} | {"pad_mm": "another way", "command": "x"}
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    done = combine(REPORT, tmp_path / "other.json", out=tmp_path / "both.json")
+    assert done.returncode == 0, done.stderr
+    both = json.loads((tmp_path / "both.json").read_text())
+    assert both["pad_mm"].startswith("differs") and both["runs"][-1]["pad_mm"] == "another way"
+    assert all("pad_mm" in run for run in both["runs"])
+
+
 def test_combine_refuses_reports_of_other_devices(tmp_path):
     other = json.loads(REPORT.read_text()) | {"device": "NVIDIA H200"}
     (tmp_path / "other.json").write_text(json.dumps(other))
