@@ -11,11 +11,21 @@ directories and its own warm-up (benchmarks.common.WARM_UP):
   diode_trusting    the same with unsure_top_k=1: the model's first pick alone, never benchmarked
   diode_generators  (with --enumeration) diode_top1 with config.enumerate_candidates off:
                     Inductor's generators build every candidate; its picks must be diode_top1's
+  diode_top1_no_epilogue_bench
+                    (with --epilogue-bench) diode_top1 with Inductor's
+                    benchmark_epilogue_fusion off: where an unsure decision leaves several
+                    choices, the scheduler deciding an epilogue's fusion into them estimates the
+                    separate epilogue kernel's time instead of compiling and timing it (it still
+                    compiles and times the fused kernel of the best Triton choice)
 
 With ``--profile-decisions``, one more worker (diode_profiled: diode_trusting's settings) runs
 cProfile around diode's handler alone and reports, over all GEMMs, the functions its decisions
 spent their time in (own time); its compile times carry the profiler's overhead and are not
 compared.
+
+With ``--runtime``, each compiled item's runtime follows its compile (``runtime_us``: the
+median of ``do_bench_cudagraph`` replays, as benchmarks.e2e measures), so that a method that
+compiles faster shows what its kernels cost.
 
 Reported per GEMM and method: compile wall time of the first call, diode's decision time and
 picks, and Inductor's phase times (``torch._dynamo.utils.compilation_time_metrics``: where the
@@ -27,6 +37,7 @@ what diode's enumeration saves.
     python -m benchmarks.compile_breakdown --out $OUT/compile_breakdown_h100.json
     python -m benchmarks.compile_breakdown --enumeration --out $OUT/decision_cost_h100.json
     python -m benchmarks.compile_breakdown --models --out $OUT/compile_breakdown_models_h100.json
+    python -m benchmarks.compile_breakdown --models --epilogue-bench --runtime --out $OUT/f.json
 """
 
 from __future__ import annotations
@@ -60,27 +71,35 @@ from torch_diode.collection.inductor_sweep import make_inputs, op_function  # no
 from torch_diode.integration.install import diode_choices  # noqa: E402
 
 METHODS = ("default", "diode_top1", "diode_trusting")
+NO_EPILOGUE = "diode_top1_no_epilogue_bench"
 
 
 def diode_settings(method: str) -> dict:
     """torch_diode.config values of a diode method."""
     return {
         "top_k_configs": 1,
-        "unsure_top_k": config.unsure_top_k if method in ("diode_top1", "diode_generators") else 1,
+        "unsure_top_k": config.unsure_top_k if method in ("diode_top1", "diode_generators", NO_EPILOGUE) else 1,
         "enumerate_candidates": method != "diode_generators",
     }
 
 
-def compile_once(fn, inputs, method: str, model: str, profile: cProfile.Profile | None = None) -> dict:
+def compile_once(
+    fn, inputs, method: str, model: str, profile: cProfile.Profile | None = None, runtime: bool = False
+) -> dict:
     torch._dynamo.reset()
     before = {k: sum(v) for k, v in torch._dynamo.utils.compilation_time_metrics.items()}
     record: dict = {}
+    compiled = torch.compile(fn, dynamic=False)
     with inductor_config.patch(force_disable_caches=True), torch.no_grad():
         if method == "default":
-            record["compile_s"] = timed_first_call(torch.compile(fn, dynamic=False), *inputs)
+            record["compile_s"] = timed_first_call(compiled, *inputs)
         else:
             with (
-                inductor_config.patch(max_autotune_gemm=True, max_autotune_gemm_backends="ATEN,TRITON"),
+                inductor_config.patch(
+                    max_autotune_gemm=True,
+                    max_autotune_gemm_backends="ATEN,TRITON",
+                    **({"benchmark_epilogue_fusion": False} if method == NO_EPILOGUE else {}),
+                ),
                 diode_choices(model) as choices,
                 config.patch(**diode_settings(method)),
             ):
@@ -95,7 +114,7 @@ def compile_once(fn, inputs, method: str, model: str, profile: cProfile.Profile 
                             profile.disable()
 
                     choices._finalize = profiled
-                record["compile_s"] = timed_first_call(torch.compile(fn, dynamic=False), *inputs)
+                record["compile_s"] = timed_first_call(compiled, *inputs)
                 stats = choices.get_stats()
             record.update(
                 decision_s=stats["decision_seconds"],
@@ -105,6 +124,10 @@ def compile_once(fn, inputs, method: str, model: str, profile: cProfile.Profile 
                 fallbacks=stats["fallbacks_total"],
                 picks=[d["chosen"] for d in choices.decisions],
             )
+        if runtime:
+            from benchmarks.e2e import bench_cudagraph_us
+
+            record["runtime_us"] = bench_cudagraph_us(lambda: compiled(*inputs))
     after = {k: sum(v) for k, v in torch._dynamo.utils.compilation_time_metrics.items()}
     record["phases_s"] = {
         k: round(v - before.get(k, 0.0), 4)
@@ -138,7 +161,9 @@ def worker(args: argparse.Namespace) -> int:
     rows = []
     profile = cProfile.Profile() if method == "diode_profiled" else None
     for label, fn, inputs, problem in items(args.models, args.shapes):
-        record = compile_once(fn, inputs, "diode_trusting" if profile is not None else method, args.model, profile)
+        record = compile_once(
+            fn, inputs, "diode_trusting" if profile is not None else method, args.model, profile, args.runtime
+        )
         rows.append({"label": label, **({"problem": problem} if problem else {}), **record})
         print(
             f"[{method}] {label[:44]:44s} compile {record['compile_s']:6.2f} s  decision "
@@ -166,11 +191,19 @@ def main() -> int:
         action="store_true",
         help="compile benchmarks.e2e's whole-model rows (decoder block, ViT block, MLP) instead of --shapes",
     )
+    parser.add_argument(
+        "--epilogue-bench",
+        action="store_true",
+        help=f"also measure {NO_EPILOGUE} (diode_top1 without Inductor's epilogue fusion benchmark)",
+    )
+    parser.add_argument("--runtime", action="store_true", help="also time each compiled item (do_bench_cudagraph)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         return worker(args)
-    methods = METHODS + (("diode_generators",) if args.enumeration else ())
+    methods = (
+        METHODS + (("diode_generators",) if args.enumeration else ()) + ((NO_EPILOGUE,) if args.epilogue_bench else ())
+    )
     by_method = {}
     for method in methods + (("diode_profiled",) if args.profile_decisions else ()):
         by_method[method], _, _ = run_worker(
@@ -183,6 +216,7 @@ def main() -> int:
                 "--model",
                 args.model,
                 *(["--models"] if args.models else []),
+                *(["--runtime"] if args.runtime else []),
             ],
         )
     labels = [r["label"] for r in by_method["default"]]
@@ -198,6 +232,11 @@ def main() -> int:
         return geomean([r[method]["compile_s"] / r["default"]["compile_s"] for r in table if method in r])
 
     summary = {f"compile_ratio_vs_default_geomean_{m}": ratio(m) for m in methods[1:]}
+    if args.runtime:
+        for m in methods[1:]:
+            summary[f"runtime_ratio_vs_default_geomean_{m}"] = geomean(
+                [r[m]["runtime_us"] / r["default"]["runtime_us"] for r in table if m in r]
+            )
     for method in methods:
         summary[f"compile_s_geomean_{method}"] = geomean([r[method]["compile_s"] for r in table if method in r])
     for method in methods[1:]:
