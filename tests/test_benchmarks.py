@@ -22,6 +22,14 @@ def combine(*reports, out):
     )
 
 
+def selection_replay(*args) -> None:
+    """Runs ``python -m benchmarks.selection_replay ARGS``; it must succeed."""
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.selection_replay", *map(str, args)], capture_output=True, text=True, cwd=ROOT
+    )
+    assert run.returncode == 0, run.stderr
+
+
 def test_combine_merges_rows_by_label(tmp_path):
     shipped = json.loads(REPORT.read_text())
     done = combine(REPORT, REPORT, out=tmp_path / "twice.json")
@@ -346,14 +354,7 @@ def test_misaligned_groups_replay_partitions_the_misaligned_problems_by_each_gro
     row the other ten, and each group's first picks are ratios to the best measured time."""
     out = tmp_path / "groups.json"
     sample = ROOT / "data" / "sample" / "h100_sample.json.gz"
-    run = subprocess.run(
-        [sys.executable, "-m", "benchmarks.selection_replay", "misaligned-groups", "--data", str(sample)]
-        + ["--out", str(out)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert run.returncode == 0, run.stderr
+    selection_replay("misaligned-groups", "--data", sample, "--out", out)
     rows = json.loads(out.read_text())["rows"]
     by_grouping: dict[str, int] = {}
     for r in rows:
@@ -376,24 +377,10 @@ def test_deciding_configs_keeps_what_decides_the_first_pick_and_the_replay_decid
 
     def replay(data):
         report = tmp_path / "r.json"
-        run = subprocess.run(
-            [sys.executable, "-m", "benchmarks.selection_replay", "realmodels", "--data", str(data)]
-            + ["--out", str(report)],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-        )
-        assert run.returncode == 0, run.stderr
+        selection_replay("realmodels", "--data", data, "--out", report)
         return {r["problem"]: r["first_pick"] for r in json.loads(report.read_text())["rows"]}
 
-    run = subprocess.run(
-        [sys.executable, "-m", "benchmarks.selection_replay", "deciding-configs", "--data", str(sample)]
-        + ["--top", "2", "--others", "1", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert run.returncode == 0, run.stderr
+    selection_replay("deciding-configs", "--data", sample, "--top", 2, "--others", 1, "--out", out)
     full = {p: ts for _, p, ts in load_dataset(sample).problems()}
     kept = {p: ts for _, p, ts in load_dataset(out).problems()}
     assert kept.keys() == full.keys()
