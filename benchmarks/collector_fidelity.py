@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import tempfile
@@ -381,9 +380,7 @@ def retimed_dataset(reference: Dataset, fast_ms: dict) -> Dataset:
     for hardware, problem, timings in reference.problems():
         fresh = []
         for t in timings:
-            samples = tuple(
-                ms * 1000 for ms in fast_ms.get((problem, t.config), []) if ms is not None and ms < math.inf
-            )
+            samples = tuple(ms * 1000 for ms in fast_ms.get((problem, t.config), []) if ms is not None)
             fresh.append(
                 TimedConfig(t.config, min(samples), samples_us=samples) if samples else TimedConfig.failure(t.config)
             )
@@ -409,9 +406,7 @@ def medians(rows: list[dict]) -> dict:
 def pass_to_pass(fast_ms: dict) -> dict:
     """How the passes' timings of one config differ: |slowest / fastest - 1| over the configs
     timed in every pass (median, 90th percentile, max, and how many differ by more than 10%)."""
-    spreads = [
-        max(v) / min(v) - 1 for v in fast_ms.values() if len(v) > 1 and all(m is not None and m < math.inf for m in v)
-    ]
+    spreads = [max(v) / min(v) - 1 for v in fast_ms.values() if len(v) > 1 and None not in v]
     if not spreads:
         return {}
     a = np.array(spreads)

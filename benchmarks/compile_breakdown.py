@@ -228,15 +228,12 @@ def main() -> int:
                 row[method] = by_method[method][i]
         table.append(row)
 
-    def ratio(method: str) -> float | None:
-        return geomean([r[method]["compile_s"] / r["default"]["compile_s"] for r in table if method in r])
+    def ratio(method: str, field: str = "compile_s") -> float | None:
+        return geomean([r[method][field] / r["default"][field] for r in table if method in r])
 
     summary = {f"compile_ratio_vs_default_geomean_{m}": ratio(m) for m in methods[1:]}
     if args.runtime:
-        for m in methods[1:]:
-            summary[f"runtime_ratio_vs_default_geomean_{m}"] = geomean(
-                [r[m]["runtime_us"] / r["default"]["runtime_us"] for r in table if m in r]
-            )
+        summary.update({f"runtime_ratio_vs_default_geomean_{m}": ratio(m, "runtime_us") for m in methods[1:]})
     for method in methods:
         summary[f"compile_s_geomean_{method}"] = geomean([r[method]["compile_s"] for r in table if method in r])
     for method in methods[1:]:

@@ -66,6 +66,7 @@ optional label, transpose_a, transpose_b, exhaustive.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import math
@@ -436,9 +437,9 @@ def worker(args: argparse.Namespace) -> int:
 
     if args.pad_pass:
         # every item compiled once in default mode: pad_mm decides, the workers after it read it
-        items = [] if args.only == "models" else [(op_function(p.op), make_inputs(p, "cuda")) for _, p, _ in shapes]
-        items += [] if args.only == "gemms" else [(module, inputs) for _, module, inputs in models("cuda")]
-        for fn, inputs in items:
+        gemms = () if args.only == "models" else ((op_function(p.op), make_inputs(p, "cuda")) for _, p, _ in shapes)
+        whole = () if args.only == "gemms" else ((module, inputs) for _, module, inputs in models("cuda"))
+        for fn, inputs in itertools.chain(gemms, whole):  # one item's inputs on the GPU at a time
             torch._dynamo.reset()
             with torch.no_grad():
                 torch.compile(fn, dynamic=False)(*inputs)

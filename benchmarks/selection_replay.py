@@ -615,13 +615,11 @@ def deciding_configs(args: argparse.Namespace) -> int:
     policy = Policy.from_config()
     contract = _contract(args.model)
     source = load_datasets(args.data)
-    if args.misaligned_only:
-        source = source.subset(lambda _, problem: bool(problem.misaligned_operands))
     hardware_of = {problem: hw for hw, problem, _ in source.problems()}
     rng = np.random.default_rng(args.seed)
     out = Dataset()
     out.metadata["sources"].append({"tool": "benchmarks.selection_replay deciding-configs", "command": command_line()})
-    for problem, pool, predicted, measured, tf32 in replays(args.model, [str(p) for p in args.data], with_tf32=True):
+    for problem, pool, predicted, measured, tf32 in replays(args.model, args.data, with_tf32=True):
         if args.misaligned_only and not problem.misaligned_operands:
             continue
         try:
