@@ -124,3 +124,25 @@ def test_a_restarted_collector_keeps_what_another_writer_added_meanwhile(tmp_pat
     _measure(collector, 128)
     collector.close()
     assert {p.M for _, p, _ in load_dataset(path).problems()} == {64, 128, 512}
+
+
+def test_a_released_collector_writes_nothing_until_it_records(tmp_path):
+    """A collector let go before it recorded anything leaves no file (a chunk that a stopped
+    collection never reached stays absent); taken back, it writes its settings with the first
+    problem, and a resumed run with the same settings adds no second record of them."""
+    path = tmp_path / "chunk.msgpack"
+    collector = Collector(path, settings={"sizes": (64, 128)})
+    collector.release()
+    assert not path.exists()
+    collector.reopen()
+    _measure(collector, 64)
+    collector.close()
+    resumed = Collector(path, settings={"sizes": (64, 128)})
+    resumed.reopen()
+    _measure(resumed, 128)
+    resumed.close()
+    changed = Collector(path, settings={"sizes": (256,)})
+    changed.close()
+    sources = load_dataset(path).metadata["sources"]
+    assert [s["settings"] for s in sources] == [{"sizes": [64, 128]}, {"sizes": [256]}]
+    assert {p.M for _, p, _ in load_dataset(path).problems()} == {64, 128}

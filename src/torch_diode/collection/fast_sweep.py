@@ -386,14 +386,15 @@ class FastSweep:
         record = {**self.settings(), **(settings_record or {})}
         # Collectors serve as resumable dataset files here: no feedback saver is installed. Each
         # holds its file's writer lock only while its problems are measured (one lock per chunk
-        # file at once would be as many open files).
+        # file at once would be as many open files), and a file is written first when its first
+        # problem is: a run stopped early leaves no empty chunk files behind.
         files = []
         for chunk, path in chunked(problems, output, chunk_size):
             col = Collector(path, settings=record, disable_caches=False)
             summary.problems_skipped += skip_crashed(col) is not None
             done = done_keys(col) | held_keys(col)
             files.append((col, [p for p in chunk if problem_key(p) not in done]))
-            col.close()
+            col.release()
         todo = [(col, p) for col, left in files for p in left]
         summary.problems_resumed = len(problems) - len(todo)
         plan = {problem_key(p): choices_for(p, self.exhaustive_sample, self.seed, hardware.sm_count) for _, p in todo}

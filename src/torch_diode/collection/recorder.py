@@ -10,6 +10,7 @@ killed process loses at most the GEMM in flight.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import math
 import os
@@ -76,9 +77,9 @@ class Collector:
         except BaseException:
             self._writer.close()
             raise
-        self.dataset.metadata.setdefault("sources", []).append(
-            {"tool": "torch_diode.collect", "settings": dict(settings or {})}
-        )
+        # as the file gives it back (lists for tuples), so that a resumed run finds its record
+        self._source = json.loads(json.dumps({"tool": "torch_diode.collect", "settings": dict(settings or {})}))
+        self._record_source()
         self.stats: Counter[str] = Counter()
         self._saved_config: dict[str, Any] = {}
         self._active = False
@@ -143,11 +144,24 @@ class Collector:
         self._pending = 0
 
     def reopen(self) -> None:
-        """The file's lock again after :meth:`close`, and the file as it is now (it holds all that
-        this collector had when it let go, and whatever another writer added since)."""
+        """The file's lock again after :meth:`close` or :meth:`release`, and the file as it is now
+        (it holds all that this collector wrote, and whatever another writer added since)."""
         if not self._writer.locked:
             self._writer.acquire()
             self.dataset = self._writer.load() or self.dataset
+            self._record_source()
+
+    def release(self) -> None:
+        """Gives up the file's lock without writing: a file that does not exist yet is made only
+        when something is recorded into it (:meth:`reopen` takes it back)."""
+        self._writer.close()
+
+    def _record_source(self) -> None:
+        """This collection's settings in the file's ``sources``, once: a resumed run with the same
+        settings adds no second record."""
+        sources = self.dataset.metadata.setdefault("sources", [])
+        if self._source not in sources:
+            sources.append(self._source)
 
     # ----- the saver -----------------------------------------------------------------------------
     def _on_feedback(self, timings: dict, name: str, input_nodes: Any, choices: Any = None, *rest: Any) -> None:
