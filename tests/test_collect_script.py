@@ -189,3 +189,34 @@ def test_inductor_misaligned_part_measures_the_misaligned_real_model_gemms(tmp_p
     want = [(e.model, e.layer, e.problem) for e in every if e.problem.misaligned_operands]
     assert 0 < len(want) < len(every)
     assert [(e.model, e.layer, e.problem) for e in load_shapeset(shapes)] == want
+
+
+def test_parts_are_dealt_to_the_gpus_and_run_side_by_side(tmp_path):
+    """GPUS=2: parts 0 and 2 run on GPU 0 one after the other, part 1 on GPU 1, both GPUs at once
+    (the stand-in waits until the other GPU has started); the first failing GPU's code is the
+    script's."""
+    fake = tmp_path / "fake_diode.sh"
+    fake.write_text(
+        'echo "$CUDA_VISIBLE_DEVICES ${*: -1}" >> "$CALLS"\n'
+        'touch "$CALLS.gpu$CUDA_VISIBLE_DEVICES"\n'
+        'for _ in $(seq 100); do [ -e "$CALLS.gpu$((1 - CUDA_VISIBLE_DEVICES))" ] && break; sleep 0.05; done\n'
+        'case "${*: -1}" in *v2_odd*) exit 2 ;; esac\n'
+    )
+    calls = tmp_path / "calls"
+    env = {**os.environ, "DATA": str(tmp_path / "h100"), "DIODE": f"bash {fake}", "CALLS": str(calls), "GPUS": "2"}
+    script = str(ROOT / "data" / "h100" / "collect.sh")
+    proc = subprocess.run(
+        ["bash", script, "v2-layouts", "v2-odd", "v2-hidden"], env=env, capture_output=True, text=True, timeout=60
+    )
+    lines = calls.read_text().splitlines()
+    gpu_of = {Path(out).name: gpu for gpu, out in (line.split() for line in lines)}
+    assert gpu_of == {
+        "h100_v2_layouts.msgpack.gz": "0",
+        "h100_v2_odd.msgpack.gz": "1",
+        "h100_v2_hidden.msgpack.gz": "0",
+    }
+    assert [Path(line.split()[1]).name for line in lines if line.startswith("0 ")] == [
+        "h100_v2_layouts.msgpack.gz",
+        "h100_v2_hidden.msgpack.gz",
+    ]
+    assert proc.returncode == 2 and "[gpu 1] " in proc.stdout, proc.stdout

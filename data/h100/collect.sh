@@ -11,7 +11,8 @@
 # remeasure-hinted (the problems whose kernels now get layout hints, measured again and merged in place);
 # train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m odd-v1
 # (default: all but odd-v1, in that order). Files go to $DATA (default data/h100); every command
-# resumes where a killed run stopped. Run it from the repository root.
+# resumes where a killed run stopped. GPUS=n runs the parts on n GPUs at once (below). Run it from
+# the repository root.
 set -euo pipefail
 DATA=${DATA:-data/h100}
 # File names start with the GPU's name, the last part of $DATA (h100, h200).
@@ -149,6 +150,24 @@ fill_fp32() {  # PRECISION TAG FIRST_SEED
 VAL="create-validation --train-dataset $DATA/train"
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m)
+# GPUS=n (a machine of n GPUs): the parts are dealt to the GPUs in turn (part i to GPU i mod n,
+# CUDA_VISIBLE_DEVICES), each GPU runs its parts one after another, all GPUs at once. Compiling
+# limits a part's rate and each part compiles on its own 14 processes, so n GPUs with the cores
+# to match collect about n times as fast (benchmarks/results/collection_v2_x4_h200.log). The
+# parts must write different files: give each part once. Exits with the first failing GPU's code.
+if [ "${GPUS:-1}" -gt 1 ]; then
+  pids=()
+  for ((g = 0; g < GPUS; g++)); do
+    queue=()
+    for ((i = g; i < ${#parts[@]}; i += GPUS)); do queue+=("${parts[$i]}"); done
+    [ ${#queue[@]} -gt 0 ] || continue
+    CUDA_VISIBLE_DEVICES=$g GPUS=1 bash "$0" "${queue[@]}" > >(sed -u "s/^/[gpu $g] /") 2>&1 &
+    pids+=($!)
+  done
+  rc=0
+  for pid in "${pids[@]}"; do wait "$pid" || { c=$?; [ $rc -ne 0 ] || rc=$c; }; done
+  exit $rc
+fi
 for part in "${parts[@]}"; do
   echo "[$(date +%T)] $part"
   case $part in
