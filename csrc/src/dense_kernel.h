@@ -2,18 +2,20 @@
 // Included by dense_avx2.cpp (built with -mavx2 -mfma, DIODE_VW = 8) and dense_generic.cpp
 // (baseline, DIODE_VW = 4), which define DIODE_DENSE_NAME; model.cpp picks one at run time.
 //
-// Register blocking: 4 rows x 2 vectors of accumulators stay in registers while the input
-// dimension streams past, so each weight vector loaded serves 4 rows (its speed:
-// python -m benchmarks.engine_latency).
+// Register blocking: 6 rows x 2 vectors of accumulators stay in registers while the input
+// dimension streams past, so each weight vector loaded serves 6 rows; 12 independent sums keep
+// both FMA pipes busy through their latency, and with the two weight vectors and a broadcast
+// they fit x86-64's 16 vector registers (its speed: python -m benchmarks.engine_latency).
 #include <cstddef>
 #include <cstring>
+#include <vector>
 
 namespace diode::detail {
 
 void DIODE_DENSE_NAME(const float* __restrict a, size_t rows, size_t in, const float* __restrict wt,
                       const float* __restrict bias, size_t out, float* __restrict o, bool relu) {
   typedef float vec __attribute__((vector_size(DIODE_VW * sizeof(float))));
-  constexpr size_t kRows = 4, kW = DIODE_VW, kCols = 2 * kW;
+  constexpr size_t kRows = 6, kW = DIODE_VW, kCols = 2 * kW;
   auto load = [](const float* p) {
     vec v;
     std::memcpy(&v, p, sizeof(vec));
@@ -26,41 +28,53 @@ void DIODE_DENSE_NAME(const float* __restrict a, size_t rows, size_t in, const f
   const size_t full_cols = out - out % kCols;
   size_t r = 0;
   for (; r + kRows <= rows; r += kRows) {
-    const float* a0 = a + r * in;
-    const float* a1 = a0 + in;
-    const float* a2 = a1 + in;
-    const float* a3 = a2 + in;
+    const float* ar[kRows];
+    for (size_t k = 0; k < kRows; ++k) ar[k] = a + (r + k) * in;
     for (size_t j0 = 0; j0 < full_cols; j0 += kCols) {
       const vec b0 = load(bias + j0), b1 = load(bias + j0 + kW);
-      vec c00 = b0, c01 = b1, c10 = b0, c11 = b1, c20 = b0, c21 = b1, c30 = b0, c31 = b1;
+      vec c0[kRows], c1[kRows];
+#pragma GCC unroll 8
+      for (size_t k = 0; k < kRows; ++k) c0[k] = b0, c1[k] = b1;
       for (size_t i = 0; i < in; ++i) {
         const float* w = wt + i * out + j0;
         const vec w0 = load(w), w1 = load(w + kW);
-        c00 += a0[i] * w0;
-        c01 += a0[i] * w1;
-        c10 += a1[i] * w0;
-        c11 += a1[i] * w1;
-        c20 += a2[i] * w0;
-        c21 += a2[i] * w1;
-        c30 += a3[i] * w0;
-        c31 += a3[i] * w1;
+#pragma GCC unroll 8
+        for (size_t k = 0; k < kRows; ++k) {
+          c0[k] += ar[k][i] * w0;
+          c1[k] += ar[k][i] * w1;
+        }
       }
-      float* o0 = o + r * out + j0;
-      store(o0, c00);
-      store(o0 + kW, c01);
-      store(o0 + out, c10);
-      store(o0 + out + kW, c11);
-      store(o0 + 2 * out, c20);
-      store(o0 + 2 * out + kW, c21);
-      store(o0 + 3 * out, c30);
-      store(o0 + 3 * out + kW, c31);
+#pragma GCC unroll 8
+      for (size_t k = 0; k < kRows; ++k) {
+        store(o + (r + k) * out + j0, c0[k]);
+        store(o + (r + k) * out + j0 + kW, c1[k]);
+      }
     }
-    for (size_t j = full_cols; j < out; ++j)  // leftover columns
-      for (size_t rr = 0; rr < kRows; ++rr) {
+  }
+  const size_t tiled_rows = r;
+  if (full_cols < out) {
+    // Leftover columns (the output layer's single one): per row, a dot product over the input
+    // in vector lanes, against the column's weights gathered contiguous (a scalar sum would be
+    // one chain of dependent multiply-adds per row).
+    std::vector<float> col(in);
+    for (size_t j = full_cols; j < out; ++j) {
+      for (size_t i = 0; i < in; ++i) col[i] = wt[i * out + j];
+      for (size_t rr = 0; rr < tiled_rows; ++rr) {
+        const float* ar = a + rr * in;
+        vec s0 = {}, s1 = {};
+        size_t i = 0;
+        for (; i + 2 * kW <= in; i += 2 * kW) {
+          s0 += load(ar + i) * load(col.data() + i);
+          s1 += load(ar + i + kW) * load(col.data() + i + kW);
+        }
+        for (; i + kW <= in; i += kW) s0 += load(ar + i) * load(col.data() + i);
+        s0 += s1;
         float x = bias[j];
-        for (size_t i = 0; i < in; ++i) x += a[(r + rr) * in + i] * wt[i * out + j];
-        o[(r + rr) * out + j] = relu && x < 0.f ? 0.f : x;
+        for (size_t l = 0; l < kW; ++l) x += s0[l];
+        for (; i < in; ++i) x += ar[i] * col[i];
+        o[rr * out + j] = relu && x < 0.f ? 0.f : x;
       }
+    }
   }
   for (; r < rows; ++r) {  // leftover rows
     float* orow = o + r * out;

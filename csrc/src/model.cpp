@@ -259,7 +259,8 @@ void Model::predict_members(std::span<const float> x, std::span<float> out) cons
   }
   size_t widest = 0;
   for (auto d : dims_) widest = std::max<size_t>(widest, d);
-  constexpr size_t kBlock = 128;  // rows per block: activations stay in L1/L2
+  // rows per block: activations stay in L1/L2, and a multiple of the dense kernel's 6-row tile
+  constexpr size_t kBlock = 120;
   std::vector<float> input(kBlock * std::max<size_t>(nv, 1)), a(kBlock * widest),
       next(kBlock * widest);
   const size_t layers = dims_.size() - 1;

@@ -110,7 +110,7 @@ TEST(Model, PredictsTheMlpOfTheFile) {
   for (uint32_t hidden : {5u, 16u, 37u}) {  // around the kernel's 8/16-column blocks
     const auto m = Model::from_bytes(make_model(hidden), "m.diode");
     EXPECT_EQ(m.metadata_json(), "{\"model_family\": \"test\"}");
-    const size_t nf = diode::num_features(), rows = 11;  // not a multiple of the 4-row blocks
+    const size_t nf = diode::num_features(), rows = 11;  // not a multiple of the 6-row tiles
     std::vector<float> x(rows * nf), out(rows);
     for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
     m.predict_features(x, out);
@@ -122,7 +122,7 @@ TEST(Model, PredictsTheMlpOfTheFile) {
 }
 
 // The engine adds the share of the features equal in every row to the first layer's bias once:
-// rows where some features vary and others do not (zero or not), over several 128-row blocks, one
+// rows where some features vary and others do not (zero or not), over several 120-row blocks, one
 // row, and rows all alike predict as the plain MLP.
 TEST(Model, FeaturesEqualInEveryRowPredictAsTheMlp) {
   const size_t nf = diode::num_features();
@@ -230,7 +230,7 @@ TEST(Model, AnEnsemblePredictsEveryMemberAndTheirMean) {
     const uint32_t members = 3;
     const auto m = Model::from_bytes(make_ensemble(members, hidden), "e.diode");
     ASSERT_EQ(m.num_members(), members);
-    const size_t nf = diode::num_features(), rows = 131;  // more than one 128-row block
+    const size_t nf = diode::num_features(), rows = 131;  // more than one 120-row block
     std::vector<float> x(rows * nf), each(members * rows), mean(rows);
     for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.21f * static_cast<float>(i));
     m.predict_members(x, each);
