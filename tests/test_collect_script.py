@@ -220,3 +220,14 @@ def test_parts_are_dealt_to_the_gpus_and_run_side_by_side(tmp_path):
         "h100_v2_hidden.msgpack.gz",
     ]
     assert proc.returncode == 2 and "[gpu 1] " in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("gpus", ["two", "0", "-1"])
+def test_a_bad_gpu_count_is_one_line_and_runs_nothing(tmp_path, gpus):
+    calls = tmp_path / "calls"
+    env = {**os.environ, "DATA": str(tmp_path / "h100"), "DIODE": "echo", "CALLS": str(calls), "GPUS": gpus}
+    proc = subprocess.run(
+        ["bash", str(ROOT / "data" / "h100" / "collect.sh"), "v2-layouts"], env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and proc.stderr.strip() == f"GPUS: expected a number of GPUs (1 or more), got '{gpus}'"
+    assert "v2-layouts" not in proc.stdout

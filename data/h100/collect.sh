@@ -155,6 +155,7 @@ parts=("$@")
 # limits a part's rate and each part compiles on its own 14 processes, so n GPUs with the cores
 # to match collect about n times as fast (benchmarks/results/collection_v2_x4_h200.log). The
 # parts must write different files: give each part once. Exits with the first failing GPU's code.
+case ${GPUS:-1} in ''|*[!0-9]*|0) echo "GPUS: expected a number of GPUs (1 or more), got '$GPUS'" >&2; exit 2 ;; esac
 if [ "${GPUS:-1}" -gt 1 ]; then
   pids=()
   for ((g = 0; g < GPUS; g++)); do
