@@ -54,20 +54,25 @@ void DIODE_DENSE_NAME(const float* __restrict a, size_t rows, size_t in, const f
   const size_t tiled_rows = r;
   if (full_cols < out) {
     // Leftover columns (the output layer's single one): per row, a dot product over the input
-    // in vector lanes, against the column's weights gathered contiguous (a scalar sum would be
-    // one chain of dependent multiply-adds per row).
-    std::vector<float> col(in);
+    // in vector lanes, against the column's weights, contiguous already where the layer has one
+    // output and gathered so otherwise (a scalar sum would be one chain of dependent
+    // multiply-adds per row).
+    std::vector<float> gathered(out > 1 ? in : 0);
     for (size_t j = full_cols; j < out; ++j) {
-      for (size_t i = 0; i < in; ++i) col[i] = wt[i * out + j];
+      const float* col = wt;
+      if (out > 1) {
+        for (size_t i = 0; i < in; ++i) gathered[i] = wt[i * out + j];
+        col = gathered.data();
+      }
       for (size_t rr = 0; rr < tiled_rows; ++rr) {
         const float* ar = a + rr * in;
         vec s0 = {}, s1 = {};
         size_t i = 0;
         for (; i + 2 * kW <= in; i += 2 * kW) {
-          s0 += load(ar + i) * load(col.data() + i);
-          s1 += load(ar + i + kW) * load(col.data() + i + kW);
+          s0 += load(ar + i) * load(col + i);
+          s1 += load(ar + i + kW) * load(col + i + kW);
         }
-        for (; i + kW <= in; i += kW) s0 += load(ar + i) * load(col.data() + i);
+        for (; i + kW <= in; i += kW) s0 += load(ar + i) * load(col + i);
         s0 += s1;
         float x = bias[j];
         for (size_t l = 0; l < kW; ++l) x += s0[l];
