@@ -475,8 +475,8 @@ def combine(args: argparse.Namespace) -> int:
         if len({part.get(key) for part in parts}) > 1:
             raise SystemExit(f"--combine: the reports differ in {key!r}: {[part.get(key) for part in parts]}")
     per_run = ("command", "date", "device", "torch", "triton", "workers", "note", "pad_mm", "pad_mm_pass")
-    report = {k: v for k, v in parts[0].items() if k not in (*per_run[:2], "workers", "rows", "summary", "runs")}
-    report.pop("pad_mm_pass", None)
+    dropped = ("command", "date", "workers", "pad_mm_pass", "rows", "summary", "runs")
+    report = {k: v for k, v in parts[0].items() if k not in dropped}
     if len({part.get("pad_mm") for part in parts}) > 1:
         report["pad_mm"] = "differs between the runs: see each run's"
     report["runs"] = [
