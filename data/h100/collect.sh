@@ -162,7 +162,12 @@ if [ "${GPUS:-1}" -gt 1 ]; then
     queue=()
     for ((i = g; i < ${#parts[@]}; i += GPUS)); do queue+=("${parts[$i]}"); done
     [ ${#queue[@]} -gt 0 ] || continue
-    CUDA_VISIBLE_DEVICES=$g GPUS=1 bash "$0" "${queue[@]}" > >(sed -u "s/^/[gpu $g] /") 2>&1 &
+    # a subshell, so that $! is the one whose code is the GPU's (with a process substitution
+    # for the prefix, bash may set $! to the substitution's process)
+    (
+      CUDA_VISIBLE_DEVICES=$g GPUS=1 bash "$0" "${queue[@]}" 2>&1 | sed -u "s/^/[gpu $g] /"
+      exit "${PIPESTATUS[0]}"
+    ) &
     pids+=($!)
   done
   rc=0
