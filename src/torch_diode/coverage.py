@@ -207,9 +207,13 @@ def read_missing(path: str | os.PathLike) -> dict[str, int]:
     missing = report.get("missing") if isinstance(report, dict) else None
     if not isinstance(missing, dict):
         raise UserError(f"{path}: missing: no map of short cells (write it with `diode dataset coverage --targets`)")
+    known = set(all_cells(()))
     for cell, short in missing.items():
         if not isinstance(short, int) or isinstance(short, bool) or short < 0:
             raise UserError(f"{path}: missing.{cell}: {short!r} is not a problem count")
+        # candidate cells name whatever kinds Inductor offered; op and regime cells are fixed
+        if not cell.startswith("candidate/") and cell not in known:
+            raise UserError(f"{path}: missing.{cell}: not a cell of the coverage report")
     return dict(missing)
 
 

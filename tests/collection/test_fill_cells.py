@@ -85,6 +85,7 @@ def test_a_bad_report_is_one_line_naming_it(tmp_path, capsys):
         (b"\x1f\x8b\x08binary", "not a JSON coverage report"),
         (b'{"cells": {}}', "missing"),
         (b'{"missing": {"op/mm/float32/NN": -1}}', "missing.op/mm/float32/NN"),
+        (b'{"missing": {"op/mm/float32/NN": 3, "op/gemm/float32/NN": 3}}', "missing.op/gemm/float32/NN: not a cell"),
     ]
     for i, (content, words) in enumerate(cases):
         report = tmp_path / f"report{i}.json"
