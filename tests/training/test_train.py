@@ -202,6 +202,32 @@ def test_train_refuses_data_holding_a_heldout_problem(tmp_path):
     assert model_metadata(tmp_path / "m.diode")["training_data"]["problems"] == sample.num_problems
 
 
+def test_train_exclude_leaves_out_the_problems_of_the_named_datasets(tmp_path):
+    """--exclude FILE: the problems that FILE holds are not trained on (the model's contract counts
+    the rest); a path that is neither a file nor a shapeset is one line naming it (exit 2)."""
+    from torch_diode.types import Dataset, save_dataset
+
+    sample = load_dataset(SAMPLE)
+    hardware, problem, timings = next(sample.problems())
+    excluded = Dataset()
+    excluded.add(hardware, problem, timings)
+    save_dataset(excluded, tmp_path / "excluded.json.gz")
+    cmd = [sys.executable, "-m", "torch_diode.cli", "train", "--dataset", SAMPLE, "--num-epochs", "2"]
+    proc = subprocess.run(
+        [*cmd, "--model", tmp_path / "m.diode", "--exclude", tmp_path / "excluded.json.gz"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "1 problems of the training data left out (--exclude)" in proc.stdout
+    assert model_metadata(tmp_path / "m.diode")["training_data"]["problems"] == sample.num_problems - 1
+    proc = subprocess.run(
+        [*cmd, "--model", tmp_path / "n.diode", "--exclude", tmp_path / "absent.json"], capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and not (tmp_path / "n.diode").exists()
+    assert len(proc.stderr.strip().splitlines()) == 1 and "absent.json" in proc.stderr, proc.stderr
+
+
 def test_an_ensemble_and_the_listwise_loss_train_and_the_engine_predicts_the_same():
     """--ensemble 3: three members (their own seeds) in one file, whose mean the engine predicts;
     --loss listwise trains, deterministically, and differs from the MSE fit (the default)."""

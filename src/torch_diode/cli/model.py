@@ -27,6 +27,9 @@ def _inputs(args: argparse.Namespace) -> dict:
     inputs = {"--dataset": args.dataset, "--data-dir": args.data_dir}
     for i, path in enumerate(getattr(args, "prior_data", None) or []):
         inputs[f"--prior-data[{i}]"] = path
+    for i, path in enumerate(getattr(args, "exclude", None) or []):
+        if Path(path).exists():  # otherwise a shapeset's name
+            inputs[f"--exclude[{i}]"] = path
     if getattr(args, "max_autotune_solution", None):
         inputs["--max-autotune-solution"] = args.max_autotune_solution
     if args.command != "train":
@@ -80,6 +83,20 @@ def _without_heldout(dataset, args: argparse.Namespace, paths: list[str] | None 
     )
 
 
+def _without_exclusions(dataset, args: argparse.Namespace, what: str = "the training data"):
+    """``dataset`` without the problems of the datasets and shapesets that --exclude names (as
+    `diode collect --exclude` reads them)."""
+    if not args.exclude:
+        return dataset
+    from ..collection.sweep_state import problem_key
+    from .collect import _held_keys
+
+    keys = _held_keys(args.exclude)
+    kept = dataset.subset(lambda hw, p: problem_key(p) not in keys)
+    print(f"train: {dataset.num_problems - kept.num_problems} problems of {what} left out (--exclude)")
+    return kept
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     from ..model_file import write_model
     from ..training.train import TrainConfig, train_model, with_prior_data
@@ -88,10 +105,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
     check_outputs(_inputs(args), {"--model": args.model})
     if args.bootstrap and args.ensemble < 2:
         raise OptionError("--bootstrap", "resamples the problems per ensemble member: give --ensemble 2 or more")
-    dataset = _without_heldout(_load(args), args)
+    dataset = _without_exclusions(_without_heldout(_load(args), args), args)
     prior = None
     if args.prior_data:
         loaded = _without_heldout(load_datasets(args.prior_data, args.file_extensions), args, args.prior_data)
+        loaded = _without_exclusions(loaded, args, "--prior-data")
         dataset, prior = with_prior_data(dataset, loaded, args.hardware_name)
         print(
             f"train: {prior['problems']} problems measured on {', '.join(prior['device_names']) or 'no other GPU'} "
@@ -368,6 +386,13 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
         help="dataset files or folders measured on another GPU of the same architecture (an H100's for "
         "an H200 model): their problems that the training data lacks are trained on as if measured on "
         "the training data's GPU, and recorded so in the model",
+    )
+    p.add_argument(
+        "--exclude",
+        nargs="+",
+        metavar="PATH",
+        help="dataset files or folders, or shapesets, whose problems are left out of training (and of "
+        "--prior-data): e.g. problems whose timings are known to be wrong until they are measured again",
     )
     p.add_argument(
         "--drop-heldout",
