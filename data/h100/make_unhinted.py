@@ -11,11 +11,13 @@ leaves them out until `collect.sh remeasure-hinted` has measured them again
 
 A file counts as measured with the hints where every collection it records ran with them or a
 hinted re-measurement was merged into it (the rule `diode remeasure --layout-hinted` reads). The
-old collector wrote every chunk file of a draw when the draw started, so some chunk files record a
-run from before the hints that measured none of their hinted problems: HINTED_CHUNKS lists those,
-from the collection logs (benchmarks/results/collection_v2*_h100.log) and data/README.md (the last
-216 problems of v2-odd, 94 of v2-layouts and 57 of v2-hidden were measured with the hints; the 3
-problems of v2-layouts' chunk 8 measured before them get no hints).
+old collector wrote every chunk file of a draw when the draw started, so the chunk files of the
+coverage parts that were resumed after the hints record a run from before them as well:
+FIRST_HINTED gives, from the collection logs, the index in its part's draw from which a problem was
+measured with the hints (v2-odd's first 101 problems were measured again with them; v2-layouts
+325 -> 419 and v2-hidden 300 -> 357 in collection_v2p_h100.log, and everything after), and a
+problem's index is its chunk's number times the chunk size (50) plus its place in the chunk's
+`completed` list.
 """
 
 from __future__ import annotations
@@ -27,23 +29,41 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN = ROOT / "data" / "h100" / "train"
 OUT = ROOT / "data" / "h100" / "unhinted" / "h100_unhinted.msgpack.gz"
-HINTED_CHUNKS = re.compile(r"h100_v2_odd_chunk000[3-8]|h100_v2_layouts_chunk000[89]|h100_v2_hidden_chunk000[67]")
+FIRST_HINTED = {"h100_v2_odd": 101, "h100_v2_layouts": 325, "h100_v2_hidden": 300}
+CHUNK = re.compile(r"^(?P<part>.+)_chunk(?P<number>\d{4})\.msgpack\.gz$")
+CHUNK_SIZE = 50
+
+
+def _measured_with_hints(path: Path, dataset) -> set[str]:
+    """The keys of the problems of a coverage part's chunk file measured with the hints."""
+    from torch_diode.collection.sweep_state import problem_key
+
+    match = CHUNK.match(path.name)
+    first = FIRST_HINTED.get(match["part"]) if match else None
+    if first is None:
+        return set()
+    start = int(match["number"]) * CHUNK_SIZE
+    completed = dataset.metadata.get("completed", [])
+    present = {problem_key(p) for _, p, _ in dataset.problems()}
+    return {key for i, key in enumerate(completed) if start + i >= first and key in present}
 
 
 def main() -> int:
     from torch_diode.cli.collect import _hinted_already
     from torch_diode.collection.kernel_spec import layout_hinted
+    from torch_diode.collection.sweep_state import problem_key
     from torch_diode.types import Dataset, load_dataset, save_dataset
 
     out = Dataset()
     files = []
     for path in sorted(TRAIN.glob("*.msgpack.gz")):
         dataset = load_dataset(path)
-        if _hinted_already(dataset) or HINTED_CHUNKS.search(path.name):
+        if _hinted_already(dataset):
             continue
+        hinted_run = _measured_with_hints(path, dataset)
         before = out.num_problems
         for hardware, problem, timings in dataset.problems():
-            if layout_hinted(problem):
+            if layout_hinted(problem) and problem_key(problem) not in hinted_run:
                 out.add(hardware, problem, timings)
         if out.num_problems > before:
             files.append(path.name)
