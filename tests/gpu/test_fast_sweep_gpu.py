@@ -196,3 +196,28 @@ def test_fast_sweep_times_tma_where_inductor_offers_it(tmp_path, monkeypatch):
     }
     assert len(tma[problems[0].short()]) >= 4 and not tma[problems[1].short()]
     assert all(not t.failed and 0.5 < t.time_us < 1e5 for t in tma[problems[0].short()])
+
+
+def test_a_launcher_whose_first_two_repetitions_stall_is_timed_once_more():
+    """The host stalls 3 ms between the events of a short kernel's first two timed repetitions (as
+    a descheduled process would): both read over 1 ms, and the third repetition, queued after every
+    launcher's first two, times the kernel; a kernel that does not stall gets all its repetitions."""
+    import time
+
+    from torch_diode.collection.fast_sweep import flush_buffer, time_launchers
+
+    x = torch.ones(1024, device="cuda")
+    calls = {"stalling": 0}
+
+    def stalling():
+        calls["stalling"] += 1
+        if calls["stalling"] in (2, 3):  # the first call only loads; then the two first repetitions
+            time.sleep(0.003)
+        x.add_(1.0)
+
+    def steady():
+        x.add_(1.0)
+
+    times = time_launchers([stalling, steady, None], reps=6, flush=flush_buffer("cuda"))
+    assert calls["stalling"] == 4 and times[2] is None
+    assert times[0] < 0.5 and times[1] < 0.5, times

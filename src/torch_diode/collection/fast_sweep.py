@@ -301,8 +301,11 @@ def time_launchers(
 ) -> list[float | None]:
     """Milliseconds per launcher (min over the repetitions), Inductor's method: flush the cache
     (see :func:`flush_buffer`), then events around one launch. Two repetitions each first; those
-    under ``long_ms`` get ``reps - 2`` more (long kernels vary little and cost the most).
-    ``None`` (or an exception while launching) gives ``None``."""
+    under ``long_ms`` get ``reps - 2`` more (long kernels vary little and cost the most), the others
+    one more, queued after every launcher's first two: a stall of the host or the GPU now and then
+    lands between a repetition's events (near 1 ms, on kernels of tens of microseconds), and two
+    repetitions queued back to back can both hold it. ``None`` (or an exception while launching)
+    gives ``None``."""
     import torch
 
     pending: list[list[tuple[Any, Any]] | None] = []
@@ -319,8 +322,8 @@ def time_launchers(
     torch.cuda.synchronize()
     for i, fn in enumerate(launchers):
         p = pending[i]
-        if p is not None and reps > 2 and min(s.elapsed_time(e) for s, e in p) < long_ms:
-            p.extend(_queue(fn, reps - 2, flush))
+        if p is not None and reps > 2:
+            p.extend(_queue(fn, reps - 2 if min(s.elapsed_time(e) for s, e in p) < long_ms else 1, flush))
     torch.cuda.synchronize()
     return [None if p is None else min(s.elapsed_time(e) for s, e in p) for p in pending]
 
