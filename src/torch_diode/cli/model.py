@@ -83,15 +83,13 @@ def _without_heldout(dataset, args: argparse.Namespace, paths: list[str] | None 
     )
 
 
-def _without_exclusions(dataset, args: argparse.Namespace, what: str = "the training data"):
-    """``dataset`` without the problems of the datasets and shapesets that --exclude names (as
-    `diode collect --exclude` reads them)."""
-    if not args.exclude:
+def _without_exclusions(dataset, keys: set[str], what: str):
+    """``dataset`` without the problems whose keys are ``keys`` (those of the datasets and
+    shapesets that --exclude names, read as `diode collect --exclude` reads them)."""
+    if not keys:
         return dataset
     from ..collection.sweep_state import problem_key
-    from .collect import _held_keys
 
-    keys = _held_keys(args.exclude)
     kept = dataset.subset(lambda hw, p: problem_key(p) not in keys)
     print(f"train: {dataset.num_problems - kept.num_problems} problems of {what} left out (--exclude)")
     return kept
@@ -101,15 +99,17 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from ..model_file import write_model
     from ..training.train import TrainConfig, train_model, with_prior_data
     from ..types import load_datasets
+    from .collect import _held_keys
 
     check_outputs(_inputs(args), {"--model": args.model})
     if args.bootstrap and args.ensemble < 2:
         raise OptionError("--bootstrap", "resamples the problems per ensemble member: give --ensemble 2 or more")
-    dataset = _without_exclusions(_without_heldout(_load(args), args), args)
+    excluded = _held_keys(args.exclude) if args.exclude else set()
+    dataset = _without_exclusions(_without_heldout(_load(args), args), excluded, "the training data")
     prior = None
     if args.prior_data:
         loaded = _without_heldout(load_datasets(args.prior_data, args.file_extensions), args, args.prior_data)
-        loaded = _without_exclusions(loaded, args, "--prior-data")
+        loaded = _without_exclusions(loaded, excluded, "--prior-data")
         dataset, prior = with_prior_data(dataset, loaded, args.hardware_name)
         print(
             f"train: {prior['problems']} problems measured on {', '.join(prior['device_names']) or 'no other GPU'} "
