@@ -238,6 +238,10 @@ for part in "${parts[@]}"; do
       # (attention and odd sizes first: most of their problems are hinted) into
       # $DATA/remeasured/<folder>/<file>, which resumes; once complete, `diode dataset merge --replace`
       # puts them in place of the old measurements and the file records it (remeasure then leaves it)
+      # $DATA/unhinted, where it exists, lists the hinted problems still timed without the hints
+      # (data/h100/make_unhinted.py): only those, not the files' others measured with them
+      ONLY=""
+      [ -d "$DATA/unhinted" ] && ONLY="--only $DATA/unhinted"
       declare -A seen=()
       for f in "$DATA"/realmodels/*.msgpack.gz "$DATA"/validation/*.msgpack.gz \
                "$DATA"/train/*attn*.msgpack.gz "$DATA"/train/*odd*.msgpack.gz "$DATA"/train/*.msgpack.gz; do
@@ -245,7 +249,13 @@ for part in "${parts[@]}"; do
         seen[$f]=1
         dir="$DATA/remeasured/$(basename "$(dirname "$f")")"
         out="$dir/$(basename "$f")"
-        run_diode remeasure "$f" --layout-hinted --workers 14 -o "$out" || exit $?
+        # until a run finds every problem measured already: a partial re-measurement is never
+        # merged, also where a timeout's exit status reads 0 (as on the lent GPU machines)
+        while :; do
+          log=$(run_diode remeasure "$f" --layout-hinted $ONLY --workers 14 -o "$out") || exit $?
+          printf '%s\n' "$log"
+          case $log in *"nothing to do"*|*"shapes: 0 problems measured"*) break ;; esac
+        done
         [ -e "$out" ] || continue  # nothing hinted, or measured with the hints already
         run_diode dataset merge "$f" "$out" --replace -o "$dir/merged.msgpack.gz" || exit $?
         mv "$dir/merged.msgpack.gz" "$f" && rm "$out"

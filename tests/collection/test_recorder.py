@@ -399,4 +399,12 @@ def test_remeasure_measures_the_hinted_problems_again_and_merge_replace_puts_the
     assert "measured with the layout hints; nothing to do" in again("new.json")
     save_dataset(old.subset(lambda hw, p: not layout_hinted(p)), tmp_path / "plain.json")
     assert "none of its 2 problems gets a layout hint" in again("plain.json")
+    # --only: the hinted problems that another dataset lists (those still timed without the hints)
+    args = [*cli, "remeasure", str(tmp_path / "old.json"), "--layout-hinted", "--device", "cpu"]
+    only = [*args, "--only", str(tmp_path / "plain.json"), "-o", str(tmp_path / "again.json")]
+    proc = subprocess.run(only, capture_output=True, text=True)
+    assert proc.returncode == 0 and "none of its problems is in" in proc.stdout, proc.stdout + proc.stderr[-2000:]
     assert not (tmp_path / "again.json").exists()
+    only = [*args, "--only", str(tmp_path / "missing.json"), "-o", str(tmp_path / "again.json")]
+    proc = subprocess.run(only, capture_output=True, text=True)
+    assert proc.returncode == 2 and "missing.json" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

@@ -440,9 +440,10 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
     from torch._inductor import config as inductor_config
 
     from ..collection.kernel_spec import layout_hinted
+    from ..collection.sweep_state import problem_key
     from ..types import load_dataset
 
-    _check_files(args, {"input": [args.input]})
+    _check_files(args, {"input": [args.input], "--only": args.only or []})
     if Path(args.input).is_dir():
         raise OptionError("input", f"{args.input} is a folder: remeasure reads one dataset file (its settings)")
     source = load_dataset(args.input)
@@ -454,6 +455,12 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
     if args.layout_hinted and not problems:
         print(f"remeasure {args.input}: none of its {source.num_problems} problems gets a layout hint; nothing to do")
         return 0
+    if args.only:
+        only = _held_keys(args.only)
+        problems = [p for p in problems if problem_key(p) in only]
+        if not problems:
+            print(f"remeasure {args.input}: none of its problems is in {' '.join(args.only)}; nothing to do")
+            return 0
     mode = "fast" if settings["mode"] == "fast" else "max-autotune"
     args.search_mode = mode
     if mode == "fast":
@@ -467,9 +474,12 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
     print(
         f"remeasure {args.input}: {len(problems)} of its {source.num_problems} problems"
         + (" (those whose kernels get layout hints)" if args.layout_hinted else "")
+        + (f" (those of {' '.join(args.only)})" if args.only else "")
         + f", {mode} mode as recorded"
     )
     record = {"command": "remeasure", "source": str(args.input), "layout_hinted_only": args.layout_hinted}
+    if args.only:
+        record["only"] = list(args.only)
     return _run(problems, args, record, fast_chunk_size=None)  # one file, as the input is
 
 
@@ -662,6 +672,14 @@ def add_collection_commands(sub: argparse._SubParsersAction) -> None:
         "factor below 16), which the fast collector timed with narrower memory accesses before the hints; "
         "a file measured with the hints (as its collections' settings or a merged re-measurement say) "
         "is left as it is",
+    )
+    p.add_argument(
+        "--only",
+        nargs="+",
+        metavar="DATASET_OR_SHAPESET",
+        help="only the problems that these dataset files/folders or shapesets also hold (with --layout-hinted: "
+        "a list of the hinted problems still timed without the hints, such as data/h100/unhinted, so that "
+        "the file's others, measured with them, are not measured again)",
     )
     _output_options(p)
     p.set_defaults(func=_cmd_remeasure)
