@@ -131,7 +131,8 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
         '      echo "summary: 1 shapes: 1 problems measured"; fi ;;\n'
         "esac\n"
     )
-    rc, calls = run_part(tmp_path, [0] * 20, 0, "remeasure-hinted", wrapper=wrapper)
+    (tmp_path / "h100" / "unhinted").mkdir()  # the list of the problems to measure again
+    rc, calls = run_part(tmp_path, [0] * 20, 2, "remeasure-hinted", wrapper=wrapper)
     assert rc == 0, calls
     parser = build_parser()
     parsed = [parser.parse_args(hoist_global_options(parser, call.split()[1:])) for call in calls]
@@ -144,7 +145,8 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
         "h100_b.msgpack.gz",
     ]
     for a in remeasured:
-        assert a.layout_hinted and Path(a.output).parent.parent.name == "remeasured"
+        assert a.layout_hinted and a.only == [str(tmp_path / "h100" / "unhinted")]
+        assert Path(a.output).parent.parent.name == "remeasured"
         assert Path(a.output).name == Path(a.input).name and Path(a.output).parent.name == Path(a.input).parent.name
     merges = [a for a in parsed if a.command == "dataset"]
     assert len(merges) == 4 and all(a.replace for a in merges)
@@ -244,3 +246,16 @@ def test_a_bad_gpu_count_is_one_line_and_runs_nothing(tmp_path, gpus):
     )
     assert proc.returncode == 2 and proc.stderr.strip() == f"GPUS: expected a number of GPUs (1 or more), got '{gpus}'"
     assert "v2-layouts" not in proc.stdout
+
+
+def test_remeasure_part_never_merges_a_file_whose_runs_keep_measuring(tmp_path):
+    """A re-measurement whose every run ends with problems still measured (each stopped by a
+    timeout that read exit status 0) is run RETRIES + 1 times, then the part fails with the old
+    file in place and nothing merged."""
+    (tmp_path / "h100" / "train").mkdir(parents=True)
+    (tmp_path / "h100" / "train" / "h100_a.msgpack.gz").write_text("old")
+    wrapper = tmp_path / "never_done.sh"
+    wrapper.write_text('bash "$FAKE" "$@" || exit $?\necho "summary: 9 shapes: 1 problems measured"\n')
+    rc, calls = run_part(tmp_path, [0] * 10, 2, "remeasure-hinted", wrapper=wrapper)
+    assert rc == 1 and len(calls) == 3 and all(" remeasure " in f" {c} " for c in calls), calls
+    assert (tmp_path / "h100" / "train" / "h100_a.msgpack.gz").read_text() == "old"

@@ -251,10 +251,16 @@ for part in "${parts[@]}"; do
         out="$dir/$(basename "$f")"
         # until a run finds every problem measured already: a partial re-measurement is never
         # merged, also where a timeout's exit status reads 0 (as on the lent GPU machines)
+        passes=0
         while :; do
           log=$(run_diode remeasure "$f" --layout-hinted $ONLY --workers 14 -o "$out") || exit $?
           printf '%s\n' "$log"
           case $log in *"nothing to do"*|*"shapes: 0 problems measured"*) break ;; esac
+          passes=$((passes + 1))
+          if [ $passes -gt "$RETRIES" ]; then
+            echo "remeasure $f: still measuring after $passes runs; not merged (run the part again)" >&2
+            exit 1
+          fi
         done
         [ -e "$out" ] || continue  # nothing hinted, or measured with the hints already
         run_diode dataset merge "$f" "$out" --replace -o "$dir/merged.msgpack.gz" || exit $?
