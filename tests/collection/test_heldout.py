@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from torch_diode.cli import build_parser
-from torch_diode.cli.collect import _draw, _held_keys
+from torch_diode.cli.collect import _draw
+from torch_diode.cli.common import held_keys
 from torch_diode.collection.shapes import (
     HELDOUT_SHAPESETS,
     ShapeSpec,
@@ -131,7 +132,7 @@ def test_random_draws_never_produce_a_heldout_problem():
 
 
 def test_exclude_accepts_shapeset_names_and_files(tmp_path):
-    shipped = _held_keys(["realmodels_heldout"])
+    shipped = held_keys(["realmodels_heldout"])
     assert shipped == {problem_key(problem_identity(e.problem)) for e in load_shapeset("realmodels_heldout")}
     path = tmp_path / "mine.json"
     path.write_text(
@@ -154,8 +155,8 @@ def test_exclude_accepts_shapeset_names_and_files(tmp_path):
         )
     )
     mine = Problem("mm", 1, 4096, 128, 4096, "float32", "float32", "float32", False, True)
-    assert _held_keys([str(path)]) == {problem_key(mine)}
-    drawn = _draw(_collect_args(*TWO_TOWER[:-1], "6"), _held_keys([str(path)]))
+    assert held_keys([str(path)]) == {problem_key(mine)}
+    drawn = _draw(_collect_args(*TWO_TOWER[:-1], "6"), held_keys([str(path)]))
     assert len(drawn) == 6 and mine not in drawn
 
 

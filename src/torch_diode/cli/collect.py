@@ -14,6 +14,7 @@ from ..types import DATASET_SUFFIXES, DTYPES, OPS, Problem
 from .common import (
     check_outputs,
     finite_float,
+    held_keys,
     int_at_least,
     nonnegative_float,
     positive_float,
@@ -243,31 +244,11 @@ def _spec_record(spec) -> dict:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(spec).items()}
 
 
-def _held_keys(paths: Sequence[str] | None) -> set[str]:
-    """The problems that the datasets at ``paths`` hold or marked done, and that the shapesets
-    among ``paths`` (shipped names or shapeset JSON files) list; none without paths."""
-    from ..collection.shapes import is_shapeset_file, load_shapeset, problem_identity
-    from ..collection.sweep_state import problem_key
-    from ..types import load_datasets
-
-    keys: set[str] = set()
-    datasets = []
-    for path in paths or ():
-        if is_shapeset_file(path) or not Path(path).exists():
-            keys |= {problem_key(problem_identity(e.problem)) for e in load_shapeset(path)}
-        else:
-            datasets.append(path)
-    if datasets:
-        data = load_datasets(datasets)
-        keys |= {problem_key(p) for _, p, _ in data.problems()} | set(data.metadata.get("completed", []))
-    return keys
-
-
 def _heldout_keys() -> set[str]:
     """The problems of the held-out shapesets, which random draws never produce."""
     from ..collection.shapes import HELDOUT_SHAPESETS
 
-    return _held_keys(HELDOUT_SHAPESETS)
+    return held_keys(HELDOUT_SHAPESETS)
 
 
 def _draw(args: argparse.Namespace, excluded: set[str], fill: CellFill | None = None) -> list[Problem]:
@@ -320,7 +301,7 @@ def _cmd_collect(args: argparse.Namespace) -> int:
     if args.fill_cells:
         fill = _cell_fill(args)
         wanted = sum(fill.remaining.values())
-        problems = _draw(args, _held_keys(args.exclude), fill)
+        problems = _draw(args, held_keys(args.exclude), fill)
         short = fill.still_short()
         print(
             f"collect: {len(problems)} problems for the {len(fill.remaining)} cells short in {args.fill_cells} "
@@ -338,7 +319,7 @@ def _cmd_collect(args: argparse.Namespace) -> int:
                 f"{' '.join(HELDOUT_SHAPESETS)}"
             )
         return _run(problems, args, record)
-    problems = _draw(args, _held_keys(args.exclude))
+    problems = _draw(args, held_keys(args.exclude))
     print(
         f"collect: {len(problems)} problems, none of them in {' '.join(args.exclude)} nor {' '.join(HELDOUT_SHAPESETS)}"
     )
@@ -352,7 +333,7 @@ def _cmd_collect_shapeset(args: argparse.Namespace) -> int:
     _check_files(args, {"--exclude": args.exclude, "--shapeset": [resolve_shapeset(args.shapeset)]})
     entries = load_shapeset(args.shapeset)
     problems = unique_problems([e.problem for e in entries])
-    excluded = _held_keys(args.exclude)
+    excluded = held_keys(args.exclude)
     kept = [p for p in problems if problem_key(p) not in excluded]
     print(
         f"shapeset {args.shapeset}: {len(entries)} entries, {len(problems)} distinct problems"
@@ -369,7 +350,7 @@ def _cmd_create_validation(args: argparse.Namespace) -> int:
 
     _check_files(args, {"--train-dataset": args.train_dataset})
     spec = _spec(args)
-    problems = _draw(args, _held_keys(args.train_dataset))
+    problems = _draw(args, held_keys(args.train_dataset))
     print(f"validation: {len(problems)} problems sharing none with the training set nor {' '.join(HELDOUT_SHAPESETS)}")
     return _run(
         problems,
@@ -456,7 +437,7 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
         print(f"remeasure {args.input}: none of its {source.num_problems} problems gets a layout hint; nothing to do")
         return 0
     if args.only:
-        only = _held_keys(args.only)
+        only = held_keys(args.only)
         problems = [p for p in problems if problem_key(p) in only]
         if not problems:
             print(f"remeasure {args.input}: none of its problems is in {' '.join(args.only)}; nothing to do")

@@ -165,3 +165,23 @@ def write_report(path: str | None, report: dict, argv: Sequence[str] | None = No
             clean.setdefault("date", datetime.now(timezone.utc).isoformat(timespec="seconds"))
         atomic_write_bytes(path, (json.dumps(clean, indent=2, sort_keys=True, default=str) + "\n").encode())
         print(f"report written to {path}")
+
+
+def held_keys(paths: Sequence[str] | None) -> set[str]:
+    """The problems that the datasets at ``paths`` hold or marked done, and that the shapesets
+    among ``paths`` (shipped names or shapeset JSON files) list; none without paths."""
+    from ..collection.shapes import is_shapeset_file, load_shapeset, problem_identity
+    from ..collection.sweep_state import problem_key
+    from ..types import load_datasets
+
+    keys: set[str] = set()
+    datasets = []
+    for path in paths or ():
+        if is_shapeset_file(path) or not Path(path).exists():
+            keys |= {problem_key(problem_identity(e.problem)) for e in load_shapeset(path)}
+        else:
+            datasets.append(path)
+    if datasets:
+        data = load_datasets(datasets)
+        keys |= {problem_key(p) for _, p, _ in data.problems()} | set(data.metadata.get("completed", []))
+    return keys

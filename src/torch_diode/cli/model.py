@@ -11,6 +11,7 @@ from .common import (
     check_outputs,
     dataset_output,
     factor,
+    held_keys,
     nonnegative_float,
     nonnegative_int,
     open_fraction,
@@ -99,12 +100,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from ..model_file import write_model
     from ..training.train import TrainConfig, train_model, with_prior_data
     from ..types import load_datasets
-    from .collect import _held_keys
 
     check_outputs(_inputs(args), {"--model": args.model})
     if args.bootstrap and args.ensemble < 2:
         raise OptionError("--bootstrap", "resamples the problems per ensemble member: give --ensemble 2 or more")
-    excluded = _held_keys(args.exclude) if args.exclude else set()
+    excluded = held_keys(args.exclude) if args.exclude else set()
     dataset = _without_exclusions(_without_heldout(_load(args), args), excluded, "the training data")
     prior = None
     if args.prior_data:
