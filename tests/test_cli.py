@@ -174,6 +174,27 @@ def test_remeasure_names_what_it_cannot_read(tmp_path):
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and all(w in proc.stderr for w in words), proc.stderr
     assert not (tmp_path / "out.json").exists()
+    # such a file that holds none of --only's problems has nothing to measure again: not an error
+    other = Dataset()
+    other.add(
+        detect_hardware("cpu"),
+        Problem("bmm", 2, 24, 40, 24, "float32", "float32", "float32"),
+        [TimedConfig(KernelConfig("aten::bmm"), 1.0)],
+    )
+    save_dataset(other, tmp_path / "other.json")
+    proc = diode(
+        "remeasure",
+        tmp_path / "mixed.json",
+        "--only",
+        tmp_path / "other.json",
+        "--device",
+        "cpu",
+        "-o",
+        tmp_path / "out.json",
+        check=False,
+    )
+    assert proc.returncode == 0 and "nothing to do" in proc.stdout, proc.stdout + proc.stderr
+    assert not (tmp_path / "out.json").exists()
 
 
 def test_merge_replace_takes_a_later_inputs_problems_alone(tmp_path):

@@ -114,7 +114,7 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
         (tmp_path / "h100" / folder / name).write_text("old")
     # the stand-in writes every output it is given, except the re-measurement of h100_b (as
     # `diode remeasure` where no problem is hinted); the first run of h100_a stops half way with
-    # exit status 0 (a timeout read as 0), so it is run until a run finds nothing left to measure
+    # exit status 0, so it is run until a run finds nothing left to measure
     wrapper = tmp_path / "writes_outputs.sh"
     wrapper.write_text(
         'bash "$FAKE" "$@" || exit $?\n'
@@ -249,9 +249,8 @@ def test_a_bad_gpu_count_is_one_line_and_runs_nothing(tmp_path, gpus):
 
 
 def test_remeasure_part_never_merges_a_file_whose_runs_keep_measuring(tmp_path):
-    """A re-measurement whose every run ends with problems still measured (each stopped by a
-    timeout that read exit status 0) is run RETRIES + 1 times, then the part fails with the old
-    file in place and nothing merged."""
+    """A re-measurement whose every run ends with status 0 and problems still measured is run
+    RETRIES + 1 times, then the part fails with the old file in place and nothing merged."""
     (tmp_path / "h100" / "train").mkdir(parents=True)
     (tmp_path / "h100" / "train" / "h100_a.msgpack.gz").write_text("old")
     wrapper = tmp_path / "never_done.sh"

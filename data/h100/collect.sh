@@ -249,8 +249,7 @@ for part in "${parts[@]}"; do
         seen[$f]=1
         dir="$DATA/remeasured/$(basename "$(dirname "$f")")"
         out="$dir/$(basename "$f")"
-        # until a run finds every problem measured already: a partial re-measurement is never
-        # merged, also where a timeout's exit status reads 0 (as on the lent GPU machines)
+        # until a run finds every problem measured already: a partial re-measurement is never merged
         passes=0
         while :; do
           log=$(run_diode remeasure "$f" --layout-hinted $ONLY --workers 14 -o "$out") || exit $?

@@ -119,10 +119,12 @@ def dtype_column(problem: Problem, tf32: bool) -> str | None:
 def settings_say_tf32(dataset: Dataset) -> bool:
     """Whether every collection run recorded in ``dataset``'s metadata ran with TF32 allowed."""
     sources = dataset.metadata.get("sources") or []
-    return bool(sources) and all(_tf32_run(s.get("settings") or {}) for s in sources)
+    return bool(sources) and all(tf32_run(s.get("settings") or {}) for s in sources)
 
 
-def _tf32_run(settings: dict) -> bool:
+def tf32_run(settings: dict) -> bool:
+    """Whether a collection with these recorded settings ran with TF32 allowed (one that recorded
+    neither setting ran without)."""
     return settings.get("tf32") is True or settings.get("float32_matmul_precision") == "high"
 
 

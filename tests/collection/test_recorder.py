@@ -349,7 +349,17 @@ def test_remeasure_measures_the_hinted_problems_again_and_merge_replace_puts_the
         "max_autotune_gemm_search_space": "DEFAULT",
         "tf32": False,
     }
-    old = Dataset(metadata={"sources": [{"tool": "torch_diode.collect", "settings": settings}]})
+    # two collections: the older one from before collectors recorded TF32 (it ran without: the same
+    # settings)
+    before_tf32 = {k: v for k, v in settings.items() if k != "tf32"}
+    old = Dataset(
+        metadata={
+            "sources": [
+                {"tool": "torch_diode.collect", "settings": before_tf32},
+                {"tool": "torch_diode.collect", "settings": settings},
+            ]
+        }
+    )
     hinted = Problem("bmm", 2, 24, 40, 20, "float32", "float32", "float32")  # K = 20: runs of 4
     others = [
         Problem("bmm", 2, 17, 33, 19, "float32", "float32", "float32"),

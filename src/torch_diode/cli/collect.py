@@ -401,11 +401,19 @@ def _hinted_already(dataset) -> bool:
 def _measurement_settings(path: str, dataset) -> dict:
     """How ``dataset`` (read from ``path``) was measured: the settings its collections recorded,
     which must agree."""
+    from ..coverage import tf32_run
     from ..types import DatasetFormatError
 
-    recorded = [{k: s.get(k) for k in _MEASUREMENT_SETTINGS} for s in _collection_settings(dataset)]
-    for r in recorded:  # collections from before the TMA template was timed record no setting for it
-        r["persistent_tma"] = bool(r["persistent_tma"])
+    recorded = []
+    for s in _collection_settings(dataset):
+        # collections from before the TMA template was timed, or TF32 recorded, record no setting for it
+        recorded.append(
+            {
+                **{k: s.get(k) for k in _MEASUREMENT_SETTINGS},
+                "persistent_tma": bool(s.get("persistent_tma")),
+                "tf32": tf32_run(s),
+            }
+        )
     if not recorded:
         raise DatasetFormatError(
             path, "metadata.sources", "no collection settings recorded: nothing says how to measure again"
@@ -428,7 +436,6 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
     if Path(args.input).is_dir():
         raise OptionError("input", f"{args.input} is a folder: remeasure reads one dataset file (its settings)")
     source = load_dataset(args.input)
-    settings = _measurement_settings(args.input, source)
     if args.layout_hinted and _hinted_already(source):
         print(f"remeasure {args.input}: its problems were measured with the layout hints; nothing to do")
         return 0
@@ -442,6 +449,9 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
         if not problems:
             print(f"remeasure {args.input}: none of its problems is in {' '.join(args.only)}; nothing to do")
             return 0
+    # read once there is something to measure: a file of collections with different settings
+    # that holds nothing to measure again is left alone, not an error
+    settings = _measurement_settings(args.input, source)
     mode = "fast" if settings["mode"] == "fast" else "max-autotune"
     args.search_mode = mode
     if mode == "fast":
