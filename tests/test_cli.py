@@ -197,6 +197,37 @@ def test_remeasure_names_what_it_cannot_read(tmp_path):
     assert not (tmp_path / "out.json").exists()
 
 
+def test_remeasure_with_nothing_to_do_does_not_import_torch(tmp_path):
+    """`collect.sh remeasure-hinted` asks every dataset file: one measured with the layout hints, or
+    holding none of --only's problems, says "nothing to do" without importing torch (nor opening
+    the GPU)."""
+    from torch_diode.hardware import detect_hardware
+    from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig
+
+    settings = {"mode": "fast", "exhaustive_sample": 48, "seed": 1, "reps": 6}
+    hinted = Problem("bmm", 2, 24, 40, 20, "float32", "float32", "float32")  # K = 20: runs of 4
+    aligned = Problem("bmm", 2, 32, 32, 32, "float32", "float32", "float32")
+    for name, layout_hints, problem in [("hinted", True, hinted), ("aligned", False, aligned), ("old", False, hinted)]:
+        ds = Dataset(
+            metadata={
+                "sources": [{"tool": "torch_diode.collect", "settings": {**settings, "layout_hints": layout_hints}}]
+            }
+        )
+        ds.add(detect_hardware("cpu"), problem, [TimedConfig(KernelConfig("aten::bmm"), 1.0)])
+        save_dataset(ds, tmp_path / f"{name}.json")
+    script = (
+        "import sys\n"
+        "from torch_diode.cli import main\n"
+        "rc = main(sys.argv[1:])\n"
+        "print('torch imported' if 'torch' in sys.modules else 'torch not imported', rc)\n"
+    )
+    for name, only in [("hinted", []), ("old", ["--only", str(tmp_path / "aligned.json")])]:
+        args = ["remeasure", str(tmp_path / f"{name}.json"), "--layout-hinted", *only, "-o", str(tmp_path / "out.json")]
+        proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True)
+        assert "nothing to do" in proc.stdout and "torch not imported 0" in proc.stdout, proc.stdout + proc.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
 def test_merge_replace_takes_a_later_inputs_problems_alone(tmp_path):
     from torch_diode.hardware import detect_hardware
     from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig

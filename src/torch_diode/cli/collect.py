@@ -426,32 +426,39 @@ def _measurement_settings(path: str, dataset) -> dict:
 
 
 def _cmd_remeasure(args: argparse.Namespace) -> int:
-    from torch._inductor import config as inductor_config
-
     from ..collection.kernel_spec import layout_hinted
     from ..collection.sweep_state import problem_key
     from ..types import load_dataset
 
-    _check_files(args, {"input": [args.input], "--only": args.only or []})
+    # a file with nothing to measure again says so without importing torch or opening the device
+    # (collect.sh remeasure-hinted asks every dataset file)
+    inputs = {"input": [args.input], "--only": args.only or []}
+    check_outputs(inputs, {"--output": _output_path(args.output, args.format)}, dataset_outputs=["--output"])
     if Path(args.input).is_dir():
         raise OptionError("input", f"{args.input} is a folder: remeasure reads one dataset file (its settings)")
     source = load_dataset(args.input)
     if args.layout_hinted and _hinted_already(source):
         print(f"remeasure {args.input}: its problems were measured with the layout hints; nothing to do")
         return 0
-    problems = [p for _, p, _ in source.problems() if not args.layout_hinted or layout_hinted(p)]
-    if args.layout_hinted and not problems:
-        print(f"remeasure {args.input}: none of its {source.num_problems} problems gets a layout hint; nothing to do")
-        return 0
-    if args.only:
+    problems = [p for _, p, _ in source.problems()]
+    if args.only:  # before the hints, which build (meta) tensors
         only = held_keys(args.only)
         problems = [p for p in problems if problem_key(p) in only]
         if not problems:
             print(f"remeasure {args.input}: none of its problems is in {' '.join(args.only)}; nothing to do")
             return 0
+    if args.layout_hinted:
+        problems = [p for p in problems if layout_hinted(p)]
+        if not problems:
+            which = f"problems in {' '.join(args.only)}" if args.only else f"{source.num_problems} problems"
+            print(f"remeasure {args.input}: none of its {which} gets a layout hint; nothing to do")
+            return 0
     # read once there is something to measure: a file of collections with different settings
     # that holds nothing to measure again is left alone, not an error
     settings = _measurement_settings(args.input, source)
+    _check_files(args, inputs)
+    from torch._inductor import config as inductor_config
+
     mode = "fast" if settings["mode"] == "fast" else "max-autotune"
     args.search_mode = mode
     if mode == "fast":
