@@ -46,7 +46,7 @@ def script_parts() -> list[str]:
     import re
 
     text = (ROOT / "data" / "h100" / "collect.sh").read_text()
-    return re.findall(r"^\s+([a-z0-9-]+)\)\s", text, flags=re.M)
+    return re.findall(r"^\s+([a-z0-9-]+)(?:\|[^)\s]*)?\)\s", text, flags=re.M)
 
 
 @pytest.mark.parametrize(
@@ -154,7 +154,45 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
         merged = name != "h100_b.msgpack.gz"
         assert (tmp_path / "h100" / folder / name).read_text().strip() == ("new" if merged else "old"), name
         assert not (tmp_path / "h100" / "remeasured" / folder / name).exists()
-    assert not list((tmp_path / "h100").rglob("merged.msgpack.gz"))
+    assert not list((tmp_path / "h100").rglob("*merged*"))
+
+
+def test_remeasure_part_deals_its_files_to_the_gpus(tmp_path):
+    """GPUS=2 remeasure-hinted: the part's files (in its order) alternate between the two GPUs,
+    which re-measure and merge them at once, each merge into a file of its own."""
+    names = [f"h100_{c}.msgpack.gz" for c in "abcde"]
+    (tmp_path / "h100" / "train").mkdir(parents=True)
+    for name in names:
+        (tmp_path / "h100" / "train" / name).write_text("old")
+    fake = tmp_path / "fake_diode.sh"
+    fake.write_text(
+        'echo "$CUDA_VISIBLE_DEVICES $*" >> "$CALLS"\n'
+        'out=""; while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\n'
+        'case "$out" in\n'
+        '  *.merged.msgpack.gz) echo "new" > "$out" ;;\n'
+        '  *) if [ -e "$out" ]; then echo "summary: 1 shapes: 0 problems measured, 1 already done";\n'
+        '    else mkdir -p "$(dirname "$out")" && echo "new" > "$out"; echo "summary: 1 shapes: 1 problems measured"; fi ;;\n'
+        "esac\n"
+    )
+    calls = tmp_path / "calls"
+    env = {**os.environ, "DATA": str(tmp_path / "h100"), "DIODE": f"bash {fake}", "CALLS": str(calls), "GPUS": "2"}
+    script = str(ROOT / "data" / "h100" / "collect.sh")
+    proc = subprocess.run(["bash", script, "remeasure-hinted"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    gpus = {}
+    for line in calls.read_text().splitlines():
+        gpu, *argv = line.split()
+        if argv[0] == "remeasure":
+            gpus.setdefault(Path(argv[1]).name, set()).add(gpu)
+    assert gpus == {name: {str(i % 2)} for i, name in enumerate(names)}
+    assert all((tmp_path / "h100" / "train" / name).read_text().strip() == "new" for name in names)
+    assert not list((tmp_path / "h100").rglob("*merged*")) and "[gpu 1] " in proc.stdout
+
+
+@pytest.mark.parametrize("part", ["remeasure-hinted/2/2", "remeasure-hinted/1", "remeasure-hinted/x/2"])
+def test_a_remeasure_shard_out_of_range_is_an_unknown_part(tmp_path, part):
+    rc, calls = run_part(tmp_path, [0], 0, part)
+    assert rc == 2 and calls == []
 
 
 @pytest.mark.parametrize("part, precision", [("fill-f32", "highest"), ("fill-tf32", "high")])

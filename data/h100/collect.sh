@@ -157,6 +157,17 @@ parts=("$@")
 # parts must write different files: give each part once. Exits with the first failing GPU's code.
 case ${GPUS:-1} in ''|*[!0-9]*|0) echo "GPUS: expected a number of GPUs (1 or more), got '$GPUS'" >&2; exit 2 ;; esac
 if [ "${GPUS:-1}" -gt 1 ]; then
+  # remeasure-hinted works file by file: its files are dealt to the GPUs as well
+  # (remeasure-hinted/g/n: the files i with i mod n = g, in the part's order)
+  dealt=()
+  for p in "${parts[@]}"; do
+    if [ "$p" = remeasure-hinted ]; then
+      for ((g = 0; g < GPUS; g++)); do dealt+=("remeasure-hinted/$g/$GPUS"); done
+    else
+      dealt+=("$p")
+    fi
+  done
+  parts=("${dealt[@]}")
   pids=()
   for ((g = 0; g < GPUS; g++)); do
     queue=()
@@ -233,20 +244,31 @@ for part in "${parts[@]}"; do
     val-v2-tma) DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode $VAL $ALIGNED $V2_TMA --num-shapes ${N:-30} --seed 148 -o "$DATA/validation/${GPU}_v2_tma.msgpack.gz" ;;
     fill-f32)  fill_fp32 highest f32 60 || exit $? ;;
     fill-tf32) fill_fp32 high tf32 70 || exit $? ;;
-    remeasure-hinted)
+    remeasure-hinted|remeasure-hinted/*)
       # every file's problems whose Triton kernels get layout hints, measured again as the file was
       # (attention and odd sizes first: most of their problems are hinted) into
       # $DATA/remeasured/<folder>/<file>, which resumes; once complete, `diode dataset merge --replace`
       # puts them in place of the old measurements and the file records it (remeasure then leaves it)
       # $DATA/unhinted, where it exists, lists the hinted problems still timed without the hints
       # (data/h100/make_unhinted.py): only those, not the files' others measured with them
+      shard=0 shards=1
+      if [ "$part" != remeasure-hinted ]; then
+        IFS=/ read -r _ shard shards <<< "$part"
+        case "$shard/$shards" in
+          *[!0-9/]*|/*|*/) echo "unknown part $part" >&2; exit 2 ;;
+        esac
+        [ "$shards" -gt 0 ] && [ "$shard" -lt "$shards" ] || { echo "unknown part $part" >&2; exit 2; }
+      fi
       ONLY=""
       [ -d "$DATA/unhinted" ] && ONLY="--only $DATA/unhinted"
       declare -A seen=()
+      index=-1
       for f in "$DATA"/realmodels/*.msgpack.gz "$DATA"/validation/*.msgpack.gz \
                "$DATA"/train/*attn*.msgpack.gz "$DATA"/train/*odd*.msgpack.gz "$DATA"/train/*.msgpack.gz; do
         [ -e "$f" ] && [ -z "${seen[$f]:-}" ] || continue
         seen[$f]=1
+        index=$((index + 1))
+        [ $((index % shards)) -eq "$shard" ] || continue
         dir="$DATA/remeasured/$(basename "$(dirname "$f")")"
         out="$dir/$(basename "$f")"
         # until a run finds every problem measured already: a partial re-measurement is never merged
@@ -262,8 +284,9 @@ for part in "${parts[@]}"; do
           fi
         done
         [ -e "$out" ] || continue  # nothing hinted, or measured with the hints already
-        run_diode dataset merge "$f" "$out" --replace -o "$dir/merged.msgpack.gz" || exit $?
-        mv "$dir/merged.msgpack.gz" "$f" && rm "$out"
+        merged="$dir/$(basename "$f" .msgpack.gz).merged.msgpack.gz"  # one per file: GPUs merge at once
+        run_diode dataset merge "$f" "$out" --replace -o "$merged" || exit $?
+        mv "$merged" "$f" && rm "$out"
       done ;;
     inductor-tma) DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode collect $V2_MA $V2_TMA --num-shapes ${N:-120} --seed 34 -o "$DATA/inductor_timed/${GPU}_v2_tma.msgpack.gz" ;;
     inductor-misaligned)
