@@ -171,7 +171,8 @@ def test_remeasure_part_deals_its_files_to_the_gpus(tmp_path):
         'case "$out" in\n'
         '  *.merged.msgpack.gz) echo "new" > "$out" ;;\n'
         '  *) if [ -e "$out" ]; then echo "summary: 1 shapes: 0 problems measured, 1 already done";\n'
-        '    else mkdir -p "$(dirname "$out")" && echo "new" > "$out"; echo "summary: 1 shapes: 1 problems measured"; fi ;;\n'
+        '    else mkdir -p "$(dirname "$out")" && echo "new" > "$out"\n'
+        '      echo "summary: 1 shapes: 1 problems measured"; fi ;;\n'
         "esac\n"
     )
     calls = tmp_path / "calls"
