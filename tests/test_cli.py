@@ -147,18 +147,21 @@ def test_fast_mode_without_a_gpu_is_a_clear_error(tmp_path):
     assert proc.returncode == 2 and "CUDA GPU" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_remeasure_names_what_it_cannot_read(tmp_path):
-    """`diode remeasure` reads one file's recorded settings: a folder, or a file recording none or
-    two different ones, is one line naming it (exit 2)."""
+def one_bmm(k: int, sources: list | None = None):
+    """A dataset of one fp32 bmm 2x24x40xk timed once on the CPU, recording ``sources``."""
     from torch_diode.hardware import detect_hardware
     from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig
 
-    ds = Dataset()
-    ds.add(
-        detect_hardware("cpu"),
-        Problem("bmm", 2, 24, 40, 20, "float32", "float32", "float32"),
-        [TimedConfig(KernelConfig("aten::bmm"), 1.0)],
-    )
+    ds = Dataset(metadata={"sources": sources}) if sources is not None else Dataset()
+    problem = Problem("bmm", 2, 24, 40, k, "float32", "float32", "float32")
+    ds.add(detect_hardware("cpu"), problem, [TimedConfig(KernelConfig("aten::bmm"), 1.0)])
+    return ds
+
+
+def test_remeasure_names_what_it_cannot_read(tmp_path):
+    """`diode remeasure` reads one file's recorded settings: a folder, or a file recording none or
+    two different ones, is one line naming it (exit 2)."""
+    ds = one_bmm(20)
     save_dataset(ds, tmp_path / "bare.json")
     ds.metadata["sources"] = [
         {"tool": "torch_diode.collect", "settings": {"mode": "fast", "exhaustive_sample": 48, "seed": 1, "reps": 6}},
@@ -175,13 +178,7 @@ def test_remeasure_names_what_it_cannot_read(tmp_path):
         assert len(proc.stderr.strip().splitlines()) == 1 and all(w in proc.stderr for w in words), proc.stderr
     assert not (tmp_path / "out.json").exists()
     # such a file that holds none of --only's problems has nothing to measure again: not an error
-    other = Dataset()
-    other.add(
-        detect_hardware("cpu"),
-        Problem("bmm", 2, 24, 40, 24, "float32", "float32", "float32"),
-        [TimedConfig(KernelConfig("aten::bmm"), 1.0)],
-    )
-    save_dataset(other, tmp_path / "other.json")
+    save_dataset(one_bmm(24), tmp_path / "other.json")
     proc = diode(
         "remeasure",
         tmp_path / "mixed.json",
@@ -201,27 +198,17 @@ def test_remeasure_with_nothing_to_do_does_not_import_torch(tmp_path):
     """`collect.sh remeasure-hinted` asks every dataset file: one measured with the layout hints, or
     holding none of --only's problems, says "nothing to do" without importing torch (nor opening
     the GPU)."""
-    from torch_diode.hardware import detect_hardware
-    from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig
-
     settings = {"mode": "fast", "exhaustive_sample": 48, "seed": 1, "reps": 6}
-    hinted = Problem("bmm", 2, 24, 40, 20, "float32", "float32", "float32")  # K = 20: runs of 4
-    aligned = Problem("bmm", 2, 32, 32, 32, "float32", "float32", "float32")
-    for name, layout_hints, problem in [("hinted", True, hinted), ("aligned", False, aligned), ("old", False, hinted)]:
-        ds = Dataset(
-            metadata={
-                "sources": [{"tool": "torch_diode.collect", "settings": {**settings, "layout_hints": layout_hints}}]
-            }
-        )
-        ds.add(detect_hardware("cpu"), problem, [TimedConfig(KernelConfig("aten::bmm"), 1.0)])
-        save_dataset(ds, tmp_path / f"{name}.json")
+    for name, layout_hints, k in [("hinted", True, 20), ("other", False, 24), ("old", False, 20)]:  # K = 20: hinted
+        sources = [{"tool": "torch_diode.collect", "settings": {**settings, "layout_hints": layout_hints}}]
+        save_dataset(one_bmm(k, sources), tmp_path / f"{name}.json")
     script = (
         "import sys\n"
         "from torch_diode.cli import main\n"
         "rc = main(sys.argv[1:])\n"
         "print('torch imported' if 'torch' in sys.modules else 'torch not imported', rc)\n"
     )
-    for name, only in [("hinted", []), ("old", ["--only", str(tmp_path / "aligned.json")])]:
+    for name, only in [("hinted", []), ("old", ["--only", str(tmp_path / "other.json")])]:
         args = ["remeasure", str(tmp_path / f"{name}.json"), "--layout-hinted", *only, "-o", str(tmp_path / "out.json")]
         proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True)
         assert "nothing to do" in proc.stdout and "torch not imported 0" in proc.stdout, proc.stdout + proc.stderr

@@ -41,6 +41,14 @@ def run_part(
     return proc.returncode, calls.read_text().splitlines() if calls.exists() else []
 
 
+def run_on_gpus(tmp_path: Path, fake: Path, parts: list[str]) -> tuple[subprocess.CompletedProcess, Path]:
+    """collect.sh PARTS with GPUS=2 and the stand-in ``fake`` for diode (it logs to $CALLS)."""
+    calls = tmp_path / "calls"
+    env = {**os.environ, "DATA": str(tmp_path / "h100"), "DIODE": f"bash {fake}", "CALLS": str(calls), "GPUS": "2"}
+    script = str(ROOT / "data" / "h100" / "collect.sh")
+    return subprocess.run(["bash", script, *parts], env=env, capture_output=True, text=True, timeout=60), calls
+
+
 def script_parts() -> list[str]:
     """The parts collect.sh knows: the labels of its ``case``."""
     import re
@@ -175,10 +183,7 @@ def test_remeasure_part_deals_its_files_to_the_gpus(tmp_path):
         '      echo "summary: 1 shapes: 1 problems measured"; fi ;;\n'
         "esac\n"
     )
-    calls = tmp_path / "calls"
-    env = {**os.environ, "DATA": str(tmp_path / "h100"), "DIODE": f"bash {fake}", "CALLS": str(calls), "GPUS": "2"}
-    script = str(ROOT / "data" / "h100" / "collect.sh")
-    proc = subprocess.run(["bash", script, "remeasure-hinted"], env=env, capture_output=True, text=True, timeout=60)
+    proc, calls = run_on_gpus(tmp_path, fake, ["remeasure-hinted"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     gpus = {}
     for line in calls.read_text().splitlines():
@@ -256,12 +261,7 @@ def test_parts_are_dealt_to_the_gpus_and_run_side_by_side(tmp_path):
         'for _ in $(seq 100); do [ -e "$CALLS.gpu$((1 - CUDA_VISIBLE_DEVICES))" ] && break; sleep 0.05; done\n'
         'case "${*: -1}" in *v2_odd*) exit 2 ;; esac\n'
     )
-    calls = tmp_path / "calls"
-    env = {**os.environ, "DATA": str(tmp_path / "h100"), "DIODE": f"bash {fake}", "CALLS": str(calls), "GPUS": "2"}
-    script = str(ROOT / "data" / "h100" / "collect.sh")
-    proc = subprocess.run(
-        ["bash", script, "v2-layouts", "v2-odd", "v2-hidden"], env=env, capture_output=True, text=True, timeout=60
-    )
+    proc, calls = run_on_gpus(tmp_path, fake, ["v2-layouts", "v2-odd", "v2-hidden"])
     lines = calls.read_text().splitlines()
     gpu_of = {Path(out).name: gpu for gpu, out in (line.split() for line in lines)}
     assert gpu_of == {
