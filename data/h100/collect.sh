@@ -3,6 +3,7 @@
 # Parts: realmodels (the held-out real models' GEMMs, never trained on: benchmarks.selection_replay realmodels judges on them);
 # v2-layouts v2-hugek v2-vocab v2-skinnyk v2-batch v2-attn-qk v2-attn-pv v2-odd v2-f32 v2-tf32 v2-f32-odd v2-tf32-odd
 # v2-f32-hugek v2-tf32-hugek v2-f32-vocab v2-tf32-vocab v2-f32-batch v2-tf32-batch v2-decomposek v2-hidden (coverage design);
+# v2-f32-attn-qk v2-f32-attn-pv v2-tf32-attn-qk v2-tf32-attn-pv (fp32 attention at aligned token counts);
 # v2-fill-baddbmm v2-fill-bmm-tt v2-f32-bmm v2-tf32-bmm v2-f32-mm v2-tf32-mm (the cells left short); v2-tma;
 # v2-attn-qk4 v2-attn-pv4 (attention at token counts that are multiples of 4);
 # fill-f32 fill-tf32 (only the fp32 cells a coverage snapshot lists as short);
@@ -98,6 +99,12 @@ F32_ALL="--dtypes float32 --layouts NN NT TN TT"
 V2_F32_HUGEK="$F32_ALL --ops mm addmm bmm baddbmm --max-batch 8 --max-gflop 40 --m-sizes 1 4 16 32 64 128 256 512 1024 --n-sizes 16 32 64 128 256 512 1024 2048 --k-sizes 16384 24576 32768 65536 131072"
 V2_F32_VOCAB="$F32_ALL --ops mm addmm --max-gflop 60 --m-sizes 1 2 4 8 16 32 64 128 256 512 --n-sizes 32000 32768 50257 65536 128256 151936 --k-sizes 512 768 1024 2048 4096"
 V2_F32_BATCH="$F32_ALL --ops bmm baddbmm --min-batch 64 --max-batch 2048 --max-gflop 40 --sizes 16 32 64 128 256 512 1024 --m-sizes 1 4 16 64 128 256 512 1024"
+# fp32 attention at aligned token counts (an fp32 model's q @ k^T and p @ v: GPT-2, BERT, ViT at
+# 1024 tokens and 12-16 heads): the fp32 parts above hold few bmm/baddbmm with a head dim as K (or
+# N) and token counts as the other two, where the Triton configs' times spread widest.
+V2_F32_TOKENS="128 256 384 512 768 1024 1536 2048 4096"
+V2_F32_ATTN_QK="--dtypes float32 --layouts NN NT --ops bmm baddbmm --min-batch 8 --max-batch 128 --max-gflop 40 --m-sizes $V2_F32_TOKENS --n-sizes $V2_F32_TOKENS --k-sizes 32 64 80 96 128"
+V2_F32_ATTN_PV="--dtypes float32 --layouts NN NT --ops bmm baddbmm --min-batch 8 --max-batch 128 --max-gflop 40 --m-sizes $V2_F32_TOKENS --n-sizes 32 64 80 96 128 --k-sizes $V2_F32_TOKENS"
 # Public models' hidden and intermediate sizes (Qwen2.5's 896/3584/18944, Llama's 11008/14336, ...):
 # cuBLAS's speed on a size depends on its factors (data/README.md, the H200's Qwen2.5-7B decode
 # addmms), and V2_SIZES holds few of them.
@@ -223,6 +230,10 @@ for part in "${parts[@]}"; do
     v2-tf32-vocab) run_diode collect $V2_SAMPLED $V2_F32_VOCAB --float32-matmul-precision high --num-shapes ${N:-20} --seed 38 -o "$DATA/train/${GPU}_v2_tf32_vocab.msgpack.gz" ;;
     v2-f32-batch) run_diode collect $V2_SAMPLED $V2_F32_BATCH --float32-matmul-precision highest --num-shapes ${N:-20} --seed 39 -o "$DATA/train/${GPU}_v2_f32_batch.msgpack.gz" ;;
     v2-tf32-batch) run_diode collect $V2_SAMPLED $V2_F32_BATCH --float32-matmul-precision high --num-shapes ${N:-20} --seed 40 -o "$DATA/train/${GPU}_v2_tf32_batch.msgpack.gz" ;;
+    v2-f32-attn-qk) run_diode collect $V2_SAMPLED $V2_F32_ATTN_QK --float32-matmul-precision highest --num-shapes ${N:-30} --seed 150 -o "$DATA/train/${GPU}_v2_f32_attn_qk.msgpack.gz" ;;
+    v2-f32-attn-pv) run_diode collect $V2_SAMPLED $V2_F32_ATTN_PV --float32-matmul-precision highest --num-shapes ${N:-30} --seed 151 -o "$DATA/train/${GPU}_v2_f32_attn_pv.msgpack.gz" ;;
+    v2-tf32-attn-qk) run_diode collect $V2_SAMPLED $V2_F32_ATTN_QK --float32-matmul-precision high --num-shapes ${N:-20} --seed 152 -o "$DATA/train/${GPU}_v2_tf32_attn_qk.msgpack.gz" ;;
+    v2-tf32-attn-pv) run_diode collect $V2_SAMPLED $V2_F32_ATTN_PV --float32-matmul-precision high --num-shapes ${N:-20} --seed 153 -o "$DATA/train/${GPU}_v2_tf32_attn_pv.msgpack.gz" ;;
     v2-hidden) run_diode collect $V2_ALIGNED $V2_HIDDEN --num-shapes ${N:-300} --seed 41 -o "$DATA/train/${GPU}_v2_hidden.msgpack.gz" ;;
     v2-fill-baddbmm) run_diode collect $V2_ALIGNED $V2_FILL_BADDBMM --num-shapes ${N:-30} --seed 42 -o "$DATA/train/${GPU}_v2_fill_baddbmm.msgpack.gz" ;;
     v2-fill-bmm-tt) run_diode collect $V2_ALIGNED $V2_FILL_BMM_TT --num-shapes ${N:-15} --seed 43 -o "$DATA/train/${GPU}_v2_fill_bmm_tt.msgpack.gz" ;;
