@@ -101,10 +101,11 @@ V2_F32_VOCAB="$F32_ALL --ops mm addmm --max-gflop 60 --m-sizes 1 2 4 8 16 32 64 
 V2_F32_BATCH="$F32_ALL --ops bmm baddbmm --min-batch 64 --max-batch 2048 --max-gflop 40 --sizes 16 32 64 128 256 512 1024 --m-sizes 1 4 16 64 128 256 512 1024"
 # fp32 attention at aligned token counts (an fp32 model's q @ k^T and p @ v: GPT-2, BERT, ViT at
 # 1024 tokens and 12-16 heads): the fp32 parts above hold few bmm/baddbmm with a head dim as K (or
-# N) and token counts as the other two, where the Triton configs' times spread widest.
+# N) and token counts as the other two.
 V2_F32_TOKENS="128 256 384 512 768 1024 1536 2048 4096"
-V2_F32_ATTN_QK="--dtypes float32 --layouts NN NT --ops bmm baddbmm --min-batch 8 --max-batch 128 --max-gflop 40 --m-sizes $V2_F32_TOKENS --n-sizes $V2_F32_TOKENS --k-sizes 32 64 80 96 128"
-V2_F32_ATTN_PV="--dtypes float32 --layouts NN NT --ops bmm baddbmm --min-batch 8 --max-batch 128 --max-gflop 40 --m-sizes $V2_F32_TOKENS --n-sizes 32 64 80 96 128 --k-sizes $V2_F32_TOKENS"
+V2_F32_ATTN="--dtypes float32 --layouts NN NT --ops bmm baddbmm --min-batch 8 --max-batch 128 --max-gflop 40 --m-sizes $V2_F32_TOKENS"
+V2_F32_ATTN_QK="$V2_F32_ATTN --n-sizes $V2_F32_TOKENS --k-sizes 32 64 80 96 128"
+V2_F32_ATTN_PV="$V2_F32_ATTN --n-sizes 32 64 80 96 128 --k-sizes $V2_F32_TOKENS"
 # Public models' hidden and intermediate sizes (Qwen2.5's 896/3584/18944, Llama's 11008/14336, ...):
 # cuBLAS's speed on a size depends on its factors (data/README.md, the H200's Qwen2.5-7B decode
 # addmms), and V2_SIZES holds few of them.

@@ -456,7 +456,8 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
     # read once there is something to measure: a file of collections with different settings
     # that holds nothing to measure again is left alone, not an error
     settings = _measurement_settings(args.input, source)
-    _check_files(args, inputs)
+    _shard(args)  # the rest of _check_files (the outputs were checked above)
+    _check_devices(args)
     from torch._inductor import config as inductor_config
 
     mode = "fast" if settings["mode"] == "fast" else "max-autotune"
