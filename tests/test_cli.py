@@ -194,6 +194,29 @@ def test_remeasure_names_what_it_cannot_read(tmp_path):
     assert not (tmp_path / "out.json").exists()
 
 
+def test_remeasure_on_another_gpu_is_refused(tmp_path):
+    """A file is measured again on the GPU that measured it: elsewhere (an H100's file on an H200,
+    or here on the CPU) it is one line naming the file and both devices, exit 2, nothing written."""
+    from dataclasses import replace
+
+    from torch_diode.hardware import detect_hardware
+    from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig
+
+    settings = {"mode": "inductor", "max_autotune_gemm_backends": "CPP,ATEN", "tf32": False}
+    ds = Dataset(metadata={"sources": [{"tool": "torch_diode.collect", "settings": settings}]})
+    h100 = replace(detect_hardware("cpu"), device_name="NVIDIA H100 80GB HBM3")
+    ds.add(
+        h100,
+        Problem("bmm", 2, 24, 40, 20, "float32", "float32", "float32"),
+        [TimedConfig(KernelConfig("aten::bmm"), 1.0)],
+    )
+    save_dataset(ds, tmp_path / "h100.json")
+    proc = diode("remeasure", tmp_path / "h100.json", "--device", "cpu", "-o", tmp_path / "out.json", check=False)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert all(w in proc.stderr for w in ["h100.json", "NVIDIA H100 80GB HBM3", "cpu is"]), proc.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
 def test_remeasure_with_nothing_to_do_does_not_import_torch(tmp_path):
     """`collect.sh remeasure-hinted` asks every dataset file: one measured with the layout hints, or
     holding none of --only's problems, says "nothing to do" without importing torch (nor opening

@@ -41,10 +41,19 @@ def run_part(
     return proc.returncode, calls.read_text().splitlines() if calls.exists() else []
 
 
-def run_on_gpus(tmp_path: Path, fake: Path, parts: list[str]) -> tuple[subprocess.CompletedProcess, Path]:
-    """collect.sh PARTS with GPUS=2 and the stand-in ``fake`` for diode (it logs to $CALLS)."""
+def run_on_gpus(
+    tmp_path: Path, fake: Path, parts: list[str], gpus: int = 2, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess, Path]:
+    """collect.sh PARTS with GPUS=``gpus`` and the stand-in ``fake`` for diode (it logs to $CALLS)."""
     calls = tmp_path / "calls"
-    env = {**os.environ, "DATA": str(tmp_path / "h100"), "DIODE": f"bash {fake}", "CALLS": str(calls), "GPUS": "2"}
+    env = {
+        **os.environ,
+        "DATA": str(tmp_path / "h100"),
+        "DIODE": f"bash {fake}",
+        "CALLS": str(calls),
+        "GPUS": str(gpus),
+        **(env or {}),
+    }
     script = str(ROOT / "data" / "h100" / "collect.sh")
     return subprocess.run(["bash", script, *parts], env=env, capture_output=True, text=True, timeout=60), calls
 
@@ -297,3 +306,24 @@ def test_remeasure_part_never_merges_a_file_whose_runs_keep_measuring(tmp_path):
     rc, calls = run_part(tmp_path, [0] * 10, 2, "remeasure-hinted", wrapper=wrapper)
     assert rc == 1 and len(calls) == 3 and all(" remeasure " in f" {c} " for c in calls), calls
     assert (tmp_path / "h100" / "train" / "h100_a.msgpack.gz").read_text() == "old"
+
+
+@pytest.mark.parametrize("card, want_rc", [("NVIDIA H200", 2), ("NVIDIA H100 80GB HBM3", 0)])
+def test_the_script_measures_only_on_its_datas_gpu(tmp_path, card, want_rc):
+    """data/h100 on a machine whose nvidia-smi names an H200 (a call for H100s may be given H200s):
+    exit 2 before any diode command; on an H100 the part runs."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\necho '{card}'\n")
+    smi.chmod(0o755)
+    fake = tmp_path / "fake_diode.sh"
+    fake.write_text('echo "$*" >> "$CALLS"\n')
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    proc, calls = run_on_gpus(tmp_path, fake, ["train-mm"], gpus=1, env=env)
+    assert proc.returncode == want_rc, proc.stderr
+    if want_rc:
+        assert "H100" in proc.stderr and card in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+        assert not calls.exists()
+    else:
+        assert len(calls.read_text().splitlines()) == 1

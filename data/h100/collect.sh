@@ -18,6 +18,16 @@ set -euo pipefail
 DATA=${DATA:-data/h100}
 # File names start with the GPU's name, the last part of $DATA (h100, h200).
 GPU=$(basename "$DATA")
+# $DATA named after a GPU (h100, h200) holds that GPU's measurements: on a machine whose GPU is
+# another (nvidia-smi names it), the script stops before it measures (a lent machine of one kind
+# may come with another's cards)
+if [[ $GPU =~ ^[a-z]+[0-9]+$ ]] && command -v nvidia-smi > /dev/null; then
+  card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
+  case ${card^^} in
+    *"${GPU^^}"*) ;;
+    *) echo "collect.sh: $DATA holds ${GPU^^} measurements, but this machine's GPU is '$card'" >&2; exit 2 ;;
+  esac
+fi
 PYTHON=${PYTHON:-python3}  # the interpreter with torch_diode installed
 DIODE=${DIODE:-"$PYTHON -m torch_diode.cli"}
 # A CUDA fault (a misaligned address, say) ends the process; the collector marks the problem in

@@ -48,3 +48,27 @@ def test_a_failure_the_device_confirms_stops_the_run_without_marking_the_shape(t
     meta = load_dataset(out).metadata
     assert not meta.get("completed") and not meta.get("skipped")
     assert meta["in_flight"]["problem_key"] == problem_key(HUGE)
+
+
+def test_a_sweep_never_adds_to_a_file_measured_on_another_gpu(tmp_path):
+    """A file holds one GPU's measurements: resuming into a file measured elsewhere (an H100's
+    file on an H200, say) stops before anything is measured, and the file is left as it was."""
+    from dataclasses import replace
+
+    from torch_diode.hardware import detect_hardware
+    from torch_diode.types import Dataset, KernelConfig, TimedConfig, save_dataset
+
+    h100 = replace(detect_hardware("cpu"), device_name="NVIDIA H100 80GB HBM3")
+    ds = Dataset()
+    ds.add(
+        h100,
+        Problem("mm", 1, 32, 32, 32, "float32", "float32", "float32"),
+        [TimedConfig(KernelConfig("aten::mm"), 5.0)],
+    )
+    out = tmp_path / "h100.json"
+    save_dataset(ds, out)
+    before = out.read_bytes()
+    small = Problem("mm", 1, 16, 16, 16, "float32", "float32", "float32")
+    with pytest.raises(DeviceError, match=r"h100\.json: measured on NVIDIA H100 80GB HBM3, but cpu is "):
+        sweep_inductor([small], out, device="cpu", backends="CPP,ATEN", progress=False)
+    assert out.read_bytes() == before

@@ -115,6 +115,25 @@ def test_fast_sweep_end_to_end(tmp_path):
     assert third.problems_resumed == 3 and third.problems_measured == 0
 
 
+def test_fast_sweep_never_adds_to_a_file_measured_on_another_gpu(tmp_path):
+    """A file of another GPU's measurements (as collect.sh's data/h100 files are on an H200) stops
+    the sweep before it measures: one GPU's timings per file."""
+    from dataclasses import replace
+
+    from torch_diode.hardware import DeviceError, detect_hardware
+    from torch_diode.types import Dataset, KernelConfig, TimedConfig
+
+    other = replace(detect_hardware("cuda"), device_name="NVIDIA B200")
+    ds = Dataset()
+    ds.add(other, PROBLEMS[0], [TimedConfig(KernelConfig("aten::mm"), 10.0)])
+    out = tmp_path / "other.json"
+    save_dataset(ds, out)
+    before = out.read_bytes()
+    with pytest.raises(DeviceError, match="NVIDIA B200"):
+        FastSweep(exhaustive_sample=10, reps=3, workers=2, progress=False).run(PROBLEMS[1:2], out)
+    assert out.read_bytes() == before
+
+
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
 def test_fast_sweep_on_second_gpu_matches_first(tmp_path):
     """A worker given cuda:1 (diode collect --devices cuda:0 cuda:1) must launch and time its

@@ -458,6 +458,12 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
     settings = _measurement_settings(args.input, source)
     _shard(args)  # the rest of _check_files (the outputs were checked above)
     _check_devices(args)
+    from ..collection.sweep_state import check_measured_here
+    from ..hardware import detect_hardware
+
+    # measured again on the GPU that measured it: merged over the old timings, another GPU's would
+    # stand beside them as a second device's
+    check_measured_here(source, args.input, detect_hardware(args.device).device_name, args.device)
     from torch._inductor import config as inductor_config
 
     mode = "fast" if settings["mode"] == "fast" else "max-autotune"

@@ -42,7 +42,17 @@ from ..inductor.config_space import (
 from ..types import KernelConfig, Problem, TimedConfig
 from .operands import layout_tensors
 from .recorder import Collector
-from .sweep_state import SweepSummary, begin, chunked, done_keys, held_keys, mark, problem_key, skip_crashed
+from .sweep_state import (
+    SweepSummary,
+    begin,
+    chunked,
+    done_keys,
+    held_keys,
+    mark,
+    open_collector,
+    problem_key,
+    skip_crashed,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -393,7 +403,7 @@ class FastSweep:
         # problem is: a run stopped early leaves no empty chunk files behind.
         files = []
         for chunk, path in chunked(problems, output, chunk_size):
-            col = Collector(path, settings=record, disable_caches=False)
+            col = open_collector(path, hardware.device_name, self.device, settings=record, disable_caches=False)
             summary.problems_skipped += skip_crashed(col) is not None
             done = done_keys(col) | held_keys(col)
             files.append((col, [p for p in chunk if problem_key(p) not in done]))

@@ -14,11 +14,10 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..hardware import DeviceError, check_device, current_device, device_works
+from ..hardware import DeviceError, check_device, current_device, detect_hardware, device_works
 from ..types import Problem
 from .operands import operands
-from .recorder import Collector
-from .sweep_state import SweepSummary, begin, done_keys, mark, problem_key, skip_crashed
+from .sweep_state import SweepSummary, begin, done_keys, mark, open_collector, problem_key, skip_crashed
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +83,8 @@ def sweep_inductor(
     summary = SweepSummary()
     start = time.perf_counter()
     record = {"mode": "inductor", "device": device, **settings, **(settings_record or {})}
-    with current_device(device), Collector(output, settings=record) as collector:
+    name = detect_hardware(device).device_name
+    with current_device(device), open_collector(output, name, device, settings=record) as collector:
         skip_crashed(collector)
         done = done_keys(collector)
         bar = tqdm(problems, desc="collect", unit="shape", disable=not progress)

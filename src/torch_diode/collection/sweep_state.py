@@ -9,8 +9,9 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ..types import Problem
+from ..types import Dataset, Problem
 from .recorder import Collector
 
 logger = logging.getLogger(__name__)
@@ -78,6 +79,31 @@ def held_keys(collector: Collector) -> set[str]:
     marks it done in one write, so in its files these are done too, also in a merged file whose
     inputs recorded no ``completed``."""
     return {problem_key(p) for _, p, _ in collector.dataset.problems()}
+
+
+def check_measured_here(dataset: Dataset, path: str | os.PathLike, device_name: str, device: str) -> None:
+    """A file holds one GPU's measurements: DeviceError naming both where ``dataset`` (of ``path``)
+    was measured on another GPU than ``device`` (``device_name``): a data/h100 file on an H200, say."""
+    from ..hardware import DeviceError
+
+    others = sorted({hw.device_name for hw, _, _ in dataset.problems()} - {device_name})
+    if others:
+        raise DeviceError(
+            f"{path}: measured on {', '.join(others)}, but {device} is {device_name}: "
+            "measure it on that GPU, or write to another file"
+        )
+
+
+def open_collector(path: str | os.PathLike, device_name: str, device: str, **kwargs: Any) -> Collector:
+    """The sweep's :class:`Collector` of ``path``; a file measured on another GPU is left as it was
+    (:func:`check_measured_here`), before anything is measured."""
+    collector = Collector(path, **kwargs)
+    try:
+        check_measured_here(collector.dataset, path, device_name, device)
+    except Exception:
+        collector.release()
+        raise
+    return collector
 
 
 CRASHED = (
