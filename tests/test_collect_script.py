@@ -12,6 +12,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def gpu_path(tmp_path: Path, card: str = "NVIDIA H100 80GB HBM3") -> str:
+    """A PATH whose nvidia-smi names ``card``: the script checks the GPU against $DATA (h100), so
+    the runs below do not depend on the GPU of the machine that runs the tests."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\necho '{card}'\n")
+    smi.chmod(0o755)
+    return f"{bin_dir}:{os.environ['PATH']}"
+
+
 def run_part(
     tmp_path: Path, codes: list[int], retries: int = 4, part: str = "train-mm", wrapper: Path | None = None
 ) -> tuple[int, list[str]]:
@@ -27,6 +38,7 @@ def run_part(
     )
     env = {
         **os.environ,
+        "PATH": gpu_path(tmp_path),
         "DATA": str(tmp_path / "h100"),
         "DIODE": f"bash {wrapper or fake}",
         "FAKE": str(fake),
@@ -48,6 +60,7 @@ def run_on_gpus(
     calls = tmp_path / "calls"
     env = {
         **os.environ,
+        "PATH": gpu_path(tmp_path),
         "DATA": str(tmp_path / "h100"),
         "DIODE": f"bash {fake}",
         "CALLS": str(calls),
@@ -288,7 +301,14 @@ def test_parts_are_dealt_to_the_gpus_and_run_side_by_side(tmp_path):
 @pytest.mark.parametrize("gpus", ["two", "0", "-1"])
 def test_a_bad_gpu_count_is_one_line_and_runs_nothing(tmp_path, gpus):
     calls = tmp_path / "calls"
-    env = {**os.environ, "DATA": str(tmp_path / "h100"), "DIODE": "echo", "CALLS": str(calls), "GPUS": gpus}
+    env = {
+        **os.environ,
+        "PATH": gpu_path(tmp_path),
+        "DATA": str(tmp_path / "h100"),
+        "DIODE": "echo",
+        "CALLS": str(calls),
+        "GPUS": gpus,
+    }
     proc = subprocess.run(
         ["bash", str(ROOT / "data" / "h100" / "collect.sh"), "v2-layouts"], env=env, capture_output=True, text=True
     )
@@ -312,14 +332,9 @@ def test_remeasure_part_never_merges_a_file_whose_runs_keep_measuring(tmp_path):
 def test_the_script_measures_only_on_its_datas_gpu(tmp_path, card, want_rc):
     """data/h100 on a machine whose nvidia-smi names an H200 (a call for H100s may be given H200s):
     exit 2 before any diode command; on an H100 the part runs."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    smi = bin_dir / "nvidia-smi"
-    smi.write_text(f"#!/bin/sh\necho '{card}'\n")
-    smi.chmod(0o755)
     fake = tmp_path / "fake_diode.sh"
     fake.write_text('echo "$*" >> "$CALLS"\n')
-    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    env = {"PATH": gpu_path(tmp_path / "smi", card)}
     proc, calls = run_on_gpus(tmp_path, fake, ["train-mm"], gpus=1, env=env)
     assert proc.returncode == want_rc, proc.stderr
     if want_rc:
