@@ -529,8 +529,9 @@ def misaligned_groups(args: argparse.Namespace) -> int:
                 continue
             for grouping, group in _misaligned_groups(problem, pool, members, decision.first).items():
                 groups.setdefault((grouping, group), []).append(ratio)
-        # the aligned problems last: the figure each group is held against
-        for (grouping, group), ratios in [*sorted(groups.items()), (("aligned problems", "all"), aligned)]:
+        # the aligned problems last (where the data holds any): the figure each group is held against
+        held_against = [(("aligned problems", "all"), aligned)] if aligned else []
+        for (grouping, group), ratios in [*sorted(groups.items()), *held_against]:
             rows.append(
                 {
                     "data": data,

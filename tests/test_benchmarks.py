@@ -366,6 +366,19 @@ def test_misaligned_groups_replay_partitions_the_misaligned_problems_by_each_gro
     assert operands == {"a", "out"}
 
 
+def test_misaligned_groups_of_data_without_aligned_problems_has_no_aligned_row(tmp_path):
+    """A set of misaligned problems alone (as data/h100/odd) gets its groups and no aligned row."""
+    from torch_diode.types import load_dataset, save_dataset
+
+    sample = load_dataset(ROOT / "data" / "sample" / "h100_sample.json.gz")
+    only = save_dataset(sample.subset(lambda _, problem: bool(problem.misaligned_operands)), tmp_path / "odd.json")
+    out = tmp_path / "groups.json"
+    selection_replay("misaligned-groups", "--data", only, "--out", out)
+    rows = json.loads(out.read_text())["rows"]
+    assert rows and "aligned problems" not in {r["grouping"] for r in rows}
+    assert all(r["problems"] == 2 for r in rows if r["grouping"] == "op")
+
+
 def test_deciding_configs_keeps_what_decides_the_first_pick_and_the_replay_decides_alike(tmp_path):
     """benchmarks/selection_replay.py deciding-configs on the shipped sample: each problem keeps its
     ATen choices, its fastest recorded config and the handler's first pick with their recorded
