@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..collection.sweep_state import DEFAULT_COMPILE_TIMEOUT_S
 from ..errors import OptionError
 from ..types import DATASET_SUFFIXES, DTYPES, OPS, Problem
 from .common import (
@@ -162,6 +163,7 @@ def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict, fa
             reps=args.reps,
             workers=args.workers,
             device=args.device,
+            compile_timeout_s=args.compile_timeout,
         )
         total = sweep.run(problems, output, chunk_size=args.chunk_size or fast_chunk_size, settings_record=record)
         print(f"summary: {len(problems)} shapes: {total.line()} -> {output}")
@@ -502,6 +504,14 @@ def _output_options(p: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=max(1, min(16, (os.cpu_count() or 2) - 1)),
         help="fast mode: parallel compile processes",
+    )
+    p.add_argument(
+        "--compile-timeout",
+        type=positive_float,
+        default=DEFAULT_COMPILE_TIMEOUT_S,
+        metavar="S",
+        help="fast mode: seconds a compile worker may spend on one kernel variant; past it the variant "
+        f"is recorded as failed and the workers are replaced (default {DEFAULT_COMPILE_TIMEOUT_S:g})",
     )
     p.add_argument("--device", default="cuda", help="device to measure on (default cuda)")
     p.add_argument(

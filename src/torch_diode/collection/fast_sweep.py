@@ -43,6 +43,7 @@ from ..types import KernelConfig, Problem, TimedConfig
 from .operands import layout_tensors
 from .recorder import Collector
 from .sweep_state import (
+    DEFAULT_COMPILE_TIMEOUT_S,
     SweepSummary,
     begin,
     chunked,
@@ -210,6 +211,19 @@ def _worker_init(triton_cache_dir: str | None = None, kernel_settings: dict[str,
         pass
 
 
+def _kill_workers(pool: Any) -> None:
+    """Stops a ProcessPoolExecutor's worker processes at once, whatever they are doing (its own
+    ``shutdown`` waits for a running call to end)."""
+    kill = getattr(pool, "kill_workers", None)  # Python 3.14
+    if kill is not None:
+        kill()
+    else:  # the executor's table of its processes (no public way to reach them before 3.14)
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            with contextlib.suppress(Exception):
+                process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
 class KernelCompiler:
     """Compiles kernel variants in a pool of worker processes, in the order they are asked for,
     while the caller times the ones already done.
@@ -219,58 +233,96 @@ class KernelCompiler:
     launch in this process then loads the binary from it instead of compiling.
     ``workers <= 1`` compiles in this process. If the pool breaks (a worker crashed), the rest
     is compiled in this process and the stats say so.
-    """
 
-    def __init__(self, workers: int) -> None:
+    A variant whose result is waited for longer than ``timeout_s`` is recorded as failed ("compile
+    timed out") and the workers are replaced: the variants are waited for in the order they were
+    asked for, so by then every earlier one is done and that one has been compiling at least as
+    long. Variants that were still compiling are asked of the new workers again (Triton's cache
+    keeps what was finished). ``timeouts`` counts them; in this process (``workers <= 1`` or a
+    broken pool) a compile is not bounded. ``compile_one(problem, config)`` compiles one variant
+    and returns its error text or None."""
+
+    def __init__(
+        self,
+        workers: int,
+        timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
+        compile_one: Callable[[Problem, KernelConfig], str | None] = _warmup_one,
+    ) -> None:
         self.workers = workers
+        self.timeout_s = timeout_s
+        self.compile_one = compile_one
         self.futures: dict[tuple, Any] = {}
         self.results: dict[tuple, str | None] = {}
         self.pool: Any = None
         self.pool_broken = False
+        self.timeouts = 0
         if workers > 1:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
+            self.pool = self._new_pool()
 
-            self.pool = ProcessPoolExecutor(
-                max_workers=workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_worker_init,
-                initargs=(_triton_cache_dir(), _kernel_settings()),
-            )
+    def _new_pool(self) -> Any:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        return ProcessPoolExecutor(
+            max_workers=self.workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker_init,
+            initargs=(_triton_cache_dir(), _kernel_settings()),
+        )
 
     def submit(self, problem: Problem, config: KernelConfig) -> tuple:
         key = variant_key(problem, config)
         if key not in self.futures and key not in self.results:
             if self.pool is not None and not self.pool_broken:
-                self.futures[key] = (self.pool.submit(_warmup_one, problem, config), problem, config)
+                self.futures[key] = (self.pool.submit(self.compile_one, problem, config), problem, config)
             else:
                 self.futures[key] = (None, problem, config)
         return key
 
     def result(self, key: tuple) -> str | None:
         """Waits for the variant ``key``; its compile error or None."""
+        from concurrent.futures import TimeoutError as FutureTimeout
+
         if key in self.results:
             return self.results[key]
         future, problem, config = self.futures.pop(key)
         error: str | None
         if future is None:
-            error = _warmup_one(problem, config)
+            error = self.compile_one(problem, config)
         else:
             try:
-                error = future.result()
+                error = future.result(timeout=self.timeout_s)
+            except FutureTimeout:
+                error = f"compile timed out after {self.timeout_s:g} s"
+                self.timeouts += 1
+                logger.warning("%s %s: %s; replacing the compile workers", problem.short(), config.short(), error)
+                self._replace_pool()
             except Exception as e:  # BrokenProcessPool: compile here from now on
                 if not self.pool_broken:
                     logger.warning(
                         "compile worker pool failed (%s: %s); compiling in this process", type(e).__name__, e
                     )
                 self.pool_broken = True
-                error = _warmup_one(problem, config)
+                error = self.compile_one(problem, config)
         self.results[key] = error
         return error
 
+    def _replace_pool(self) -> None:
+        """Kills the workers (one of them is stuck) and asks new ones for every variant not
+        finished yet."""
+        _kill_workers(self.pool)
+        self.pool = self._new_pool()
+        for key, (future, problem, config) in list(self.futures.items()):
+            if future is not None and future.done() and not future.cancelled() and future.exception() is None:
+                continue  # compiled before the workers were stopped
+            self.futures[key] = (self.pool.submit(self.compile_one, problem, config), problem, config)
+
     def close(self) -> None:
         if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
+            if any(f is not None and not f.done() for f, _, _ in self.futures.values()):
+                _kill_workers(self.pool)  # left early: nobody waits for what is still compiling
+            else:
+                self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
 
     def __enter__(self) -> KernelCompiler:
@@ -348,6 +400,7 @@ class FastSweep:
     workers: int = field(default_factory=lambda: max(1, min(16, os.cpu_count() or 1)))
     device: str = "cuda"
     progress: bool = True
+    compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S
 
     def settings(self) -> dict[str, Any]:
         from torch._inductor import config
@@ -413,7 +466,7 @@ class FastSweep:
         plan = {problem_key(p): choices_for(p, self.exhaustive_sample, self.seed, hardware.sm_count) for _, p in todo}
         flush = flush_buffer(self.device)
         current: Collector | None = None
-        with KernelCompiler(self.workers) as compiler, contextlib.ExitStack() as release:
+        with KernelCompiler(self.workers, self.compile_timeout_s) as compiler, contextlib.ExitStack() as release:
             release.callback(lambda: current is not None and current.close())
             # every variant is queued up front, in problem order: the workers compile ahead while
             # this process times the problems whose kernels are ready
@@ -464,6 +517,7 @@ class FastSweep:
                 summary.failed_configs += sum(t.failed for t in timed)
                 mark(col, problem, None)
             summary.compile_pool_broken = compiler.pool_broken
+            summary.compile_timeouts = compiler.timeouts
         summary.seconds = time.perf_counter() - start
         return summary
 

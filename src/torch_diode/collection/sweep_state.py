@@ -16,6 +16,11 @@ from .recorder import Collector
 
 logger = logging.getLogger(__name__)
 
+# fast mode: seconds one kernel variant may take to compile in a worker before it is given up. A
+# Triton compile of one of the mm templates takes seconds; one that runs for minutes (ptxas on
+# some fp32 configs) would otherwise hold the whole sweep, which waits for the variants in order.
+DEFAULT_COMPILE_TIMEOUT_S = 120.0
+
 
 @dataclass
 class SweepSummary:
@@ -28,6 +33,7 @@ class SweepSummary:
     kernels_compiled: int = 0
     compile_seconds: float = 0.0  # fast mode: time spent waiting for compiled kernels
     compile_pool_broken: bool = False
+    compile_timeouts: int = 0  # fast mode: kernel variants given up after the compile timeout
 
     def line(self) -> str:
         return (
@@ -39,6 +45,7 @@ class SweepSummary:
                 if self.kernels_compiled
                 else ""
             )
+            + (f" ({self.compile_timeouts} kernels timed out compiling)" if self.compile_timeouts else "")
             + (" (the compile pool broke; compiled in-process)" if self.compile_pool_broken else "")
         )
 
