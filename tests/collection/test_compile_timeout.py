@@ -2,6 +2,7 @@
 the timeout and the workers are replaced, so the rest still compiles (real spawned worker
 processes; the compile function stands in for Triton's, which needs a GPU)."""
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -38,8 +39,6 @@ def test_a_stuck_compile_is_given_up_and_the_rest_still_compiles(tmp_path):
     )
     done = subprocess.run([sys.executable, str(script), "8"], capture_output=True, text=True, timeout=240, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    import json
-
     report = json.loads(done.stdout.strip().splitlines()[-1])
     stuck = "compile timed out after 8 s"
     assert report["errors"] == [None, stuck, None, "CompilationError: no", stuck, None, None, None]

@@ -134,6 +134,22 @@ def test_fast_sweep_never_adds_to_a_file_measured_on_another_gpu(tmp_path):
     assert out.read_bytes() == before
 
 
+def test_a_compile_past_the_timeout_is_a_failed_config_and_the_sweep_goes_on(tmp_path):
+    """A compile timeout shorter than a compile worker's start (spawn, import torch): every Triton
+    variant is given up, recorded as a failed config and counted, the workers are replaced each
+    time, and the problem is still measured with its ATen choices timed."""
+    out = tmp_path / "timeout.json"
+    sweep = FastSweep(exhaustive_sample=0, reps=3, workers=2, progress=False, compile_timeout_s=0.2)
+    summary = sweep.run(PROBLEMS[:1], out)
+    assert summary.problems_measured == 1
+    assert summary.compile_timeouts == summary.kernels_compiled >= 1
+    ((_, _, timings),) = list(load_dataset(out).problems())
+    triton = [t for t in timings if t.config.template_id.startswith("triton::")]
+    aten = [t for t in timings if t.config.template_id.startswith("aten::")]
+    assert triton and all(t.failed for t in triton)
+    assert aten and not any(t.failed for t in aten)
+
+
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
 def test_fast_sweep_on_second_gpu_matches_first(tmp_path):
     """A worker given cuda:1 (diode collect --devices cuda:0 cuda:1) must launch and time its
