@@ -237,10 +237,11 @@ class KernelCompiler:
     A variant whose result is waited for longer than ``timeout_s`` is recorded as failed ("compile
     timed out") and the workers are replaced: the variants are waited for in the order they were
     asked for, so by then every earlier one is done and that one has been compiling at least as
-    long (or, the first of new workers, compiling and waiting for their start). Variants that were still compiling are asked of the new workers again (Triton's cache
-    keeps what was finished). ``timeouts`` counts them; in this process (``workers <= 1`` or a
-    broken pool) a compile is not bounded. ``compile_one(problem, config)`` compiles one variant
-    and returns its error text or None."""
+    long (the first of new workers: compiling and waiting for their start). Variants that were
+    still compiling are asked of the new workers again (Triton's cache keeps what was finished).
+    ``timeouts`` counts them; in this process (``workers <= 1`` or a broken pool) a compile is not
+    bounded. ``compile_one(problem, config)`` compiles one variant and returns its error text or
+    None."""
 
     def __init__(
         self,
