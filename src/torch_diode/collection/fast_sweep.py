@@ -312,11 +312,22 @@ class KernelCompiler:
         """Kills the workers (one of them is stuck) and asks new ones for every variant not
         finished yet."""
         _kill_workers(self.pool)
-        self.pool = self._new_pool()
-        for key, (future, problem, config) in list(self.futures.items()):
-            if future is not None and future.done() and not future.cancelled() and future.exception() is None:
-                continue  # compiled before the workers were stopped
-            self.futures[key] = (self.pool.submit(self.compile_one, problem, config), problem, config)
+        self.pool = None
+        pending = [
+            (key, problem, config)
+            for key, (future, problem, config) in self.futures.items()
+            # those compiled before the workers were stopped are kept
+            if not (future is not None and future.done() and not future.cancelled() and future.exception() is None)
+        ]
+        try:
+            self.pool = self._new_pool()
+            for key, problem, config in pending:
+                self.futures[key] = (self.pool.submit(self.compile_one, problem, config), problem, config)
+        except Exception as e:  # no new workers: the rest is compiled in this process, as for a broken pool
+            logger.warning("no new compile workers (%s: %s); compiling in this process", type(e).__name__, e)
+            self.pool_broken = True
+            for key, problem, config in pending:
+                self.futures[key] = (None, problem, config)
 
     def close(self) -> None:
         if self.pool is not None:
