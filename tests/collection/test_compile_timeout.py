@@ -1,68 +1,79 @@
 """The fast sweep's compile workers: a kernel variant whose compile never ends is given up after
 the timeout and the workers are replaced, so the rest still compiles (real spawned worker
-processes; the compile function stands in for Triton's, which needs a GPU)."""
+processes; the compile function stands in for Triton's, which needs a GPU). Each compile writes
+the process it ran in, so the tests see which variants the new workers (or this process) did."""
 
 import json
 import subprocess
 import sys
 import textwrap
 
+HEADER = """
+import json, logging, os, subprocess, sys, time
+from pathlib import Path
+from torch_diode.collection.fast_sweep import KernelCompiler
+from torch_diode.types import KernelConfig, Problem
 
-def test_a_stuck_compile_is_given_up_and_the_rest_still_compiles(tmp_path):
+def compile_one(problem, config):
+    Path(f"{config.block_m}x{config.block_n}.pid").write_text(str(os.getpid()))
+    if config.block_m == 128:  # stuck: a compiler child that never ends, holding the worker's pipes
+        subprocess.run(["sleep", sys.argv[1]], close_fds=False)
+    if config.block_m == 16:
+        time.sleep(4.0)  # still compiling when the workers are replaced
+    return "CompilationError: no" if config.block_n == 32 else None
+
+def pid(config):
+    return int(Path(f"{config[0]}x{config[1]}.pid").read_text())
+
+PROBLEM = Problem("mm", 1, 512, 512, 512, "float16", "float16", "float16")
+"""
+
+
+def _run(tmp_path, body: str, stuck_s: str) -> dict:
     script = tmp_path / "main.py"
-    script.write_text(
-        textwrap.dedent("""
-        import json, sys, time
-        from torch_diode.collection.fast_sweep import KernelCompiler
-        from torch_diode.types import KernelConfig, Problem
-
-        def compile_one(problem, config):
-            if config.block_m == 128:
-                time.sleep(3600)  # a compile that never ends
-            return "CompilationError: no" if config.block_n == 32 else None
-
-        if __name__ == "__main__":
-            problem = Problem("mm", 1, 512, 512, 512, "float16", "float16", "float16")
-            configs = [
-                KernelConfig("triton::mm", bm, bn, 32, 8, 2, 4)
-                for bm, bn in [(64, 64), (64, 32), (128, 64), (32, 64), (16, 128), (64, 128)]
-            ]
-            start = time.monotonic()
-            with KernelCompiler(2, timeout_s=float(sys.argv[1]), compile_one=compile_one) as compiler:
-                keys = [compiler.submit(problem, c) for c in configs]
-                errors = [compiler.result(k) for k in keys]
-                timeouts = compiler.timeouts
-            print(json.dumps({"errors": errors, "timeouts": timeouts, "seconds": time.monotonic() - start}))
-    """)
-    )
-    # the timeout also covers the start of the workers (spawned, importing torch) that the first
-    # variant and the one after a replacement wait for: well above it on a loaded machine
+    script.write_text(HEADER + textwrap.dedent(body))
     done = subprocess.run(
-        [sys.executable, str(script), "15"], capture_output=True, text=True, timeout=240, cwd=tmp_path
+        [sys.executable, str(script), stuck_s], capture_output=True, text=True, timeout=240, cwd=tmp_path
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report["errors"] == [None, "CompilationError: no", "compile timed out after 15 s", None, None, None]
-    assert report["timeouts"] == 1
-    # nowhere near the stuck compile's hour, and leaving the context did not wait for the killed worker
+    return {**json.loads(done.stdout.strip().splitlines()[-1]), "stderr": done.stderr}
+
+
+def test_a_stuck_compile_is_given_up_and_new_workers_compile_the_rest(tmp_path):
+    """Two stuck variants hold both workers; each is given up at the timeout and the workers
+    replaced, and the variants behind them compile in the third pool's workers. The process exits
+    at once (the killed workers' compiler children do not hold it)."""
+    report = _run(
+        tmp_path,
+        """
+        if __name__ == "__main__":
+            configs = [(128, 64), (128, 128), (64, 64), (64, 32), (32, 64)]
+            start = time.monotonic()
+            with KernelCompiler(2, timeout_s=2.0, compile_one=compile_one) as compiler:
+                keys = [compiler.submit(PROBLEM, KernelConfig("triton::mm", m, n, 32, 8, 2, 4)) for m, n in configs]
+                errors = [compiler.result(k) for k in keys]
+                timeouts = compiler.timeouts
+            first = {pid(c) for c in configs[:2]} | {os.getpid()}
+            rest_in_new_workers = all(pid(c) not in first for c in configs[2:])
+            print(json.dumps({"errors": errors, "timeouts": timeouts, "seconds": time.monotonic() - start,
+                              "rest_in_new_workers": rest_in_new_workers}))
+        """,
+        "3601",
+    )
+    stuck = "compile timed out after 2 s"
+    assert report["errors"] == [stuck, stuck, None, "CompilationError: no", None]
+    assert report["timeouts"] == 2 and report["rest_in_new_workers"]
     assert report["seconds"] < 120, report
+    out = subprocess.run(["pgrep", "-f", "sleep 3601"], capture_output=True, text=True)
+    assert not out.stdout.strip(), "a killed worker's compiler is still running"
 
 
 def test_without_new_workers_the_rest_compiles_in_this_process(tmp_path):
-    """Where the replacement workers cannot be had, the variants left are compiled in this
-    process (as after a crashed pool) and the stats say so."""
-    script = tmp_path / "main.py"
-    script.write_text(
-        textwrap.dedent("""
-        import json, logging, time
-        from torch_diode.collection.fast_sweep import KernelCompiler
-        from torch_diode.types import KernelConfig, Problem
-
-        def compile_one(problem, config):
-            if config.block_m == 128:
-                time.sleep(3600)
-            return "CompilationError: no" if config.block_n == 32 else None
-
+    """Where no replacement workers can be had, a variant still compiling when the workers were
+    killed, and those after it, are compiled in this process (as after a crashed pool)."""
+    report = _run(
+        tmp_path,
+        """
         class NoSecondPool(KernelCompiler):
             pools = 0
 
@@ -74,20 +85,15 @@ def test_without_new_workers_the_rest_compiles_in_this_process(tmp_path):
 
         if __name__ == "__main__":
             logging.basicConfig(level=logging.WARNING)
-            problem = Problem("mm", 1, 512, 512, 512, "float16", "float16", "float16")
-            configs = [KernelConfig("triton::mm", bm, bn, 32, 8, 2, 4) for bm, bn in [(128, 64), (64, 64), (64, 32)]]
-            with NoSecondPool(2, timeout_s=3.0, compile_one=compile_one) as compiler:
-                keys = [compiler.submit(problem, c) for c in configs]
+            configs = [(128, 64), (16, 64), (64, 32)]
+            with NoSecondPool(2, timeout_s=2.0, compile_one=compile_one) as compiler:
+                keys = [compiler.submit(PROBLEM, KernelConfig("triton::mm", m, n, 32, 8, 2, 4)) for m, n in configs]
                 errors = [compiler.result(k) for k in keys]
-                print(json.dumps({"errors": errors, "broken": compiler.pool_broken, "pool": compiler.pool is None}))
-    """)
+                print(json.dumps({"errors": errors, "broken": compiler.pool_broken,
+                                  "here": [pid(c) == os.getpid() for c in configs[1:]]}))
+        """,
+        "3602",
     )
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report == {
-        "errors": ["compile timed out after 3 s", None, "CompilationError: no"],
-        "broken": True,
-        "pool": True,
-    }
-    assert "no new compile workers (OSError: no more processes)" in done.stderr
+    assert report["errors"] == ["compile timed out after 2 s", None, "CompilationError: no"]
+    assert report["broken"] and report["here"] == [True, True]
+    assert "no new compile workers (OSError: no more processes)" in report["stderr"]

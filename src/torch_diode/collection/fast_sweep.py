@@ -24,6 +24,7 @@ import hashlib
 import logging
 import math
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -195,11 +196,14 @@ def _worker_init(triton_cache_dir: str | None = None, kernel_settings: dict[str,
     """A spawned worker re-imports the caller's main module, which may point TRITON_CACHE_DIR
     elsewhere (a script that sets a fresh temporary cache at import gets one per worker); the
     caller loads what the workers compiled only if they write the cache it reads. The worker
-    compiles with the caller's kernel settings."""
+    compiles with the caller's kernel settings. It leads a process group of its own, with the
+    compilers it starts (ptxas), so that :func:`_kill_workers` stops them together."""
     import logging as _logging
 
     from . import kernel_spec
 
+    if hasattr(os, "setpgrp"):
+        os.setpgrp()
     if triton_cache_dir:
         os.environ["TRITON_CACHE_DIR"] = triton_cache_dir
     for name, value in (kernel_settings or {}).items():
@@ -213,15 +217,27 @@ def _worker_init(triton_cache_dir: str | None = None, kernel_settings: dict[str,
 
 def _kill_workers(pool: Any) -> None:
     """Stops a ProcessPoolExecutor's worker processes at once, whatever they are doing (its own
-    ``shutdown`` waits for a running call to end)."""
-    kill = getattr(pool, "kill_workers", None)  # Python 3.14
-    if kill is not None:
-        kill()
-    else:  # the executor's table of its processes (no public way to reach them before 3.14)
-        for process in list((getattr(pool, "_processes", None) or {}).values()):
+    ``shutdown`` waits for a running call to end), with what they started: a compiler left
+    running would hold the executor's pipes, and this process's exit with them."""
+    import signal
+
+    # the executor's table of its processes (no public way to reach them before Python 3.14)
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # the worker's group (_worker_init)
+        except (AttributeError, OSError):  # no process groups, or not yet its own group
             with contextlib.suppress(Exception):
                 process.kill()
+    kill = getattr(pool, "kill_workers", None)  # Python 3.14
+    if kill is not None:
+        with contextlib.suppress(Exception):
+            kill()
     pool.shutdown(wait=False, cancel_futures=True)
+
+
+# seconds new compile workers may take to start (spawn, import torch and triton) before they count
+# as not to be had; their start is not part of any variant's compile timeout
+WORKER_START_S = 300.0
 
 
 class KernelCompiler:
@@ -237,8 +253,9 @@ class KernelCompiler:
     A variant whose result is waited for longer than ``timeout_s`` is recorded as failed ("compile
     timed out") and the workers are replaced: the variants are waited for in the order they were
     asked for, so by then every earlier one is done and that one has been compiling at least as
-    long (the first of new workers: compiling and waiting for their start). Variants that were
-    still compiling are asked of the new workers again (Triton's cache keeps what was finished).
+    long (new workers are waited for until they have started: their start is not counted).
+    Variants that were still compiling are asked of the new workers again (Triton's cache keeps
+    what was finished).
     ``timeouts`` counts them; in this process (``workers <= 1`` or a broken pool) a compile is not
     bounded. ``compile_one(problem, config)`` compiles one variant and returns its error text or
     None."""
@@ -250,7 +267,7 @@ class KernelCompiler:
         compile_one: Callable[[Problem, KernelConfig], str | None] = _warmup_one,
     ) -> None:
         self.workers = workers
-        self.timeout_s = timeout_s
+        self.timeout_s = min(timeout_s, threading.TIMEOUT_MAX)
         self.compile_one = compile_one
         self.futures: dict[tuple, Any] = {}
         self.results: dict[tuple, str | None] = {}
@@ -258,18 +275,31 @@ class KernelCompiler:
         self.pool_broken = False
         self.timeouts = 0
         if workers > 1:
-            self.pool = self._new_pool()
+            try:
+                self.pool = self._new_pool()
+            except Exception as e:  # no workers to be had: compile in this process
+                logger.warning("no compile workers (%s: %s); compiling in this process", type(e).__name__, e)
+                self.pool_broken = True
 
     def _new_pool(self) -> Any:
+        """A pool whose workers have started (one call each answered), so that the compile
+        timeout counts compiling alone."""
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        return ProcessPoolExecutor(
+        pool = ProcessPoolExecutor(
             max_workers=self.workers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_worker_init,
             initargs=(_triton_cache_dir(), _kernel_settings()),
         )
+        try:
+            for started in [pool.submit(os.getpid) for _ in range(self.workers)]:
+                started.result(timeout=WORKER_START_S)
+        except BaseException:
+            _kill_workers(pool)
+            raise
+        return pool
 
     def submit(self, problem: Problem, config: KernelConfig) -> tuple:
         key = variant_key(problem, config)
@@ -325,6 +355,9 @@ class KernelCompiler:
                 self.futures[key] = (self.pool.submit(self.compile_one, problem, config), problem, config)
         except Exception as e:  # no new workers: the rest is compiled in this process, as for a broken pool
             logger.warning("no new compile workers (%s: %s); compiling in this process", type(e).__name__, e)
+            if self.pool is not None:  # what it was given is compiled here instead
+                _kill_workers(self.pool)
+                self.pool = None
             self.pool_broken = True
             for key, problem, config in pending:
                 self.futures[key] = (None, problem, config)
