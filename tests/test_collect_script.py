@@ -23,6 +23,19 @@ def gpu_path(tmp_path: Path, card: str = "NVIDIA H100 80GB HBM3") -> str:
     return f"{bin_dir}:{os.environ['PATH']}"
 
 
+def script_env(tmp_path: Path, diode: str, calls: Path, **extra: str) -> dict[str, str]:
+    """collect.sh's environment: DATA under ``tmp_path`` (h100), ``diode`` in place of diode (it
+    logs to $CALLS = ``calls``), an nvidia-smi naming an H100 (:func:`gpu_path`), and ``extra``."""
+    return {
+        **os.environ,
+        "PATH": gpu_path(tmp_path),
+        "DATA": str(tmp_path / "h100"),
+        "DIODE": diode,
+        "CALLS": str(calls),
+        **extra,
+    }
+
+
 def run_part(
     tmp_path: Path, codes: list[int], retries: int = 4, part: str = "train-mm", wrapper: Path | None = None
 ) -> tuple[int, list[str]]:
@@ -36,17 +49,15 @@ def run_part(
         'code=$(head -n 1 "$CODES"); tail -n +2 "$CODES" > "$CODES.rest"; mv "$CODES.rest" "$CODES"\n'
         'exit "${code:-0}"\n'
     )
-    env = {
-        **os.environ,
-        "PATH": gpu_path(tmp_path),
-        "DATA": str(tmp_path / "h100"),
-        "DIODE": f"bash {wrapper or fake}",
-        "FAKE": str(fake),
-        "RETRIES": str(retries),
-        "CALLS": str(calls),
-        "CODES": str(codes_file),
-        "PYTHON": sys.executable,  # the interpreter with torch_diode, for the parts that run Python
-    }
+    env = script_env(
+        tmp_path,
+        f"bash {wrapper or fake}",
+        calls,
+        FAKE=str(fake),
+        RETRIES=str(retries),
+        CODES=str(codes_file),
+        PYTHON=sys.executable,  # the interpreter with torch_diode, for the parts that run Python
+    )
     proc = subprocess.run(
         ["bash", str(ROOT / "data" / "h100" / "collect.sh"), part], env=env, capture_output=True, text=True
     )
@@ -58,15 +69,7 @@ def run_on_gpus(
 ) -> tuple[subprocess.CompletedProcess, Path]:
     """collect.sh PARTS with GPUS=``gpus`` and the stand-in ``fake`` for diode (it logs to $CALLS)."""
     calls = tmp_path / "calls"
-    env = {
-        **os.environ,
-        "PATH": gpu_path(tmp_path),
-        "DATA": str(tmp_path / "h100"),
-        "DIODE": f"bash {fake}",
-        "CALLS": str(calls),
-        "GPUS": str(gpus),
-        **(env or {}),
-    }
+    env = script_env(tmp_path, f"bash {fake}", calls, GPUS=str(gpus), **(env or {}))
     script = str(ROOT / "data" / "h100" / "collect.sh")
     return subprocess.run(["bash", script, *parts], env=env, capture_output=True, text=True, timeout=60), calls
 
@@ -301,14 +304,7 @@ def test_parts_are_dealt_to_the_gpus_and_run_side_by_side(tmp_path):
 @pytest.mark.parametrize("gpus", ["two", "0", "-1"])
 def test_a_bad_gpu_count_is_one_line_and_runs_nothing(tmp_path, gpus):
     calls = tmp_path / "calls"
-    env = {
-        **os.environ,
-        "PATH": gpu_path(tmp_path),
-        "DATA": str(tmp_path / "h100"),
-        "DIODE": "echo",
-        "CALLS": str(calls),
-        "GPUS": gpus,
-    }
+    env = script_env(tmp_path, "echo", calls, GPUS=gpus)
     proc = subprocess.run(
         ["bash", str(ROOT / "data" / "h100" / "collect.sh"), "v2-layouts"], env=env, capture_output=True, text=True
     )
