@@ -23,6 +23,16 @@ cProfile around diode's handler alone and reports, over all GEMMs, the functions
 spent their time in (own time); its compile times carry the profiler's overhead and are not
 compared.
 
+Every compile also records the Triton compiles (``triton.compile`` calls) it ran in the compiling
+process, and in which thread (``triton_compiles``: count and seconds, main thread and others), and
+Inductor's counters of its compile-pool cache (``async_compile_cache_hit``, ``_miss``): a kernel
+Inductor compiled in its worker pool and then compiles again in the compiling process shows here.
+
+With ``--repeats N``, the workers run N times, the methods alternating, each run in new processes
+with new caches; each row's ``compile_s`` is then the median of the runs (``compile_s_runs``: all
+of them), the other fields those of the first run. Whole-model compiles vary by tens of percent
+from one run to the next.
+
 With ``--runtime``, each compiled item's runtime follows its compile (``runtime_us``: the
 median of ``do_bench_cudagraph`` replays, as benchmarks.e2e measures), so that a method that
 compiles faster shows what its kernels cost.
@@ -38,6 +48,7 @@ what diode's enumeration saves.
     python -m benchmarks.compile_breakdown --enumeration --out $OUT/decision_cost_h100.json
     python -m benchmarks.compile_breakdown --models --out $OUT/compile_breakdown_models_h100.json
     python -m benchmarks.compile_breakdown --models --epilogue-bench --runtime --out $OUT/f.json
+    python -m benchmarks.compile_breakdown --models --repeats 3 --out $OUT/compile_repeats_h100.json
 """
 
 from __future__ import annotations
@@ -48,7 +59,11 @@ import io
 import json
 import os
 import pstats
+import statistics
 import sys
+import threading
+import time
+from collections import Counter
 from pathlib import Path
 
 os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"  # the handler is installed explicitly below
@@ -83,14 +98,53 @@ def diode_settings(method: str) -> dict:
     }
 
 
+class TritonCompiles:
+    """Counts and times the ``triton.compile`` calls made in this process while active, by thread
+    (Inductor's worker pool compiles elsewhere and is not counted)."""
+
+    def __init__(self) -> None:
+        self.calls: Counter = Counter()
+        self.seconds: Counter = Counter()
+
+    def __enter__(self) -> TritonCompiles:
+        import triton
+
+        self._triton, self._compile = triton, triton.compile
+
+        def counted(*args, **kwargs):
+            where = "main_thread" if threading.current_thread() is threading.main_thread() else "other_threads"
+            start = time.perf_counter()
+            try:
+                return self._compile(*args, **kwargs)
+            finally:
+                self.calls[where] += 1
+                self.seconds[where] += time.perf_counter() - start
+
+        triton.compile = counted
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._triton.compile = self._compile
+
+    def record(self) -> dict:
+        return {
+            **{f"{where}_calls": self.calls[where] for where in ("main_thread", "other_threads")},
+            **{f"{where}_s": round(self.seconds[where], 4) for where in ("main_thread", "other_threads")},
+        }
+
+
+POOL_COUNTERS = ("async_compile_cache_hit", "async_compile_cache_miss")
+
+
 def compile_once(
     fn, inputs, method: str, model: str, profile: cProfile.Profile | None = None, runtime: bool = False
 ) -> dict:
     torch._dynamo.reset()
     before = {k: sum(v) for k, v in torch._dynamo.utils.compilation_time_metrics.items()}
+    pool_before = {k: torch._dynamo.utils.counters["inductor"][k] for k in POOL_COUNTERS}
     record: dict = {}
     compiled = torch.compile(fn, dynamic=False)
-    with inductor_config.patch(force_disable_caches=True), torch.no_grad():
+    with inductor_config.patch(force_disable_caches=True), torch.no_grad(), TritonCompiles() as triton_compiles:
         if method == "default":
             record["compile_s"] = timed_first_call(compiled, *inputs)
         else:
@@ -124,6 +178,10 @@ def compile_once(
                 fallbacks=stats["fallbacks_total"],
                 picks=[d["chosen"] for d in choices.decisions],
             )
+        record["triton_compiles"] = triton_compiles.record()  # the compile's, not the runtime's
+        record["triton_compiles"].update(
+            {k: torch._dynamo.utils.counters["inductor"][k] - pool_before[k] for k in POOL_COUNTERS}
+        )
         if runtime:
             from benchmarks.e2e import bench_cudagraph_us
 
@@ -179,6 +237,18 @@ def worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def median_rows(runs: list[list[dict]]) -> list[dict]:
+    """One method's rows over its runs: the first run's, with ``compile_s`` the median of the runs
+    that reached the row and ``compile_s_runs`` all of them (where there was more than one run)."""
+    if len(runs) == 1:
+        return runs[0]
+    rows = []
+    for i, first in enumerate(runs[0]):
+        times = [run[i]["compile_s"] for run in runs if i < len(run) and "compile_s" in run[i]]
+        rows.append({**first, "compile_s": statistics.median(times), "compile_s_runs": times})
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shapes", default=str(SHAPES))
@@ -197,28 +267,39 @@ def main() -> int:
         help=f"also measure {NO_EPILOGUE} (diode_top1 without Inductor's epilogue fusion benchmark)",
     )
     parser.add_argument("--runtime", action="store_true", help="also time each compiled item (do_bench_cudagraph)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="run the workers this many times, methods alternating; compile_s is the median (see above)",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         return worker(args)
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, not {args.repeats}")
     methods = (
         METHODS + (("diode_generators",) if args.enumeration else ()) + ((NO_EPILOGUE,) if args.epilogue_bench else ())
     )
-    by_method = {}
-    for method in methods + (("diode_profiled",) if args.profile_decisions else ()):
-        by_method[method], _, _ = run_worker(
-            "compile_breakdown",
-            [
-                "--worker",
-                method,
-                "--shapes",
-                args.shapes,
-                "--model",
-                args.model,
-                *(["--models"] if args.models else []),
-                *(["--runtime"] if args.runtime else []),
-            ],
-        )
+    runs: dict[str, list[list[dict]]] = {}
+    for repeat in range(args.repeats):
+        for method in methods + (("diode_profiled",) if args.profile_decisions and repeat == 0 else ()):
+            rows, _, _ = run_worker(
+                "compile_breakdown",
+                [
+                    "--worker",
+                    method,
+                    "--shapes",
+                    args.shapes,
+                    "--model",
+                    args.model,
+                    *(["--models"] if args.models else []),
+                    *(["--runtime"] if args.runtime else []),
+                ],
+            )
+            runs.setdefault(method, []).append(rows)
+    by_method = {method: median_rows(rows) for method, rows in runs.items()}
     labels = [r["label"] for r in by_method["default"]]
     table = []
     for i, label in enumerate(labels):
@@ -246,15 +327,23 @@ def main() -> int:
             for r in table
             if "diode_top1" in r and "diode_generators" in r
         )
+    for method in methods:
+        summary[f"main_thread_triton_compiles_{method}"] = sum(
+            r[method].get("triton_compiles", {}).get("main_thread_calls", 0) for r in table if method in r
+        )
+    summary["repeats"] = args.repeats
     report = {**report_header(), "summary": summary, "rows": table}
     Path(args.out).write_text(json.dumps(report, indent=1))
-    print(f"\n{'GEMM':44s} " + " ".join(f"{m[-12:]:>12s}" for m in methods) + f" {'decision':>9s}  unsure")
+    print(
+        f"\n{'GEMM':44s} " + " ".join(f"{m[-12:]:>12s}" for m in methods) + f" {'decision':>9s}  unsure  "
+        "Triton compiles in the compiling thread (diode_top1)"
+    )
     for r in table:
         cells = [f"{r[m]['compile_s']:12.2f}" if m in r else f"{'-':>12s}" for m in methods]
         d = r.get("diode_top1", {})
         print(
             f"{r['label'][:44]:44s} {' '.join(cells)} {1e3 * d.get('decision_s', 0):7.1f}ms  "
-            f"{d.get('unsure_benchmarked', '-')}"
+            f"{d.get('unsure_benchmarked', '-')!s:6s}  {d.get('triton_compiles', {}).get('main_thread_calls', '-')}"
         )
     for k, v in summary.items():
         print(f"{k:48s} {v:.3f}" if isinstance(v, float) else f"{k:48s} {v}")

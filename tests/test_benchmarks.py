@@ -425,3 +425,39 @@ def test_retimed_dataset_holds_every_pass_and_fails_what_no_pass_timed(tmp_path,
     assert out[1].time_us == pytest.approx(10.0) and sorted(out[1].samples_us) == pytest.approx([10.0, 12.0])
     spread = pass_to_pass(fast_ms)
     assert spread["configs"] == 1 and spread["max"] == pytest.approx(2.0) and spread["over_10_percent"] == 1
+
+
+def test_compile_breakdown_counts_triton_compiles_by_thread_and_takes_the_median_of_repeats(monkeypatch):
+    """compile_breakdown's record of the Triton compiles a compile ran in its own process (the
+    main thread's apart from other threads'), with a stand-in triton module (this machine has
+    none; the GPU run wraps the real one), and its median over --repeats runs."""
+    import threading
+    import types
+
+    monkeypatch.setenv("TORCH_DIODE_NO_AUTOREGISTER", "1")  # the module sets it on import: restored after the test
+    from benchmarks import compile_breakdown
+
+    fake = types.ModuleType("triton")
+    fake.compile = lambda *a, **k: "binary"
+    monkeypatch.setitem(sys.modules, "triton", fake)
+    original = fake.compile
+    with compile_breakdown.TritonCompiles() as compiles:
+        assert fake.compile("src") == "binary"
+        fake.compile("src")
+        worker = threading.Thread(target=fake.compile, args=("src",))
+        worker.start()
+        worker.join()
+    assert fake.compile is original  # unwrapped again
+    record = compiles.record()
+    assert (record["main_thread_calls"], record["other_threads_calls"]) == (2, 1)
+    assert record["main_thread_s"] >= 0 and record["other_threads_s"] >= 0
+
+    runs = [
+        [{"label": "a", "compile_s": 3.0, "picks": [1]}, {"label": "b", "compile_s": 1.0}],
+        [{"label": "a", "compile_s": 1.0, "picks": [2]}, {"label": "b", "compile_s": 2.0}],
+        [{"label": "a", "compile_s": 2.0, "picks": [3]}],  # stopped before b
+    ]
+    rows = compile_breakdown.median_rows(runs)
+    assert [r["compile_s"] for r in rows] == [2.0, 1.5]
+    assert rows[0]["compile_s_runs"] == [3.0, 1.0, 2.0] and rows[0]["picks"] == [1]
+    assert compile_breakdown.median_rows(runs[:1]) == runs[0]
