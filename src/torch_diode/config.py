@@ -41,6 +41,12 @@ Each setting below reads: name (environment variable; default): meaning.
 - ``fallback_to_autotune`` (``TORCH_DIODE_FALLBACK_TO_AUTOTUNE``; 1): a GEMM diode does not
   decide gets Inductor's stock candidates and an unsure one ``unsure_top_k`` (0: the ATen choice
   alone, and the first pick alone); Inductor's ``diode_fallback_to_autotune`` sets it
+- ``worker_ptxas`` (``TORCH_DIODE_WORKER_PTXAS``; 1): installing a handler makes this process
+  compile Triton kernels with the ptxas Inductor's compile workers use (Inductor's own rule,
+  ``TRITON_PTXAS_PATH``: torch's bundled ptxas unless the variable is set), so that when Inductor
+  benchmarks an unsure decision's choices it finds the kernels its workers compiled in Triton's
+  cache instead of compiling each again (torch_diode.inductor.hooks.use_worker_ptxas); 0: leave
+  ``TRITON_PTXAS_PATH`` alone
 
 Inductor's settings from the torch.compile integration guide (``diode_confidence_threshold``,
 ``diode_cache_predictions``, ...) map onto these: torch_diode.inductor.settings.
@@ -150,6 +156,7 @@ def _library_only() -> bool:
 autoregister: bool = not _env_bool("TORCH_DIODE_NO_AUTOREGISTER", False) and not _library_only()
 fast_autotune: bool = _env_bool("TORCH_DIODE_FAST_AUTOTUNE", True)
 fallback_to_autotune: bool = _env_bool("TORCH_DIODE_FALLBACK_TO_AUTOTUNE", True)
+worker_ptxas: bool = _env_bool("TORCH_DIODE_WORKER_PTXAS", True)
 
 _NAMES = (
     "enable_fallback",
@@ -168,6 +175,7 @@ _NAMES = (
     "autoregister",
     "fast_autotune",
     "fallback_to_autotune",
+    "worker_ptxas",
 )
 
 

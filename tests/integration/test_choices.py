@@ -74,6 +74,29 @@ def test_install_and_uninstall_restore_everything(cpu_model):
     assert installed_choices() is None
 
 
+def test_install_applies_inductors_compile_worker_ptxas_rule_unless_turned_off(cpu_model, monkeypatch):
+    """Installing a handler runs Inductor's own rule for its compile workers' ptxas in this process
+    (worker_ptxas), so Inductor's benchmark of an unsure decision finds the kernels its workers
+    compiled in Triton's cache; a TRITON_PTXAS_PATH the user set is kept; off, nothing is applied."""
+    from torch._inductor.runtime import compile_tasks
+
+    from torch_diode.inductor.hooks import use_worker_ptxas
+
+    calls = []
+    monkeypatch.setattr(compile_tasks, "_set_triton_ptxas_path", lambda: calls.append(1))
+    with diode_choices(cpu_model):
+        assert calls == [1]
+    with config.patch(worker_ptxas=False), diode_choices(cpu_model):
+        assert calls == [1]
+    monkeypatch.undo()
+    # Inductor's rule itself: a path the user set stays (this CPU torch ships no ptxas to set)
+    monkeypatch.setenv("TRITON_PTXAS_PATH", "/opt/cuda/bin/ptxas")
+    assert use_worker_ptxas() == "/opt/cuda/bin/ptxas"
+    monkeypatch.delenv("TRITON_PTXAS_PATH")
+    bundled = os.path.join(os.path.dirname(torch.__file__), "bin", "ptxas")
+    assert use_worker_ptxas() == (bundled if os.access(bundled, os.X_OK) else None)
+
+
 def test_model_decides_and_caches(cpu_model):
     a, b = torch.randn(3, 40, 24), torch.randn(3, 24, 56)
     with diode_choices(cpu_model) as choices, profile_predictions() as prof:

@@ -10,14 +10,21 @@ Elsewhere it is set for the current thread with ``V.set_choices_handler`` and th
 is turned off while it is installed, since a cache hit would skip it. :func:`uninstall_handler`
 restores every value the install changed; installs nest as a stack.
 
+Installing also applies Inductor's rule for its compile workers' ptxas to this process
+(:func:`use_worker_ptxas`, the ``worker_ptxas`` setting).
+
 A feedback saver is called by Inductor's algorithm selector with every autotune result; the
 recorder adds one while it records.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Callable
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 _installed: list[dict[str, Any]] = []  # a stack: nested installs restore in order
 _UNSET = object()
@@ -67,6 +74,24 @@ def _current_handler() -> Any:
     return getattr(threadlocal, _choices._key, _UNSET)
 
 
+def use_worker_ptxas() -> str | None:
+    """Makes Triton compile in this process with the ptxas that Inductor's compile workers use, by
+    Inductor's own rule for them (``torch._inductor.runtime.compile_tasks._set_triton_ptxas_path``:
+    ``TRITON_PTXAS_PATH`` is set to torch's bundled ptxas where torch ships one and the variable is
+    unset). Triton's cache key holds the ptxas version; Inductor benchmarks the choices of a
+    decision with several (an unsure one) by loading each kernel in this process, and with another
+    ptxas than the workers' it misses the kernels they compiled and compiles each again, one after
+    the other. Triton reads the version once per process, so this must run before the process's
+    first Triton compile. Returns ``TRITON_PTXAS_PATH`` afterwards (None: unset, Triton's own)."""
+    try:
+        from torch._inductor.runtime.compile_tasks import _set_triton_ptxas_path
+    except ImportError as e:  # a torch without the rule: nothing to align with
+        logger.debug("torch-diode: Inductor's compile workers' ptxas rule not found (%s)", e)
+    else:
+        _set_triton_ptxas_path()
+    return os.environ.get("TRITON_PTXAS_PATH")
+
+
 def install_handler(handler: Any, enable_gemm_autotune: bool) -> None:
     """Makes ``handler`` Inductor's choice handler. ``enable_gemm_autotune`` also sets Inductor's
     ``max_autotune_gemm`` so that plain ``torch.compile`` offers GEMM candidates to it."""
@@ -91,6 +116,10 @@ def install_handler(handler: Any, enable_gemm_autotune: bool) -> None:
         inductor_config.max_autotune_gemm = True
     V.set_choices_handler(handler)
     _installed.append(record)
+    from .. import config
+
+    if config.worker_ptxas:
+        use_worker_ptxas()
 
 
 def uninstall_handler() -> bool:
