@@ -106,6 +106,7 @@ def test_fast_sweep_end_to_end(tmp_path):
     again = FastSweep(exhaustive_sample=30, reps=3, workers=4, progress=False).run(PROBLEMS[:3], out, chunk_size=2)
     assert again.problems_resumed == 3 and again.problems_measured == 0
     assert all(len(load_dataset(f).metadata["sources"]) == 1 for f in files)  # same settings: one record
+    assert "release" in load_dataset(files[0]).metadata["sources"][0]["settings"]["ptxas"]  # the ptxas compiled with
     # a chunk file that holds its problems without a resume record (written so by a merge of files
     # that kept none) is done as well: nothing is measured again
     stripped = load_dataset(files[0])

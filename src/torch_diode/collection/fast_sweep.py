@@ -184,6 +184,19 @@ def _triton_cache_dir() -> str | None:
         return os.environ.get("TRITON_CACHE_DIR")
 
 
+def _ptxas() -> str | None:
+    """The ptxas this process's Triton compiles with (its compile workers inherit the environment
+    that picks it): path and release. Inductor's compile workers use torch's bundled ptxas, and an
+    installed handler makes this process do so too (torch_diode.inductor.hooks.use_worker_ptxas)."""
+    try:
+        from triton import knobs
+
+        tool = knobs.nvidia.ptxas
+        return f"{tool.path} (release {tool.version})"
+    except Exception:  # no triton, or one without knobs: not recorded
+        return None
+
+
 def _kernel_settings() -> dict[str, bool]:
     """The kernel_spec switches of this process (a benchmark may turn them), which its compile
     workers take over: a variant compiled otherwise would not be the one this process launches."""
@@ -456,6 +469,7 @@ class FastSweep:
             "mode": "fast",
             "persistent_tma": bool(config.triton.enable_persistent_tma_matmul),
             "layout_hints": kernel_spec.LAYOUT_HINTS,
+            "ptxas": _ptxas(),
             "exhaustive_sample": self.exhaustive_sample,
             "seed": self.seed,
             "reps": self.reps,
