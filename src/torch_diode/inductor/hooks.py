@@ -81,8 +81,8 @@ def use_worker_ptxas() -> str | None:
     unset). Triton's cache key holds the ptxas version; Inductor benchmarks the choices of a
     decision with several (an unsure one) by loading each kernel in this process, and with another
     ptxas than the workers' it misses the kernels they compiled and compiles each again, one after
-    the other. Triton reads the version once per process, so this must run before the process's
-    first Triton compile. Returns ``TRITON_PTXAS_PATH`` afterwards (None: unset, Triton's own)."""
+    the other. Triton reads the version once per process, the first time it keys a kernel
+    (Inductor keys its kernels as it generates them), so this holds for compiles that start after it. Returns ``TRITON_PTXAS_PATH`` afterwards (None: unset, Triton's own)."""
     try:
         from torch._inductor.runtime.compile_tasks import _set_triton_ptxas_path
     except ImportError as e:  # a torch without the rule: nothing to align with
