@@ -82,13 +82,18 @@ def use_worker_ptxas() -> str | None:
     decision with several (an unsure one) by loading each kernel in this process, and with another
     ptxas than the workers' it misses the kernels they compiled and compiles each again, one after
     the other. Triton reads the version once per process, the first time it keys a kernel
-    (Inductor keys its kernels as it generates them), so this holds for compiles that start after it. Returns ``TRITON_PTXAS_PATH`` afterwards (None: unset, Triton's own)."""
+    (Inductor keys its kernels as it generates them), so this holds for compiles that start after
+    it. Returns ``TRITON_PTXAS_PATH`` afterwards (None: unset, Triton's own). Never raises: the
+    handler works without it, at the cost of those compiles."""
     try:
         from torch._inductor.runtime.compile_tasks import _set_triton_ptxas_path
     except ImportError as e:  # a torch without the rule: nothing to align with
         logger.debug("torch-diode: Inductor's compile workers' ptxas rule not found (%s)", e)
     else:
-        _set_triton_ptxas_path()
+        try:
+            _set_triton_ptxas_path()
+        except Exception as e:  # noqa: BLE001 - an install never fails on it
+            logger.warning("torch-diode: could not apply Inductor's compile workers' ptxas (%s)", e)
     return os.environ.get("TRITON_PTXAS_PATH")
 
 
