@@ -61,6 +61,7 @@ from torch_diode.features import config_rows, featurize, is_extern
 from torch_diode.inductor.config_space import beyond_default_list
 from torch_diode.predict import load_model
 from torch_diode.selection import Confidence, NoUsableCandidate, Policy, Pool, decide
+from torch_diode.selection.decide import safe_choice
 from torch_diode.types import Problem, load_datasets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -487,8 +488,27 @@ def unsure_rules(args: argparse.Namespace) -> int:
 HEAD_DIMS = frozenset((32, 40, 48, 64, 72, 80, 96, 112, 128, 160, 192, 256))
 
 
-def _misaligned_groups(problem: Problem, pool: Pool, members: np.ndarray, first: int) -> dict[str, str]:
-    """The groups a misaligned problem's decision falls in, by each grouping of misaligned_groups."""
+# bounds (ln time) of the groups by how much faster than the best ATen choice the first pick is predicted
+MARGIN_BOUNDS = (0.1, 0.2, 0.4)
+
+
+def _margin_group(members: np.ndarray, first: int, safe: int | None) -> str:
+    """How far the first pick is predicted faster than the best ATen choice (ln of the mean
+    members' times), as one of MARGIN_BOUNDS' groups; "ATen first" where the pick is ATen."""
+    if safe is None or first == safe:
+        return "ATen first" if safe is not None else "no ATen choice"
+    mean = np.atleast_2d(members).mean(axis=0)
+    margin = float(mean[safe] - mean[first])
+    lower = [b for b in MARGIN_BOUNDS if margin >= b]
+    upper = [b for b in MARGIN_BOUNDS if margin < b]
+    return f"[{lower[-1] if lower else '-inf'}, {upper[0] if upper else 'inf'})"
+
+
+def _misaligned_groups(
+    problem: Problem, pool: Pool, members: np.ndarray, first: int, safe: int | None
+) -> dict[str, str]:
+    """The groups a misaligned problem's decision falls in, by each grouping of misaligned_groups;
+    ``safe``: the best ATen choice of the decision's order."""
     row_bytes = min(
         align
         for name, align in zip(("a", "b", "out"), problem.row_alignment_bytes())
@@ -504,13 +524,15 @@ def _misaligned_groups(problem: Problem, pool: Pool, members: np.ndarray, first:
         "attention bmm (a head dim)": str(attention),
         "first pick is ATen": str(bool(pool.extern[first])),
         "every member picks it": str(agree),
+        "predicted margin over ATen (ln)": _margin_group(members, first, safe),
     }
 
 
 def misaligned_groups(args: argparse.Namespace) -> int:
     """The first picks of the misaligned problems (an operand's rows not 16-byte aligned, the
     unsure rule ``misaligned``), grouped by op, dtype, which operands, how far their rows are
-    aligned, attention or not, the pick's kind and whether every ensemble member picks it: the
+    aligned, attention or not, the pick's kind, whether every ensemble member picks it and how much
+    faster than the best ATen choice the model predicts it (MARGIN_BOUNDS): the
     first pick / best measured per group (geomean, how many over ``--slow``). A group whose first
     picks are as good as the aligned problems' would be one the rule could leave to the model."""
     policy = Policy.from_config()
@@ -527,7 +549,8 @@ def misaligned_groups(args: argparse.Namespace) -> int:
             if not problem.misaligned_operands:
                 aligned.append(ratio)
                 continue
-            for grouping, group in _misaligned_groups(problem, pool, members, decision.first).items():
+            safe = safe_choice(decision.order, pool.extern)
+            for grouping, group in _misaligned_groups(problem, pool, members, decision.first, safe).items():
                 groups.setdefault((grouping, group), []).append(ratio)
         # the aligned problems last (where the data holds any): the figure each group is held against
         held_against = [(("aligned problems", "all"), aligned)] if aligned else []

@@ -361,9 +361,18 @@ def test_misaligned_groups_replay_partitions_the_misaligned_problems_by_each_gro
         by_grouping[r["grouping"]] = by_grouping.get(r["grouping"], 0) + r["problems"]
         assert r["first"]["geomean"] >= 1.0 and 0 <= r["slow"] <= r["problems"]
     assert by_grouping.pop("aligned problems") == 10
-    assert len(by_grouping) == 7 and set(by_grouping.values()) == {2}
+    assert len(by_grouping) == 8 and set(by_grouping.values()) == {2}
     operands = {r["group"] for r in rows if r["grouping"] == "misaligned operands"}
     assert operands == {"a", "out"}
+    margins = {r["group"] for r in rows if r["grouping"] == "predicted margin over ATen (ln)"}
+    assert margins and margins <= {
+        "ATen first",
+        "no ATen choice",
+        "[-inf, 0.1)",
+        "[0.1, 0.2)",
+        "[0.2, 0.4)",
+        "[0.4, inf)",
+    }
 
 
 def test_misaligned_groups_of_data_without_aligned_problems_has_no_aligned_row(tmp_path):
@@ -461,3 +470,14 @@ def test_compile_breakdown_counts_triton_compiles_by_thread_and_takes_the_median
     assert [r["compile_s"] for r in rows] == [2.0, 1.5]
     assert rows[0]["compile_s_runs"] == [3.0, 1.0, 2.0] and rows[0]["picks"] == [1]
     assert compile_breakdown.median_rows(runs[:1]) == runs[0]
+
+
+def test_margin_groups_bound_the_predicted_gain_of_the_first_pick_over_aten():
+    from benchmarks.selection_replay import _margin_group
+
+    members = np.log([[10.0, 10.0 * np.exp(0.25), 11.0], [10.0, 10.0 * np.exp(0.25), 11.0]])
+    assert _margin_group(members, 0, 1) == "[0.2, 0.4)"
+    assert _margin_group(members, 2, 1) == "[0.1, 0.2)"  # ln(12.84 / 11) = 0.155
+    assert _margin_group(np.log([[1.0, 1.05]]), 0, 1) == "[-inf, 0.1)"
+    assert _margin_group(np.log([[1.0, 2.0]]), 0, 1) == "[0.4, inf)"
+    assert _margin_group(members, 1, 1) == "ATen first" and _margin_group(members, 0, None) == "no ATen choice"
