@@ -23,10 +23,11 @@ cProfile around diode's handler alone and reports, over all GEMMs, the functions
 spent their time in (own time); its compile times carry the profiler's overhead and are not
 compared.
 
-Every compile also records the Triton compiles (``triton.compile`` calls) it ran in the compiling
-process, and in which thread (``triton_compiles``: count and seconds, main thread and others), and
-Inductor's counters of its compile-pool cache (``async_compile_cache_hit``, ``_miss``): a kernel
-Inductor compiled in its worker pool and then compiles again in the compiling process shows here.
+Every compile also records the ``triton.compile`` calls it made in the compiling process, and in
+which thread (``triton_compiles``: count and seconds, main thread and others), and Inductor's
+counters of its compile-pool cache (``async_compile_cache_hit``, ``_miss``). A call that Triton's
+cache serves counts too, in milliseconds; a kernel Inductor compiled in its worker pool and then
+compiles again in the compiling process shows as calls of a compile's length (tenths of seconds).
 
 With ``--repeats N``, the workers run N times, the methods alternating, each run in new processes
 with new caches; each row's ``compile_s`` is then the median of the runs (``compile_s_runs``: all
@@ -336,7 +337,7 @@ def main() -> int:
     Path(args.out).write_text(json.dumps(report, indent=1))
     print(
         f"\n{'GEMM':44s} " + " ".join(f"{m[-12:]:>12s}" for m in methods) + f" {'decision':>9s}  unsure  "
-        "Triton compiles in the compiling thread (diode_top1)"
+        "triton.compile calls in the compiling thread (diode_top1)"
     )
     for r in table:
         cells = [f"{r[m]['compile_s']:12.2f}" if m in r else f"{'-':>12s}" for m in methods]

@@ -47,6 +47,7 @@ problems apart), and how often the pick is ATen/cuBLAS (no kernel to compile).
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import math
 from collections.abc import Iterator
@@ -498,10 +499,9 @@ def _margin_group(members: np.ndarray, first: int, safe: int | None) -> str:
     if safe is None or first == safe:
         return "ATen first" if safe is not None else "no ATen choice"
     mean = np.atleast_2d(members).mean(axis=0)
-    margin = float(mean[safe] - mean[first])
-    lower = [b for b in MARGIN_BOUNDS if margin >= b]
-    upper = [b for b in MARGIN_BOUNDS if margin < b]
-    return f"[{lower[-1] if lower else '-inf'}, {upper[0] if upper else 'inf'})"
+    edges = ("-inf", *MARGIN_BOUNDS, "inf")
+    i = bisect.bisect_right(MARGIN_BOUNDS, float(mean[safe] - mean[first]))
+    return f"[{edges[i]}, {edges[i + 1]})"
 
 
 def _misaligned_groups(
