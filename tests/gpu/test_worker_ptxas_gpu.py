@@ -4,7 +4,8 @@ installed (the import's registration), the compiling process uses the workers' p
 workers compiled in Triton's cache. Each run is a fresh process (Triton reads the ptxas version
 once per process) with new caches, counting the Triton compiles to cubin in the compiling thread
 during the compile of an attention bmm the shipped H100 model is unsure of (197 tokens: rows not
-16-byte aligned)."""
+16-byte aligned), once Inductor's worker pool is up (until then Inductor compiles in this process
+whatever the ptxas)."""
 
 import json
 import os
@@ -22,22 +23,27 @@ SCRIPT = textwrap.dedent("""
     import json, os, threading
     import torch
     import torch_diode
+    from torch._inductor.async_compile import AsyncCompile
     from torch_diode.integration.install import installed_choices
     import triton.backends.nvidia.compiler as nvidia
 
     in_main_thread = []
     make_cubin = nvidia.CUDABackend.make_cubin
 
-    def counted(self, *args, **kwargs):
+    def counted(self, src, metadata, *args, **kwargs):
         if threading.current_thread() is threading.main_thread():
-            in_main_thread.append(1)
-        return make_cubin(self, *args, **kwargs)
+            in_main_thread.append(metadata.get("name"))
+        return make_cubin(self, src, metadata, *args, **kwargs)
 
     nvidia.CUDABackend.make_cubin = counted
-    # a warm-up compile first: Inductor compiles in the compiling process until its pool is up
+    # a warm-up compile first (Triton keys its kernel: the ptxas version is read), then the wait
+    # for Inductor's worker pool
     a = torch.randn(256, 256, device="cuda", dtype=torch.float16)
     torch.compile(lambda x, y: torch.relu(x @ y))(a, a)
     torch.cuda.synchronize()
+    AsyncCompile.wait_pool_ready()
+    if os.environ.get("LATE_INSTALL"):  # installed after that compile, as a user's own call would
+        torch_diode.autoregister(force=True)
     choices = installed_choices()
     before = choices.get_stats()["unsure_benchmarked"] if choices is not None else 0
     del in_main_thread[:]
@@ -50,21 +56,20 @@ SCRIPT = textwrap.dedent("""
         "registered": choices is not None,
         "unsure_benchmarked": stats["unsure_benchmarked"] - before,
         "main_thread_cubin_compiles": len(in_main_thread),
+        "main_thread_kernels": in_main_thread,
         "ptxas": os.environ.get("TRITON_PTXAS_PATH"),
     }))
 """)
 
 
 def run(**env: str) -> dict:
-    environment = {
-        **os.environ,
-        "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1",
-        "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix="diode_ptxas_triton_"),
-        "TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="diode_ptxas_inductor_"),
+    environment = {k: v for k, v in os.environ.items() if k not in ("TORCH_DIODE_NO_AUTOREGISTER", "TRITON_PTXAS_PATH")}
+    environment.update(
+        TORCHINDUCTOR_FORCE_DISABLE_CACHES="1",
+        TRITON_CACHE_DIR=tempfile.mkdtemp(prefix="diode_ptxas_triton_"),
+        TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix="diode_ptxas_inductor_"),
         **env,
-    }
-    environment.pop("TORCH_DIODE_NO_AUTOREGISTER", None)
-    environment.pop("TRITON_PTXAS_PATH", None)
+    )
     proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=environment, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT "))
@@ -85,6 +90,10 @@ def test_an_unsure_decisions_choices_are_not_compiled_again_in_the_compiling_pro
     assert aligned["registered"] and aligned["unsure_benchmarked"] == 1, aligned
     assert aligned["ptxas"] == bundled, aligned
     assert aligned["main_thread_cubin_compiles"] == 0, aligned
+    # installed after the process keyed a kernel with Triton's ptxas: the same
+    late = run(TORCH_DIODE_NO_AUTOREGISTER="1", LATE_INSTALL="1")
+    assert late["registered"] and late["unsure_benchmarked"] == 1 and late["ptxas"] == bundled, late
+    assert late["main_thread_cubin_compiles"] == 0, late
     # without it, where Triton's own ptxas differs from torch's, each Triton choice compiles again
     import triton.backends.nvidia as nvidia_backend
 

@@ -104,6 +104,45 @@ def test_install_applies_inductors_compile_worker_ptxas_rule_unless_turned_off(c
     assert use_worker_ptxas() == (bundled if os.access(bundled, os.X_OK) else None)
 
 
+def test_a_changed_ptxas_path_clears_the_memos_of_its_version(monkeypatch):
+    """A process that keyed Triton kernels before the install (a compile before it) memoised the
+    old ptxas version; where the rule changes the path, Triton's and Inductor's memos of it are
+    cleared so that later compiles key with the new one, and kept where the path stays."""
+    import functools
+    import types
+
+    import torch.utils._triton as torch_triton
+    from torch._inductor.runtime import compile_tasks
+
+    from torch_diode.inductor.hooks import use_worker_ptxas
+
+    reads = []
+
+    @functools.lru_cache
+    def get_ptxas_version(arch: int = 80):
+        reads.append(os.environ.get("TRITON_PTXAS_PATH"))
+        return reads[-1]
+
+    @functools.cache
+    def triton_hash_with_backend():
+        return get_ptxas_version()
+
+    nvidia = types.ModuleType("triton.backends.nvidia.compiler")
+    nvidia.get_ptxas_version = get_ptxas_version
+    monkeypatch.setitem(sys.modules, "triton.backends.nvidia.compiler", nvidia)
+    monkeypatch.setattr(torch_triton, "triton_hash_with_backend", triton_hash_with_backend)
+    monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
+    assert triton_hash_with_backend() is None
+    monkeypatch.setattr(compile_tasks, "_set_triton_ptxas_path", lambda: None)
+    use_worker_ptxas()  # the path stays: the memo stays
+    assert triton_hash_with_backend() is None and reads == [None]
+    monkeypatch.setattr(
+        compile_tasks, "_set_triton_ptxas_path", lambda: os.environ.setdefault("TRITON_PTXAS_PATH", "/opt/ptxas")
+    )
+    assert use_worker_ptxas() == "/opt/ptxas"
+    assert triton_hash_with_backend() == "/opt/ptxas" and reads == [None, "/opt/ptxas"]
+
+
 def test_model_decides_and_caches(cpu_model):
     a, b = torch.randn(3, 40, 24), torch.randn(3, 24, 56)
     with diode_choices(cpu_model) as choices, profile_predictions() as prof:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -82,9 +83,12 @@ def use_worker_ptxas() -> str | None:
     decision with several (an unsure one) by loading each kernel in this process, and with another
     ptxas than the workers' it misses the kernels they compiled and compiles each again, one after
     the other. Triton reads the version once per process, the first time it keys a kernel
-    (Inductor keys its kernels as it generates them), so this holds for compiles that start after
-    it. Returns ``TRITON_PTXAS_PATH`` afterwards (None: unset, Triton's own). Never raises: the
-    handler works without it, at the cost of those compiles."""
+    (Inductor keys its kernels as it generates them); where this changes the path after that, the
+    two memos of the version (Triton's and Inductor's backend hash) are cleared so that the
+    compiles that start after it key with the new one. Returns ``TRITON_PTXAS_PATH`` afterwards
+    (None: unset, Triton's own). Never raises: the handler works without it, at the cost of those
+    compiles."""
+    before = os.environ.get("TRITON_PTXAS_PATH")
     try:
         from torch._inductor.runtime.compile_tasks import _set_triton_ptxas_path
     except ImportError as e:  # a torch without the rule: nothing to align with
@@ -94,7 +98,22 @@ def use_worker_ptxas() -> str | None:
             _set_triton_ptxas_path()
         except Exception as e:  # noqa: BLE001 - an install never fails on it
             logger.warning("torch-diode: could not apply Inductor's compile workers' ptxas (%s)", e)
-    return os.environ.get("TRITON_PTXAS_PATH")
+    after = os.environ.get("TRITON_PTXAS_PATH")
+    if after != before:
+        _forget_ptxas_version()
+    return after
+
+
+def _forget_ptxas_version() -> None:
+    """Clears the memos of the ptxas version in the modules that are loaded (one not loaded yet has
+    none): Triton's ``get_ptxas_version`` and Inductor's ``triton_hash_with_backend``."""
+    for module, name in (
+        ("triton.backends.nvidia.compiler", "get_ptxas_version"),
+        ("torch.utils._triton", "triton_hash_with_backend"),
+    ):
+        memo = getattr(sys.modules.get(module), name, None)
+        if hasattr(memo, "cache_clear"):
+            memo.cache_clear()
 
 
 def install_handler(handler: Any, enable_gemm_autotune: bool) -> None:
