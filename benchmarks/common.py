@@ -86,6 +86,18 @@ def warm_up_function() -> Callable:
     return lambda a, b: torch.relu(a @ b)
 
 
+def wait_for_compile_pool(timeout_s: float = 120) -> None:
+    """Waits until Inductor's compile worker pool is up (after the warm-up compile): until then
+    Inductor compiles each kernel in the compiling process, so whichever compile came first would
+    pay for the pool's start. Returns at once where Inductor compiles without a pool or lacks the
+    call."""
+    from torch._inductor.async_compile import AsyncCompile
+
+    wait = getattr(AsyncCompile, "wait_pool_ready", None)
+    if wait is not None:
+        wait(timeout=timeout_s)
+
+
 def run_worker(module: str, args: list[str], limit_s: float | None = None) -> tuple[list, Any, float]:
     """Runs ``python -m benchmarks.<module> --worker ... --out FILE`` in a new process with its own
     new Triton and Inductor cache directories (so it finds no kernel another compiled); returns the

@@ -4,7 +4,8 @@ enumeration of the Triton candidates saves.
 For each GEMM of ``--shapes`` (default: benchmarks/e2e_shapes.json), or with ``--models`` each
 whole-model row of benchmarks/e2e.py, cold compile caches as in
 e2e.py, one worker process per method, each with its own new Triton and Inductor cache
-directories and its own warm-up (benchmarks.common.WARM_UP):
+directories and its own warm-up (benchmarks.common.WARM_UP; then it waits for Inductor's compile
+worker pool):
 
   default           torch.compile, no autotuning
   diode_top1        diode's handler, top_k_configs=1 (an unsure model widens to unsure_top_k)
@@ -80,6 +81,7 @@ from benchmarks.common import (  # noqa: E402
     report_header,
     run_worker,
     timed_first_call,
+    wait_for_compile_pool,
     warm_up_function,
 )
 from torch_diode import config  # noqa: E402
@@ -217,6 +219,7 @@ def worker(args: argparse.Namespace) -> int:
         method if method != "diode_profiled" else "diode_trusting",
         args.model,
     )
+    wait_for_compile_pool()
     rows = []
     profile = cProfile.Profile() if method == "diode_profiled" else None
     for label, fn, inputs, problem in items(args.models, args.shapes):

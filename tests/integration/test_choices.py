@@ -104,10 +104,11 @@ def test_install_applies_inductors_compile_worker_ptxas_rule_unless_turned_off(c
     assert use_worker_ptxas() == (bundled if os.access(bundled, os.X_OK) else None)
 
 
-def test_a_changed_ptxas_path_clears_the_memos_of_its_version(monkeypatch):
-    """A process that keyed Triton kernels before the install (a compile before it) memoised the
-    old ptxas version; where the rule changes the path, Triton's and Inductor's memos of it are
-    cleared so that later compiles key with the new one, and kept where the path stays."""
+def test_installing_clears_the_memos_of_the_ptxas_version(monkeypatch):
+    """A process that compiled before the install may hold the version of another ptxas than its
+    path (Inductor sets the path in this process only as it compiles a kernel here, after keying
+    it): installing clears Triton's and Inductor's memos of the version, so that later compiles key
+    with the path's ptxas."""
     import functools
     import types
 
@@ -123,22 +124,26 @@ def test_a_changed_ptxas_path_clears_the_memos_of_its_version(monkeypatch):
         reads.append(os.environ.get("TRITON_PTXAS_PATH"))
         return reads[-1]
 
+    class CUDABackend:
+        @functools.lru_cache  # noqa: B019 - as Triton memoises it
+        def hash(self):
+            return get_ptxas_version()
+
+    backend = CUDABackend()
+
     @functools.cache
     def triton_hash_with_backend():
-        return get_ptxas_version()
+        return backend.hash()
 
     nvidia = types.ModuleType("triton.backends.nvidia.compiler")
-    nvidia.get_ptxas_version = get_ptxas_version
+    nvidia.get_ptxas_version, nvidia.CUDABackend = get_ptxas_version, CUDABackend
     monkeypatch.setitem(sys.modules, "triton.backends.nvidia.compiler", nvidia)
     monkeypatch.setattr(torch_triton, "triton_hash_with_backend", triton_hash_with_backend)
     monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
-    assert triton_hash_with_backend() is None
+    assert triton_hash_with_backend() is None  # keyed with Triton's own ptxas
+    monkeypatch.setenv("TRITON_PTXAS_PATH", "/opt/ptxas")  # then Inductor's rule, as it compiles here
+    assert triton_hash_with_backend() is None  # the memo still holds the other version
     monkeypatch.setattr(compile_tasks, "_set_triton_ptxas_path", lambda: None)
-    use_worker_ptxas()  # the path stays: the memo stays
-    assert triton_hash_with_backend() is None and reads == [None]
-    monkeypatch.setattr(
-        compile_tasks, "_set_triton_ptxas_path", lambda: os.environ.setdefault("TRITON_PTXAS_PATH", "/opt/ptxas")
-    )
     assert use_worker_ptxas() == "/opt/ptxas"
     assert triton_hash_with_backend() == "/opt/ptxas" and reads == [None, "/opt/ptxas"]
 

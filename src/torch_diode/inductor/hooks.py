@@ -83,12 +83,13 @@ def use_worker_ptxas() -> str | None:
     decision with several (an unsure one) by loading each kernel in this process, and with another
     ptxas than the workers' it misses the kernels they compiled and compiles each again, one after
     the other. Triton reads the version once per process, the first time it keys a kernel
-    (Inductor keys its kernels as it generates them); where this changes the path after that, the
-    two memos of the version (Triton's and Inductor's backend hash) are cleared so that the
-    compiles that start after it key with the new one. Returns ``TRITON_PTXAS_PATH`` afterwards
-    (None: unset, Triton's own). Never raises: the handler works without it, at the cost of those
-    compiles."""
-    before = os.environ.get("TRITON_PTXAS_PATH")
+    (Inductor keys its kernels as it generates them), and Inductor applies the same rule in this
+    process only when it compiles a kernel here (before its pool is up), after it has keyed it: a
+    process that compiled before this call may hold the version of another ptxas than its path.
+    So the memos of the version (Triton's, its PTX features, and Inductor's backend and its hash) are cleared, and
+    the compiles that start after this key with the path's. Returns ``TRITON_PTXAS_PATH``
+    afterwards (None: unset, Triton's own). Never raises: the handler works without it, at the
+    cost of those compiles."""
     try:
         from torch._inductor.runtime.compile_tasks import _set_triton_ptxas_path
     except ImportError as e:  # a torch without the rule: nothing to align with
@@ -98,20 +99,27 @@ def use_worker_ptxas() -> str | None:
             _set_triton_ptxas_path()
         except Exception as e:  # noqa: BLE001 - an install never fails on it
             logger.warning("torch-diode: could not apply Inductor's compile workers' ptxas (%s)", e)
-    after = os.environ.get("TRITON_PTXAS_PATH")
-    if after != before:
         _forget_ptxas_version()
-    return after
+    return os.environ.get("TRITON_PTXAS_PATH")
+
+
+# The memos of the ptxas version: (module, attribute path) of functools caches.
+_PTXAS_VERSION_MEMOS = (
+    ("triton.backends.nvidia.compiler", "get_ptxas_version"),
+    ("triton.backends.nvidia.compiler", "get_features"),  # the PTX version that ptxas takes
+    ("triton.backends.nvidia.compiler", "CUDABackend.hash"),
+    ("torch.utils._triton", "triton_backend"),
+    ("torch.utils._triton", "triton_hash_with_backend"),
+)
 
 
 def _forget_ptxas_version() -> None:
     """Clears the memos of the ptxas version in the modules that are loaded (one not loaded yet has
-    none): Triton's ``get_ptxas_version`` and Inductor's ``triton_hash_with_backend``."""
-    for module, name in (
-        ("triton.backends.nvidia.compiler", "get_ptxas_version"),
-        ("torch.utils._triton", "triton_hash_with_backend"),
-    ):
-        memo = getattr(sys.modules.get(module), name, None)
+    none); a memo another version lacks is passed over."""
+    for module, path in _PTXAS_VERSION_MEMOS:
+        memo = sys.modules.get(module)
+        for name in path.split("."):
+            memo = getattr(memo, name, None)
         if hasattr(memo, "cache_clear"):
             memo.cache_clear()
 
