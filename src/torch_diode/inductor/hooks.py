@@ -86,10 +86,10 @@ def use_worker_ptxas() -> str | None:
     (Inductor keys its kernels as it generates them), and Inductor applies the same rule in this
     process only when it compiles a kernel here (before its pool is up), after it has keyed it: a
     process that compiled before this call may hold the version of another ptxas than its path.
-    So the memos of the version (Triton's, its PTX features, and Inductor's backend and its hash) are cleared, and
-    the compiles that start after this key with the path's. Returns ``TRITON_PTXAS_PATH``
-    afterwards (None: unset, Triton's own). Never raises: the handler works without it, at the
-    cost of those compiles."""
+    So the memos of the version (Triton's, its PTX features, and Inductor's backend and its hash)
+    are cleared, and the compiles that start after this key with the path's. Returns
+    ``TRITON_PTXAS_PATH`` afterwards (None: unset, Triton's own). Never raises: the handler works
+    without it, at the cost of those compiles."""
     try:
         from torch._inductor.runtime.compile_tasks import _set_triton_ptxas_path
     except ImportError as e:  # a torch without the rule: nothing to align with
