@@ -38,7 +38,9 @@ graph, the way mode="max-autotune" runs compiled functions, so it is the kernels
 ``runtime_do_bench_us`` (summary keys ``*_do_bench``), with ``wall_us_per_call``: do_bench times
 one host call after a cache flush, and where the host's cost of calling a compiled function
 exceeds the flush its figure is the host's, not the kernel's (the report's rows show both). A
-worker that outlives its time limit is stopped; its finished items are kept.
+worker that outlives its time limit is stopped; its finished items are kept. The report is
+written after each worker (``complete``: false until the last has run), so a run stopped between
+two keeps the finished workers' rows; the results table takes only a complete report.
 
 Each measurement also records ``pad_mm`` (benchmarks/pad_mm.py): what Inductor's shape-padding
 pass (torch/_inductor/fx_passes/pad_mm.py) did during the compile, which can make a row slower under
@@ -106,7 +108,7 @@ from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs
 from torch_diode.collection.sweep_state import problem_key  # noqa: E402
 from torch_diode.integration.install import diode_choices  # noqa: E402
 from torch_diode.selection import Policy  # noqa: E402
-from torch_diode.types import load_datasets  # noqa: E402
+from torch_diode.types import atomic_write_bytes, load_datasets  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
@@ -488,18 +490,27 @@ def combine(args: argparse.Namespace) -> int:
         for part in parts
         for run in (part.get("runs") or [{k: part[k] for k in per_run if k in part}])
     ]
-    return finish(report, [row for part in parts for row in part["rows"]], args)
+    complete = all(part.get("complete", True) for part in parts)
+    return finish(report, [row for part in parts for row in part["rows"]], args, complete)
 
 
-def finish(report: dict[str, Any], rows: list[dict], args: argparse.Namespace) -> int:
-    """Rows merged by label (a later row's methods win), the summary, then the report, plot and table."""
+def write_report(report: dict[str, Any], rows: list[dict], out: str | Path, complete: bool) -> None:
+    """Rows merged by label (a later row's methods win) and their summary, written to ``out`` in one
+    step (a run stopped between two writes leaves the earlier report whole). ``complete``: every
+    worker has run (a report written after each worker says which ran, ``workers``)."""
     merged: dict[str, dict] = {}
     for row in rows:
         merged.setdefault(row["label"], {k: v for k, v in row.items() if k != "methods"} | {"methods": {}})
         merged[row["label"]]["methods"].update(row["methods"])
+    report["complete"] = complete
     report["rows"] = list(merged.values())
     report["summary"] = summarize(report["rows"])
-    Path(args.out).write_text(json.dumps(report, indent=1))
+    atomic_write_bytes(out, json.dumps(report, indent=1).encode())
+
+
+def finish(report: dict[str, Any], rows: list[dict], args: argparse.Namespace, complete: bool = True) -> int:
+    """The report (``complete``: of every worker), then the plot and table."""
+    write_report(report, rows, args.out, complete)
     if args.plot:
         plot(report["rows"], args.plot)
     print_table(report["rows"], report["summary"])
@@ -622,6 +633,7 @@ def main() -> int:
                 continue
             report["workers"].append({"methods": list(methods), "exit": code, "seconds": seconds, "items": len(done)})
             rows.extend(done)
+            write_report(report, rows, args.out, complete=False)
     return finish(report, rows, args)
 
 

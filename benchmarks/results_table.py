@@ -67,6 +67,10 @@ def _x(value: float) -> str:
 
 
 def e2e(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    if report.get("complete") is False:
+        raise SystemExit(
+            f"{report.get('command', 'an e2e report')}: an incomplete run (complete: false) enters no table"
+        )
     s = report["summary"]
     g, m = s["gemm_rows_compared"], s["model_rows_compared"]
     yield (

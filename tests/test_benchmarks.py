@@ -173,6 +173,28 @@ def test_realmodels_replay_names_each_problem_by_its_layers_and_judges_the_handl
     assert report["outcome_worst"] <= report["first_pick_worst"] and 0.0 <= report["unsure_fraction"] <= 1.0
 
 
+def test_a_report_of_a_stopped_run_says_so_and_enters_no_table(tmp_path):
+    """The report written after each worker is marked incomplete until the last; combined with a
+    complete one it stays incomplete, and the results table refuses it."""
+    from benchmarks import results_table
+    from benchmarks.e2e import write_report
+
+    shipped = json.loads(REPORT.read_text())
+    head = {k: v for k, v in shipped.items() if k not in ("rows", "summary")}
+    diode_only = [r | {"methods": {"diode_top1": r["methods"]["diode_top1"]}} for r in shipped["rows"]]
+    write_report(dict(head), diode_only, tmp_path / "stopped.json", complete=False)
+    stopped = json.loads((tmp_path / "stopped.json").read_text())
+    assert stopped["complete"] is False and len(stopped["rows"]) == len(shipped["rows"])
+    assert stopped["summary"]["rows_compared"] == 0  # no stock method measured yet
+    done = combine(REPORT, tmp_path / "stopped.json", out=tmp_path / "both.json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "both.json").read_text())["complete"] is False
+    with pytest.raises(SystemExit, match="incomplete run"):
+        list(results_table.e2e(stopped))
+    done = combine(REPORT, REPORT, out=tmp_path / "whole.json")
+    assert done.returncode == 0 and json.loads((tmp_path / "whole.json").read_text())["complete"] is True
+
+
 def test_readme_results_table_is_what_the_results_files_give():
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks.results_table", "--check"], capture_output=True, text=True, cwd=ROOT
