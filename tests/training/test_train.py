@@ -203,8 +203,9 @@ def test_train_refuses_data_holding_a_heldout_problem(tmp_path):
 
 
 def test_train_exclude_leaves_out_the_problems_of_the_named_datasets(tmp_path):
-    """--exclude FILE: the problems that FILE holds are not trained on (the model's contract counts
-    the rest); a path that is neither a file nor a shapeset is one line naming it (exit 2)."""
+    """--exclude FILE: the problems that FILE holds are not trained on where measured on FILE's GPU
+    (the model's contract counts the rest); a path that is neither a file nor a shapeset is one
+    line naming it (exit 2)."""
     from torch_diode.types import Dataset, save_dataset
 
     sample = load_dataset(SAMPLE)
@@ -221,6 +222,18 @@ def test_train_exclude_leaves_out_the_problems_of_the_named_datasets(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "1 problems of the training data left out (--exclude)" in proc.stdout
     assert model_metadata(tmp_path / "m.diode")["training_data"]["problems"] == sample.num_problems - 1
+    # the same problem measured on another GPU: that GPU's timings say nothing of these
+    elsewhere = Dataset()
+    elsewhere.add(replace(hardware, device_name="NVIDIA H200"), problem, timings)
+    save_dataset(elsewhere, tmp_path / "elsewhere.json.gz")
+    proc = subprocess.run(
+        [*cmd, "--model", tmp_path / "e.diode", "--exclude", tmp_path / "elsewhere.json.gz"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "0 problems of the training data left out (--exclude)" in proc.stdout
+    assert model_metadata(tmp_path / "e.diode")["training_data"]["problems"] == sample.num_problems
     proc = subprocess.run(
         [*cmd, "--model", tmp_path / "n.diode", "--exclude", tmp_path / "absent.json"], capture_output=True, text=True
     )

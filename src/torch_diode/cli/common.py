@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from ..errors import OptionError
 
@@ -185,3 +186,22 @@ def held_keys(paths: Sequence[str] | None) -> set[str]:
         data = load_datasets(datasets)
         keys |= {problem_key(p) for _, p, _ in data.problems()} | set(data.metadata.get("completed", []))
     return keys
+
+
+def excluded_measurements(paths: Sequence[str] | None) -> Callable[[Any, Any], bool]:
+    """Whether a (hardware, problem) of training data is one that ``paths`` name: a problem a
+    shapeset among ``paths`` lists, on any GPU; a problem a dataset among them holds, where measured
+    on the GPU that dataset measured it on (timings known to be wrong on one GPU say nothing of
+    another's measurement of the same problem)."""
+    from ..collection.shapes import is_shapeset_file, load_shapeset, problem_identity
+    from ..collection.sweep_state import problem_key
+    from ..types import load_datasets
+
+    anywhere: set[str] = set()
+    measured: set[tuple[str, str]] = set()
+    for path in paths or ():
+        if is_shapeset_file(path) or not Path(path).exists():
+            anywhere |= {problem_key(problem_identity(e.problem)) for e in load_shapeset(path)}
+        else:
+            measured |= {(hw.device_name, problem_key(p)) for hw, p, _ in load_datasets([path]).problems()}
+    return lambda hw, p: (key := problem_key(p)) in anywhere or (hw.device_name, key) in measured

@@ -10,8 +10,8 @@ from .common import (
     _number,
     check_outputs,
     dataset_output,
+    excluded_measurements,
     factor,
-    held_keys,
     nonnegative_float,
     nonnegative_int,
     open_fraction,
@@ -84,14 +84,12 @@ def _without_heldout(dataset, args: argparse.Namespace, paths: list[str] | None 
     )
 
 
-def _without_exclusions(dataset, keys: set[str], what: str):
-    """``dataset`` without the problems whose keys are ``keys`` (those of the datasets and
-    shapesets that --exclude names, read as `diode collect --exclude` reads them)."""
-    if not keys:
+def _without_exclusions(dataset, excluded, what: str):
+    """``dataset`` without the measurements ``excluded`` names (a predicate of hardware and problem,
+    :func:`excluded_measurements` of the paths --exclude names)."""
+    if excluded is None:
         return dataset
-    from ..collection.sweep_state import problem_key
-
-    kept = dataset.subset(lambda hw, p: problem_key(p) not in keys)
+    kept = dataset.subset(lambda hw, p: not excluded(hw, p))
     print(f"train: {dataset.num_problems - kept.num_problems} problems of {what} left out (--exclude)")
     return kept
 
@@ -104,7 +102,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     check_outputs(_inputs(args), {"--model": args.model})
     if args.bootstrap and args.ensemble < 2:
         raise OptionError("--bootstrap", "resamples the problems per ensemble member: give --ensemble 2 or more")
-    excluded = held_keys(args.exclude) if args.exclude else set()
+    excluded = excluded_measurements(args.exclude) if args.exclude else None
     dataset = _without_exclusions(_without_heldout(_load(args), args), excluded, "the training data")
     prior = None
     if args.prior_data:
@@ -392,7 +390,8 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         metavar="PATH",
         help="dataset files or folders, or shapesets, whose problems are left out of training (and of "
-        "--prior-data): e.g. problems whose timings are known to be wrong until they are measured again",
+        "--prior-data): a dataset's where measured on its GPU, a shapeset's on any; e.g. one GPU's "
+        "timings known to be wrong until they are measured again",
     )
     p.add_argument(
         "--drop-heldout",
