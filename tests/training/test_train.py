@@ -210,30 +210,26 @@ def test_train_exclude_leaves_out_the_problems_of_the_named_datasets(tmp_path):
 
     sample = load_dataset(SAMPLE)
     hardware, problem, timings = next(sample.problems())
-    excluded = Dataset()
-    excluded.add(hardware, problem, timings)
-    save_dataset(excluded, tmp_path / "excluded.json.gz")
     cmd = [sys.executable, "-m", "torch_diode.cli", "train", "--dataset", SAMPLE, "--num-epochs", "2"]
-    proc = subprocess.run(
-        [*cmd, "--model", tmp_path / "m.diode", "--exclude", tmp_path / "excluded.json.gz"],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "1 problems of the training data left out (--exclude)" in proc.stdout
-    assert model_metadata(tmp_path / "m.diode")["training_data"]["problems"] == sample.num_problems - 1
+
+    def train_excluding(device_name: str, name: str) -> int:
+        """Trains with --exclude a file holding ``problem`` measured on ``device_name``; the
+        number of problems the model was trained on."""
+        excluded = Dataset()
+        excluded.add(replace(hardware, device_name=device_name), problem, timings)
+        save_dataset(excluded, tmp_path / f"{name}.json.gz")
+        model = tmp_path / f"{name}.diode"
+        proc = subprocess.run(
+            [*cmd, "--model", model, "--exclude", tmp_path / f"{name}.json.gz"], capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        left_out = sample.num_problems - model_metadata(model)["training_data"]["problems"]
+        assert f"{left_out} problems of the training data left out (--exclude)" in proc.stdout
+        return left_out
+
+    assert train_excluding(hardware.device_name, "here") == 1
     # the same problem measured on another GPU: that GPU's timings say nothing of these
-    elsewhere = Dataset()
-    elsewhere.add(replace(hardware, device_name="NVIDIA H200"), problem, timings)
-    save_dataset(elsewhere, tmp_path / "elsewhere.json.gz")
-    proc = subprocess.run(
-        [*cmd, "--model", tmp_path / "e.diode", "--exclude", tmp_path / "elsewhere.json.gz"],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "0 problems of the training data left out (--exclude)" in proc.stdout
-    assert model_metadata(tmp_path / "e.diode")["training_data"]["problems"] == sample.num_problems
+    assert train_excluding("NVIDIA H200", "elsewhere") == 0
     proc = subprocess.run(
         [*cmd, "--model", tmp_path / "n.diode", "--exclude", tmp_path / "absent.json"], capture_output=True, text=True
     )
