@@ -168,12 +168,11 @@ def write_report(path: str | None, report: dict, argv: Sequence[str] | None = No
         print(f"report written to {path}")
 
 
-def held_keys(paths: Sequence[str] | None) -> set[str]:
-    """The problems that the datasets at ``paths`` hold or marked done, and that the shapesets
-    among ``paths`` (shipped names or shapeset JSON files) list; none without paths."""
+def _shapesets_and_datasets(paths: Sequence[str] | None) -> tuple[set[str], list[str]]:
+    """The keys of the problems that the shapesets among ``paths`` (shipped names or shapeset
+    JSON files) list, and the other paths (datasets)."""
     from ..collection.shapes import is_shapeset_file, load_shapeset, problem_identity
     from ..collection.sweep_state import problem_key
-    from ..types import load_datasets
 
     keys: set[str] = set()
     datasets = []
@@ -182,6 +181,16 @@ def held_keys(paths: Sequence[str] | None) -> set[str]:
             keys |= {problem_key(problem_identity(e.problem)) for e in load_shapeset(path)}
         else:
             datasets.append(path)
+    return keys, datasets
+
+
+def held_keys(paths: Sequence[str] | None) -> set[str]:
+    """The problems that the datasets at ``paths`` hold or marked done, and that the shapesets
+    among ``paths`` (shipped names or shapeset JSON files) list; none without paths."""
+    from ..collection.sweep_state import problem_key
+    from ..types import load_datasets
+
+    keys, datasets = _shapesets_and_datasets(paths)
     if datasets:
         data = load_datasets(datasets)
         keys |= {problem_key(p) for _, p, _ in data.problems()} | set(data.metadata.get("completed", []))
@@ -193,15 +202,11 @@ def excluded_measurements(paths: Sequence[str] | None) -> Callable[[Any, Any], b
     shapeset among ``paths`` lists, on any GPU; a problem a dataset among them holds, where measured
     on the GPU that dataset measured it on (timings known to be wrong on one GPU say nothing of
     another's measurement of the same problem)."""
-    from ..collection.shapes import is_shapeset_file, load_shapeset, problem_identity
     from ..collection.sweep_state import problem_key
     from ..types import load_datasets
 
-    anywhere: set[str] = set()
-    measured: set[tuple[str, str]] = set()
-    for path in paths or ():
-        if is_shapeset_file(path) or not Path(path).exists():
-            anywhere |= {problem_key(problem_identity(e.problem)) for e in load_shapeset(path)}
-        else:
-            measured |= {(hw.device_name, problem_key(p)) for hw, p, _ in load_datasets([path]).problems()}
+    anywhere, datasets = _shapesets_and_datasets(paths)
+    measured = (
+        {(hw.device_name, problem_key(p)) for hw, p, _ in load_datasets(datasets).problems()} if datasets else set()
+    )
     return lambda hw, p: (key := problem_key(p)) in anywhere or (hw.device_name, key) in measured
