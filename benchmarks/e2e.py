@@ -428,7 +428,7 @@ def print_table(rows: list[dict], summary: dict) -> None:
 def worker(args: argparse.Namespace) -> int:
     """Measures ``args.worker`` methods on every item, rewriting ``args.out`` after each."""
     methods = args.worker.split(",")
-    shapes = load_shapes(args.shapes, args.per_model, args.seed)
+    shapes = part_of(load_shapes(args.shapes, args.per_model, args.seed), args.part)
     rows: list[dict] = []
 
     pad_decisions = Path(args.pad_decisions) if args.pad_decisions else None
@@ -474,17 +474,39 @@ def worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def part_arg(text: str) -> tuple[int, int]:
+    """``I/N`` of --part: 1 <= I <= N."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not I/N (e.g. 1/2)") from None
+    if not 1 <= i <= n:
+        raise argparse.ArgumentTypeError(f"{text!r}: I must be between 1 and N")
+    return i, n
+
+
+def part_of(items: list, part: tuple[int, int] | None) -> list:
+    """The ``part`` (I, N) slice of ``items``: N contiguous slices whose sizes differ by at most one."""
+    if part is None:
+        return items
+    i, n = part
+    return items[(i - 1) * len(items) // n : i * len(items) // n]
+
+
 def combine(args: argparse.Namespace) -> int:
     """One report from several runs' reports: their rows, a summary over all of them."""
     parts = [json.loads(Path(p).read_text()) for p in args.combine]
     for key in ("device", "torch", "triton", "model"):
         if len({part.get(key) for part in parts}) > 1:
             raise SystemExit(f"--combine: the reports differ in {key!r}: {[part.get(key) for part in parts]}")
-    per_run = ("command", "date", "device", "torch", "triton", "workers", "note", "pad_mm", "pad_mm_pass")
+    per_run = ("command", "date", "device", "torch", "triton", "workers", "note", "pad_mm", "pad_mm_pass", "shapes")
     dropped = ("command", "date", "workers", "pad_mm_pass", "rows", "summary", "runs")
     report = {k: v for k, v in parts[0].items() if k not in dropped}
-    if len({part.get("pad_mm") for part in parts}) > 1:
-        report["pad_mm"] = "differs between the runs: see each run's"
+    whole = [{k: v for k, v in part.get("shapes", {}).items() if k != "part"} for part in parts]
+    report["shapes"] = whole[0]  # the parts of one draw (--part) are that draw's GEMMs, each run says which part
+    for key, values in (("pad_mm", [part.get("pad_mm") for part in parts]), ("shapes", whole)):
+        if len({json.dumps(v, sort_keys=True) for v in values}) > 1:
+            report[key] = "differs between the runs: see each run's"
     report["runs"] = [
         {**({"pad_mm": part["pad_mm"]} if "pad_mm" in part else {}), **run}
         for part in parts
@@ -528,6 +550,13 @@ def main() -> int:
         "--per-model", type=int, default=1, help="GEMMs of each model of a shapeset (default: %(default)s)"
     )
     parser.add_argument("--seed", type=int, default=0, help="draw of --per-model and the order (default: %(default)s)")
+    parser.add_argument(
+        "--part",
+        type=part_arg,
+        metavar="I/N",
+        help="measure only the I-th of N equal slices of the drawn GEMMs (runs of --part 1/N .. N/N, joined "
+        "by --combine, measure what one run would)",
+    )
     parser.add_argument("--model", default="NVIDIA-H100-matmul", help="diode model name or file")
     parser.add_argument(
         "--train-data",
@@ -572,7 +601,7 @@ def main() -> int:
     if args.worker:
         return worker(args)
 
-    shapes = load_shapes(args.shapes, args.per_model, args.seed)
+    shapes = part_of(load_shapes(args.shapes, args.per_model, args.seed), args.part)
     if args.train_data:
         train = load_datasets(args.train_data)
         seen = {problem_key(p) for _, p, _ in train.problems()}
@@ -602,7 +631,8 @@ def main() -> int:
             },
         },
         "pad_mm": "decided once per GEMM by a pass in default mode before the measured workers, shared by every method",
-        "shapes": {"shapes": args.shapes, "per_model": args.per_model, "seed": args.seed},
+        "shapes": {"shapes": args.shapes, "per_model": args.per_model, "seed": args.seed}
+        | ({"part": f"{args.part[0]}/{args.part[1]}"} if args.part else {}),
         "methods": list(args.methods),
         "workers": [],
         "rows": [],
@@ -621,6 +651,7 @@ def main() -> int:
             worker_args = (
                 ["--worker", ",".join(methods), "--shapes", args.shapes, "--model", args.model]
                 + ["--per-model", str(args.per_model), "--seed", str(args.seed)]
+                + (["--part", f"{args.part[0]}/{args.part[1]}"] if args.part else [])
                 + (["--only", args.only] if args.only else [])
                 + (["--no-exhaustive"] if args.no_exhaustive else [])
                 + ["--pad-decisions", str(pad_decisions)]

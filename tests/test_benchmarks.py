@@ -503,3 +503,33 @@ def test_margin_groups_bound_the_predicted_gain_of_the_first_pick_over_aten():
     assert _margin_group(np.log([[1.0, 1.05]]), 0, 1) == "[-inf, 0.1)"
     assert _margin_group(np.log([[1.0, 2.0]]), 0, 1) == "[0.4, inf)"
     assert _margin_group(members, 1, 1) == "ATen first" and _margin_group(members, 0, None) == "no ATen choice"
+
+
+def test_parts_cover_the_draw_once_in_order():
+    """--part I/N: N slices that together are the drawn GEMMs, each once, sizes within one."""
+    from benchmarks.e2e import part_arg, part_of
+
+    items = list(range(42))
+    for n in (1, 2, 5, 42, 50):
+        slices = [part_of(items, (i, n)) for i in range(1, n + 1)]
+        assert [x for s in slices for x in s] == items
+        assert max(map(len, slices)) - min(map(len, slices)) <= 1
+    assert part_arg("2/3") == (2, 3)
+    for bad in ("0/2", "3/2", "2", "a/b"):
+        with pytest.raises(Exception, match=bad):
+            part_arg(bad)
+
+
+def test_combine_joins_the_parts_of_one_draw(tmp_path):
+    """Reports of --part 1/2 and 2/2 combine into one of the whole draw; each run keeps its part."""
+    shipped = json.loads(REPORT.read_text())
+    shapes = {"shapes": "realmodels_heldout", "per_model": 1, "seed": 0}
+    rows = shipped["rows"]
+    for i, half in ((1, rows[: len(rows) // 2]), (2, rows[len(rows) // 2 :])):
+        part = {k: v for k, v in shipped.items() if k != "runs"} | {"command": f"part {i}", "rows": half}
+        (tmp_path / f"p{i}.json").write_text(json.dumps(part | {"shapes": shapes | {"part": f"{i}/2"}}))
+    done = combine(tmp_path / "p1.json", tmp_path / "p2.json", out=tmp_path / "both.json")
+    assert done.returncode == 0, done.stderr
+    both = json.loads((tmp_path / "both.json").read_text())
+    assert both["shapes"] == shapes and [r["shapes"]["part"] for r in both["runs"]] == ["1/2", "2/2"]
+    assert len(both["rows"]) == len(rows)
