@@ -44,7 +44,7 @@ import socket
 import statistics
 import tempfile
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -558,7 +558,7 @@ class Dataset:
     def num_timed_configs(self) -> int:
         return sum(len(t) for _, _, t in self.problems())
 
-    def subset(self, keep: callable[[Hardware, Problem], bool]) -> Dataset:
+    def subset(self, keep: Callable[[Hardware, Problem], bool]) -> Dataset:
         """A new dataset with the problems for which ``keep(hardware, problem)`` is true."""
         out = Dataset(metadata={**self.metadata, "sources": list(self.metadata.get("sources", []))})
         for hardware, problem, timings in self.problems():

@@ -10,9 +10,12 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import OptionError
+
+if TYPE_CHECKING:
+    from ..types import Hardware, Problem
 
 
 class Parser(argparse.ArgumentParser):
@@ -197,7 +200,7 @@ def held_keys(paths: Sequence[str] | None) -> set[str]:
     return keys
 
 
-def excluded_measurements(paths: Sequence[str] | None) -> Callable[[Any, Any], bool]:
+def excluded_measurements(paths: Sequence[str] | None) -> Callable[[Hardware, Problem], bool]:
     """Whether a (hardware, problem) of training data is one that ``paths`` name: a problem a
     shapeset among ``paths`` lists, on any GPU; a problem a dataset among them holds, where measured
     on the GPU that dataset measured it on (timings known to be wrong on one GPU say nothing of
@@ -206,7 +209,12 @@ def excluded_measurements(paths: Sequence[str] | None) -> Callable[[Any, Any], b
     from ..types import load_datasets
 
     anywhere, datasets = _shapesets_and_datasets(paths)
-    measured = (
-        {(hw.device_name, problem_key(p)) for hw, p, _ in load_datasets(datasets).problems()} if datasets else set()
-    )
-    return lambda hw, p: (key := problem_key(p)) in anywhere or (hw.device_name, key) in measured
+    measured: set[tuple[str, str]] = set()
+    if datasets:
+        measured = {(hw.device_name, problem_key(p)) for hw, p, _ in load_datasets(datasets).problems()}
+
+    def excluded(hw: Hardware, p: Problem) -> bool:
+        key = problem_key(p)
+        return key in anywhere or (hw.device_name, key) in measured
+
+    return excluded

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import OptionError, UserError
 from .common import (
@@ -19,6 +21,9 @@ from .common import (
     positive_int,
     write_report,
 )
+
+if TYPE_CHECKING:
+    from ..types import Dataset, Hardware, Problem
 
 
 def _inputs(args: argparse.Namespace) -> dict:
@@ -84,7 +89,7 @@ def _without_heldout(dataset, args: argparse.Namespace, paths: list[str] | None 
     )
 
 
-def _without_exclusions(dataset, excluded, what: str):
+def _without_exclusions(dataset: Dataset, excluded: Callable[[Hardware, Problem], bool] | None, what: str) -> Dataset:
     """``dataset`` without the measurements ``excluded`` names (a predicate of hardware and problem,
     :func:`excluded_measurements` of the paths --exclude names)."""
     if excluded is None:
