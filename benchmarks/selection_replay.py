@@ -27,6 +27,13 @@ regret, its spread, how many of them would pick otherwise) tells apart the first
 over ``--slow`` times the best measured: the AUC of each signal, aligned and misaligned problems
 apart (0.5: no signal).
 
+``learned-risk``: whether a classifier learned from held-out outcomes can stand in for the hand-made
+unsure rules: a logistic regression of "the first pick runs over ``--loss-margin`` times the best
+measured" on what a decision knows (RISK_FEATURES: the problem's shape, op, layout, row alignment,
+and the ensemble's predicted margins and spread), fitted on ``--fit-data`` and judged on
+``--judge-data`` against the shipped rules: the handler's outcome (the first pick where sure, the
+best of the widened set where unsure), the unsure fraction and the classifier's AUC.
+
 ``misaligned-groups``: the first picks of the problems the ``misaligned`` unsure rule covers,
 grouped by op, dtype, operands, row alignment, attention or not, the pick's kind and the members'
 agreement: whether any group is as safe as the aligned problems.
@@ -351,6 +358,111 @@ def uncertainty(args: argparse.Namespace) -> int:
     for r in rows:
         aucs = " ".join(f"{'-' if v is None else f'{v:.3f}':>13s}" for v in r["auc"].values())
         print(f"{r['model'][-24:]:24s} {r['data'][-22:]:22s} {r['kind']:10s} {r['problems']:4d} {r['slow']:4d} {aucs}")
+    return 0
+
+
+# what the learned risk classifier reads of a decision (learned-risk)
+RISK_FEATURES = (
+    "misaligned", "log2_row_alignment_bytes", "misaligned_a", "misaligned_b", "misaligned_out",
+    "predicted_ln_us", "margin_to_second_ln", "members_spread", "margin_to_aten_ln", "first_is_aten",
+    "attention_bmm", "log2_b", "log2_m", "log2_n", "log2_k", "op_mm", "op_addmm", "op_bmm", "op_baddbmm",
+    "fp32", "transpose_a", "transpose_b", "top5_members_spread",
+)  # fmt: skip
+
+
+def _risk_cases(model: str, data: str) -> list[dict]:
+    """Per problem of ``data``: RISK_FEATURES of the trusted decision, the first pick's and the
+    widened set's measured time over the best, and whether the shipped rules are unsure of it."""
+    policy = Policy.from_config()
+    contract = _contract(model)
+    cases = []
+    for problem, pool, members, measured in replays(model, [data]):
+        try:
+            trusted = decide(problem, pool, members, policy, None)
+            shipped = decide(problem, pool, members, policy, contract)
+            widened = decide(problem, pool, members, policy, None, unsure="learned")
+        except NoUsableCandidate:
+            continue
+        order, first = trusted.order, trusted.first
+        best = measured[order].min()
+        mean, spread = members.mean(axis=0), members.std(axis=0, ddof=1) if len(members) > 1 else members[0] * 0
+        safe = safe_choice(order, pool.extern)
+        misaligned = problem.misaligned_operands
+        features = (
+            float(bool(misaligned)),
+            math.log2(min(problem.row_alignment_bytes())),
+            *(float(name in misaligned) for name in ("a", "b", "out")),
+            float(mean[first]),
+            float(mean[order[1]] - mean[first]) if len(order) > 1 else 1.0,
+            float(spread[first]),
+            float(mean[safe] - mean[first]) if safe is not None else 0.0,
+            float(pool.extern[first]),
+            float(problem.op in ("bmm", "baddbmm") and bool({problem.N, problem.K} & HEAD_DIMS)),
+            *(math.log2(v) for v in (problem.B, problem.M, problem.N, problem.K)),
+            *(float(problem.op == op) for op in ("mm", "addmm", "bmm", "baddbmm")),
+            float(problem.dtype_a == "float32"),
+            float(problem.transpose_a),
+            float(problem.transpose_b),
+            float(spread[order[:5]].mean()),
+        )
+        cases.append(
+            {
+                "features": features,
+                "first": float(measured[first] / best),
+                "widened": float(measured[list(widened.widened)].min() / best),
+                "shipped_unsure": bool(shipped.unsure),
+            }
+        )
+    return cases
+
+
+def _outcome(cases: list[dict], unsure: np.ndarray) -> dict:
+    """The handler's outcome where ``unsure`` marks the problems it benchmarks."""
+    result = np.array([c["widened"] if u else c["first"] for c, u in zip(cases, unsure)])
+    return {**_summary(list(result)), "over_1.10": int((result > 1.10).sum()), "unsure_fraction": float(unsure.mean())}
+
+
+def learned_risk(args: argparse.Namespace) -> int:
+    import torch
+
+    fit = _risk_cases(args.model, args.fit_data)
+    x = torch.tensor([c["features"] for c in fit], dtype=torch.float32)
+    y = torch.tensor([c["first"] > args.loss_margin for c in fit], dtype=torch.float32)
+    mean, scale = x.mean(dim=0), x.std(dim=0) + 1e-6
+    torch.manual_seed(0)
+    classifier = torch.nn.Linear(x.shape[1], 1)
+    optimizer = torch.optim.Adam(classifier.parameters(), lr=0.01, weight_decay=1e-3)
+    for _ in range(2000):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(classifier((x - mean) / scale).squeeze(1), y)
+        loss.backward()
+        optimizer.step()
+    rows = []
+    for role, data, cases in (("fit", args.fit_data, fit), ("judge", args.judge_data, None)):
+        cases = cases if cases is not None else _risk_cases(args.model, data)
+        with torch.no_grad():
+            features = torch.tensor([c["features"] for c in cases], dtype=torch.float32)
+            risk = torch.sigmoid(classifier((features - mean) / scale).squeeze(1)).numpy()
+        lost = np.array([c["first"] > args.loss_margin for c in cases])
+        variants = [("shipped rules", np.array([c["shipped_unsure"] for c in cases])), ("none", risk < 0)]
+        variants += [(f"learned > {t:g}", risk > t) for t in args.thresholds]
+        rows += [
+            {"role": role, "data": data, "problems": len(cases), "lost": int(lost.sum()), "variant": name,
+             "auc": _auc(risk, lost), **_outcome(cases, unsure)}
+            for name, unsure in variants
+        ]  # fmt: skip
+    weights = dict(zip(RISK_FEATURES, (classifier.weight[0] / scale).tolist()))
+    _write(args, {"model": args.model, "loss_margin": args.loss_margin, "weights_per_unit": weights, "rows": rows})
+    print(f"outcome (first pick where sure, best of the widened set where unsure) / best measured; {args.model}")
+    print(
+        f"{'role':6s} {'variant':16s} {'n':>4s} {'lost':>4s} {'gm':>7s} {'worst':>6s} "
+        f"{'>1.10':>5s} {'unsure':>6s} {'AUC':>6s}"
+    )
+    for r in rows:
+        print(
+            f"{r['role']:6s} {r['variant']:16s} {r['problems']:4d} {r['lost']:4d} {r['geomean']:7.4f} "
+            f"{r['worst']:6.3f} {r['over_1.10']:5d} {r['unsure_fraction']:6.3f} {r['auc'] or math.nan:6.3f}"
+        )
     return 0
 
 
@@ -741,6 +853,14 @@ def main() -> int:
     p.add_argument("--slow", type=float, default=1.1, help="a first pick this many times the best is slow")
     p.add_argument("--out", required=True)
     p.set_defaults(run=uncertainty)
+    p = sub.add_parser("learned-risk", help="a classifier of slow first picks against the hand-made unsure rules")
+    p.add_argument("--model", default="NVIDIA-H100-matmul")
+    p.add_argument("--fit-data", default=str(ROOT / "data" / "h100" / "validation"), help="held-out set to fit on")
+    p.add_argument("--judge-data", default=str(ROOT / "data" / "h100" / "realmodels"), help="held-out set to judge on")
+    p.add_argument("--loss-margin", type=float, default=1.05, help="a first pick this many times the best is lost")
+    p.add_argument("--thresholds", type=float, nargs="+", default=[0.1, 0.2, 0.3, 0.4, 0.5])
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=learned_risk)
     p = sub.add_parser(
         "deciding-configs", help="a dataset of the configs that decide each first pick, to time again on the GPU"
     )

@@ -533,3 +533,26 @@ def test_combine_joins_the_parts_of_one_draw(tmp_path):
     both = json.loads((tmp_path / "both.json").read_text())
     assert both["shapes"] == shapes and [r["shapes"]["part"] for r in both["runs"]] == ["1/2", "2/2"]
     assert len(both["rows"]) == len(rows)
+
+
+def test_learned_risk_replay_judges_a_classifier_against_the_shipped_rules(tmp_path):
+    """benchmarks/selection_replay.py learned-risk on the shipped sample: trusting every first pick
+    benchmarks nothing; a threshold of 0 benchmarks every problem, whose outcome is then never worse."""
+    sample = str(ROOT / "data" / "sample" / "h100_sample.json.gz")
+    out = tmp_path / "risk.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.selection_replay", "learned-risk", "--fit-data", sample]
+        + ["--judge-data", sample, "--thresholds", "0", "0.5", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert run.returncode == 0, run.stderr
+    report = json.loads(out.read_text())
+    rows = {(r["role"], r["variant"]): r for r in report["rows"]}
+    assert len(rows) == 2 * 4 and len(report["weights_per_unit"]) == 23
+    for role in ("fit", "judge"):
+        trusting, everything = rows[role, "none"], rows[role, "learned > 0"]
+        assert trusting["problems"] == 12 and trusting["unsure_fraction"] == 0.0
+        assert everything["unsure_fraction"] == 1.0
+        assert 1.0 <= everything["geomean"] <= trusting["geomean"] and everything["worst"] <= trusting["worst"]
