@@ -502,8 +502,13 @@ def combine(args: argparse.Namespace) -> int:
     per_run = ("command", "date", "device", "torch", "triton", "workers", "note", "pad_mm", "pad_mm_pass", "shapes")
     dropped = ("command", "date", "workers", "pad_mm_pass", "rows", "summary", "runs")
     report = {k: v for k, v in parts[0].items() if k not in dropped}
-    whole = [{k: v for k, v in part.get("shapes", {}).items() if k != "part"} for part in parts]
-    report["shapes"] = whole[0]  # the parts of one draw (--part) are that draw's GEMMs, each run says which part
+    # the parts of one draw (--part) are that draw's GEMMs: the report names the draw, each run its part
+    whole = [
+        {k: v for k, v in shapes.items() if k != "part"} if isinstance(shapes, dict) else shapes
+        for shapes in (part.get("shapes") for part in parts)
+    ]
+    if whole[0] is not None:
+        report["shapes"] = whole[0]
     for key, values in (("pad_mm", [part.get("pad_mm") for part in parts]), ("shapes", whole)):
         if len({json.dumps(v, sort_keys=True) for v in values}) > 1:
             report[key] = "differs between the runs: see each run's"

@@ -556,3 +556,16 @@ def test_learned_risk_replay_judges_a_classifier_against_the_shipped_rules(tmp_p
         assert trusting["problems"] == 12 and trusting["unsure_fraction"] == 0.0
         assert everything["unsure_fraction"] == 1.0
         assert 1.0 <= everything["geomean"] <= trusting["geomean"] and everything["worst"] <= trusting["worst"]
+
+
+def test_combine_takes_a_combined_report_whose_runs_differ(tmp_path):
+    """A combined report whose runs differ in their shapes combines again with another run."""
+    shipped = json.loads(REPORT.read_text())
+    other = {k: v for k, v in shipped.items() if k != "runs"} | {"command": "x", "shapes": {"shapes": "other.json"}}
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    first = combine(REPORT, tmp_path / "other.json", out=tmp_path / "first.json")
+    assert first.returncode == 0, first.stderr
+    assert json.loads((tmp_path / "first.json").read_text())["shapes"].startswith("differs")
+    again = combine(tmp_path / "first.json", REPORT, out=tmp_path / "again.json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads((tmp_path / "again.json").read_text())["shapes"].startswith("differs")
