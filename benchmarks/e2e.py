@@ -2,8 +2,10 @@
 
 For every GEMM of ``--shapes`` (default: the real-models held-out shapeset realmodels_heldout, one
 GEMM of each of its 42 models drawn with ``--seed``, in shuffled order; or a shapes file such as
-benchmarks/e2e_shapes.json; the script refuses any GEMM that the training data holds) and every model (a decoder
-transformer block at prefill and at decode, a ViT-B block, an MLP), in one process:
+benchmarks/e2e_shapes.json; the script refuses any GEMM that the training data holds; ``--part
+I/N`` with ``--only gemms`` measures one of N slices of them, runs that ``--combine`` joins) and
+every model (a decoder transformer block at prefill and at decode, a ViT-B block, an MLP), in one
+process:
 
   default        torch.compile, no autotuning (ATen for every GEMM)
   diode_top1     default mode + Inductor's GEMM path with diode's choice handler, top_k_configs=1
@@ -493,6 +495,22 @@ def part_of(items: list, part: tuple[int, int] | None) -> list:
     return items[(i - 1) * len(items) // n : i * len(items) // n]
 
 
+def draw_of(shapes: list) -> dict | str | None:
+    """What a combined report's runs measured, from each run's ``shapes``: the draw they share,
+    where the runs of its slices (--part) cover it, 1/N to N/N; a line saying they differ otherwise;
+    None where no run says."""
+    if all(s is None for s in shapes):
+        return None
+    differ = "differs between the runs: see each run's"
+    if not all(isinstance(s, dict) for s in shapes):
+        return differ
+    draws = {json.dumps({k: v for k, v in s.items() if k != "part"}, sort_keys=True) for s in shapes}
+    parts = {s["part"] for s in shapes if "part" in s}
+    counts = {int(part.split("/")[1]) for part in parts}
+    covered = not parts or (len(counts) == 1 and parts == {f"{i}/{n}" for n in counts for i in range(1, n + 1)})
+    return json.loads(draws.pop()) if len(draws) == 1 and covered else differ
+
+
 def combine(args: argparse.Namespace) -> int:
     """One report from several runs' reports: their rows, a summary over all of them."""
     parts = [json.loads(Path(p).read_text()) for p in args.combine]
@@ -500,23 +518,24 @@ def combine(args: argparse.Namespace) -> int:
         if len({part.get(key) for part in parts}) > 1:
             raise SystemExit(f"--combine: the reports differ in {key!r}: {[part.get(key) for part in parts]}")
     per_run = ("command", "date", "device", "torch", "triton", "workers", "note", "pad_mm", "pad_mm_pass", "shapes")
-    dropped = ("command", "date", "workers", "pad_mm_pass", "rows", "summary", "runs")
+    dropped = ("command", "date", "workers", "pad_mm_pass", "rows", "summary", "runs", "note")
     report = {k: v for k, v in parts[0].items() if k not in dropped}
-    # the parts of one draw (--part) are that draw's GEMMs: the report names the draw, each run its part
-    whole = [
-        {k: v for k, v in shapes.items() if k != "part"} if isinstance(shapes, dict) else shapes
-        for shapes in (part.get("shapes") for part in parts)
-    ]
-    if whole[0] is not None:
-        report["shapes"] = whole[0]
-    for key, values in (("pad_mm", [part.get("pad_mm") for part in parts]), ("shapes", whole)):
-        if len({json.dumps(v, sort_keys=True) for v in values}) > 1:
-            report[key] = "differs between the runs: see each run's"
-    report["runs"] = [
-        {**({"pad_mm": part["pad_mm"]} if "pad_mm" in part else {}), **run}
+    for key in ("pad_mm", "shapes"):
+        report.pop(key, None)
+    runs = [
+        {**{k: part[k] for k in ("pad_mm", "shapes") if k in part}, **run}
         for part in parts
         for run in (part.get("runs") or [{k: part[k] for k in per_run if k in part}])
     ]
+    pad_mm = {json.dumps(run.get("pad_mm"), sort_keys=True) for run in runs}
+    if len(pad_mm) == 1 and "pad_mm" in runs[0]:
+        report["pad_mm"] = runs[0]["pad_mm"]
+    elif len(pad_mm) > 1:
+        report["pad_mm"] = "differs between the runs: see each run's"
+    shapes = draw_of([run.get("shapes") for run in runs])
+    if shapes is not None:
+        report["shapes"] = shapes
+    report["runs"] = runs
     complete = all(part.get("complete", True) for part in parts)
     return finish(report, [row for part in parts for row in part["rows"]], args, complete)
 
@@ -559,8 +578,8 @@ def main() -> int:
         "--part",
         type=part_arg,
         metavar="I/N",
-        help="measure only the I-th of N equal slices of the drawn GEMMs (runs of --part 1/N .. N/N, joined "
-        "by --combine, measure what one run would)",
+        help="measure only the I-th of N equal slices of the drawn GEMMs, with --only gemms (the runs of "
+        "--part 1/N .. N/N, joined by --combine, measure the GEMMs one run would)",
     )
     parser.add_argument("--model", default="NVIDIA-H100-matmul", help="diode model name or file")
     parser.add_argument(
@@ -606,7 +625,11 @@ def main() -> int:
     if args.worker:
         return worker(args)
 
+    if args.part and args.only != "gemms":
+        raise SystemExit("--part slices the GEMMs: give --only gemms (and measure the models in a run of their own)")
     shapes = part_of(load_shapes(args.shapes, args.per_model, args.seed), args.part)
+    if args.part and not shapes:
+        raise SystemExit(f"--part {args.part[0]}/{args.part[1]}: the draw has fewer GEMMs than parts")
     if args.train_data:
         train = load_datasets(args.train_data)
         seen = {problem_key(p) for _, p, _ in train.problems()}

@@ -49,6 +49,7 @@ problems apart), and how often the pick is ATen/cuBLAS (no kernel to compile).
     python -m benchmarks.selection_replay extern-preference --out benchmarks/results/extern_preference_cpu.json
     python -m benchmarks.selection_replay extern-preference --model NVIDIA-H200-matmul --data DIR --out pref.json
     python -m benchmarks.selection_replay unsure-pool --out benchmarks/results/unsure_pool_cpu.json
+    python -m benchmarks.selection_replay learned-risk --out benchmarks/results/learned_risk_h100_cpu.json
 """
 
 from __future__ import annotations
@@ -371,21 +372,24 @@ RISK_FEATURES = (
 
 
 def _risk_cases(model: str, data: str) -> list[dict]:
-    """Per problem of ``data``: RISK_FEATURES of the trusted decision, the first pick's and the
-    widened set's measured time over the best, and whether the shipped rules are unsure of it."""
+    """Per problem of ``data``: RISK_FEATURES of the decision with the model trusted; measured over
+    the best measured time, that decision's first pick (``first``), the best of what it hands
+    Inductor's benchmark when made unsure (``widened``) and the handler's outcome under the shipped
+    rules (``shipped``); and whether those rules are unsure of it."""
     policy = Policy.from_config()
     contract = _contract(model)
     cases = []
-    for problem, pool, members, measured in replays(model, [data]):
+    for problem, pool, members, measured, tf32 in replays(model, [data], with_tf32=True):
         try:
-            trusted = decide(problem, pool, members, policy, None)
-            shipped = decide(problem, pool, members, policy, contract)
-            widened = decide(problem, pool, members, policy, None, unsure="learned")
+            trusted = decide(problem, pool, members, policy, None, tf32)
+            shipped = decide(problem, pool, members, policy, contract, tf32)
+            widened = decide(problem, pool, members, policy, None, tf32, unsure="learned")
         except NoUsableCandidate:
             continue
         order, first = trusted.order, trusted.first
-        best = measured[order].min()
-        mean, spread = members.mean(axis=0), members.std(axis=0, ddof=1) if len(members) > 1 else members[0] * 0
+        best = measured.min()
+        mean = members.mean(axis=0)
+        spread = members.std(axis=0, ddof=1) if len(members) > 1 else np.zeros_like(mean)
         safe = safe_choice(order, pool.extern)
         misaligned = problem.misaligned_operands
         features = (
@@ -405,21 +409,25 @@ def _risk_cases(model: str, data: str) -> list[dict]:
             float(problem.transpose_b),
             float(spread[order[:5]].mean()),
         )
+        assert len(features) == len(RISK_FEATURES)
+        shipped_time = measured[list(shipped.widened)].min() if shipped.unsure else measured[shipped.first]
         cases.append(
             {
                 "features": features,
                 "first": float(measured[first] / best),
                 "widened": float(measured[list(widened.widened)].min() / best),
+                "shipped": float(shipped_time / best),
                 "shipped_unsure": bool(shipped.unsure),
             }
         )
     return cases
 
 
-def _outcome(cases: list[dict], unsure: np.ndarray) -> dict:
-    """The handler's outcome where ``unsure`` marks the problems it benchmarks."""
-    result = np.array([c["widened"] if u else c["first"] for c, u in zip(cases, unsure)])
-    return {**_summary(list(result)), "over_1.10": int((result > 1.10).sum()), "unsure_fraction": float(unsure.mean())}
+def _outcome(result: list[float], unsure: np.ndarray) -> dict:
+    """Outcome figures of ``result`` (per problem, over the best measured), ``unsure`` marking the
+    problems benchmarked."""
+    over = int(sum(r > 1.10 for r in result))
+    return {**_summary(result), "over_1.10": over, "unsure_fraction": float(np.mean(unsure))}
 
 
 def learned_risk(args: argparse.Namespace) -> int:
@@ -428,7 +436,7 @@ def learned_risk(args: argparse.Namespace) -> int:
     fit = _risk_cases(args.model, args.fit_data)
     x = torch.tensor([c["features"] for c in fit], dtype=torch.float32)
     y = torch.tensor([c["first"] > args.loss_margin for c in fit], dtype=torch.float32)
-    mean, scale = x.mean(dim=0), x.std(dim=0) + 1e-6
+    mean, scale = x.mean(dim=0), x.std(dim=0).clamp_min(1e-3)
     torch.manual_seed(0)
     classifier = torch.nn.Linear(x.shape[1], 1)
     optimizer = torch.optim.Adam(classifier.parameters(), lr=0.01, weight_decay=1e-3)
@@ -437,31 +445,38 @@ def learned_risk(args: argparse.Namespace) -> int:
         loss = torch.nn.functional.binary_cross_entropy_with_logits(classifier((x - mean) / scale).squeeze(1), y)
         loss.backward()
         optimizer.step()
-    rows = []
+    sets, rows = {}, []
     for role, data, cases in (("fit", args.fit_data, fit), ("judge", args.judge_data, None)):
         cases = cases if cases is not None else _risk_cases(args.model, data)
         with torch.no_grad():
             features = torch.tensor([c["features"] for c in cases], dtype=torch.float32)
             risk = torch.sigmoid(classifier((features - mean) / scale).squeeze(1)).numpy()
         lost = np.array([c["first"] > args.loss_margin for c in cases])
-        variants = [("shipped rules", np.array([c["shipped_unsure"] for c in cases])), ("none", risk < 0)]
-        variants += [(f"learned > {t:g}", risk > t) for t in args.thresholds]
-        rows += [
-            {"role": role, "data": data, "problems": len(cases), "lost": int(lost.sum()), "variant": name,
-             "auc": _auc(risk, lost), **_outcome(cases, unsure)}
-            for name, unsure in variants
-        ]  # fmt: skip
-    weights = dict(zip(RISK_FEATURES, (classifier.weight[0] / scale).tolist()))
-    _write(args, {"model": args.model, "loss_margin": args.loss_margin, "weights_per_unit": weights, "rows": rows})
-    print(f"outcome (first pick where sure, best of the widened set where unsure) / best measured; {args.model}")
-    print(
-        f"{'role':6s} {'variant':16s} {'n':>4s} {'lost':>4s} {'gm':>7s} {'worst':>6s} "
-        f"{'>1.10':>5s} {'unsure':>6s} {'AUC':>6s}"
+        sets[role] = {"data": data, "problems": len(cases), "lost": int(lost.sum()), "auc": _auc(risk, lost)}
+        shipped = np.array([c["shipped_unsure"] for c in cases])
+        rows.append({"role": role, "variant": "shipped rules", **_outcome([c["shipped"] for c in cases], shipped)})
+        for name, unsure in [("none", np.zeros(len(cases), dtype=bool))] + [
+            (f"learned > {t:g}", risk > t) for t in args.thresholds
+        ]:
+            result = [c["widened"] if u else c["first"] for c, u in zip(cases, unsure)]
+            rows.append({"role": role, "variant": name, **_outcome(result, unsure)})
+    weights = dict(zip(RISK_FEATURES, (classifier.weight[0] / scale).tolist(), strict=True))
+    _write(
+        args,
+        {"model": args.model, "loss_margin": args.loss_margin, "sets": sets, "weights_per_unit": weights, "rows": rows},
     )
+    print(f"outcome (first pick where sure, best of the widened set where unsure) / best measured; {args.model}")
+    for role, fact in sets.items():
+        auc = "-" if fact["auc"] is None else f"{fact['auc']:.3f}"
+        print(
+            f"{role}: {fact['data']}, {fact['problems']} problems, {fact['lost']} first picks lost, "
+            f"classifier AUC {auc}"
+        )
+    print(f"{'role':6s} {'variant':16s} {'gm':>7s} {'worst':>6s} {'>1.10':>5s} {'unsure':>6s}")
     for r in rows:
         print(
-            f"{r['role']:6s} {r['variant']:16s} {r['problems']:4d} {r['lost']:4d} {r['geomean']:7.4f} "
-            f"{r['worst']:6.3f} {r['over_1.10']:5d} {r['unsure_fraction']:6.3f} {r['auc'] or math.nan:6.3f}"
+            f"{r['role']:6s} {r['variant']:16s} {r['geomean']:7.4f} {r['worst']:6.3f} {r['over_1.10']:5d} "
+            f"{r['unsure_fraction']:6.3f}"
         )
     return 0
 
@@ -855,8 +870,8 @@ def main() -> int:
     p.set_defaults(run=uncertainty)
     p = sub.add_parser("learned-risk", help="a classifier of slow first picks against the hand-made unsure rules")
     p.add_argument("--model", default="NVIDIA-H100-matmul")
-    p.add_argument("--fit-data", default=str(ROOT / "data" / "h100" / "validation"), help="held-out set to fit on")
-    p.add_argument("--judge-data", default=str(ROOT / "data" / "h100" / "realmodels"), help="held-out set to judge on")
+    p.add_argument("--fit-data", default="data/h100/validation", help="held-out set to fit on")
+    p.add_argument("--judge-data", default="data/h100/realmodels", help="held-out set to judge on")
     p.add_argument("--loss-margin", type=float, default=1.05, help="a first pick this many times the best is lost")
     p.add_argument("--thresholds", type=float, nargs="+", default=[0.1, 0.2, 0.3, 0.4, 0.5])
     p.add_argument("--out", required=True)

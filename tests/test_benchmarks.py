@@ -1,5 +1,6 @@
 """The end-to-end benchmark's report handling, on the shipped H100 report (no GPU needed)."""
 
+import argparse
 import json
 import re
 import subprocess
@@ -516,7 +517,7 @@ def test_parts_cover_the_draw_once_in_order():
         assert max(map(len, slices)) - min(map(len, slices)) <= 1
     assert part_arg("2/3") == (2, 3)
     for bad in ("0/2", "3/2", "2", "a/b"):
-        with pytest.raises(Exception, match=bad):
+        with pytest.raises(argparse.ArgumentTypeError, match=bad):
             part_arg(bad)
 
 
@@ -533,11 +534,30 @@ def test_combine_joins_the_parts_of_one_draw(tmp_path):
     both = json.loads((tmp_path / "both.json").read_text())
     assert both["shapes"] == shapes and [r["shapes"]["part"] for r in both["runs"]] == ["1/2", "2/2"]
     assert len(both["rows"]) == len(rows)
+    # slices that do not cover the draw do not name it
+    (tmp_path / "third.json").write_text((tmp_path / "p1.json").read_text().replace('"1/2"', '"1/3"'))
+    done = combine(tmp_path / "p1.json", tmp_path / "third.json", out=tmp_path / "short.json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "short.json").read_text())["shapes"].startswith("differs")
+
+
+def test_draw_of_names_the_draw_only_where_its_slices_cover_it():
+    from benchmarks.e2e import draw_of
+
+    draw = {"shapes": "realmodels_heldout", "per_model": 1, "seed": 0}
+    sliced = [draw | {"part": f"{i}/3"} for i in (1, 2, 3)]
+    assert draw_of(sliced) == draw and draw_of([*sliced, draw]) == draw  # with a run of the models
+    assert draw_of(sliced[:2]).startswith("differs") and draw_of([sliced[0], draw]).startswith("differs")
+    assert draw_of([draw, draw | {"seed": 1}]).startswith("differs") and draw_of([draw, None]).startswith("differs")
+    assert draw_of([None, None]) is None
 
 
 def test_learned_risk_replay_judges_a_classifier_against_the_shipped_rules(tmp_path):
     """benchmarks/selection_replay.py learned-risk on the shipped sample: trusting every first pick
-    benchmarks nothing; a threshold of 0 benchmarks every problem, whose outcome is then never worse."""
+    benchmarks nothing; a threshold of 0 benchmarks every problem, whose outcome is then never worse;
+    the shipped rules' row is what the realmodels replay of the handler says."""
+    from torch_diode.types import load_dataset
+
     sample = str(ROOT / "data" / "sample" / "h100_sample.json.gz")
     out = tmp_path / "risk.json"
     run = subprocess.run(
@@ -551,21 +571,26 @@ def test_learned_risk_replay_judges_a_classifier_against_the_shipped_rules(tmp_p
     report = json.loads(out.read_text())
     rows = {(r["role"], r["variant"]): r for r in report["rows"]}
     assert len(rows) == 2 * 4 and len(report["weights_per_unit"]) == 23
+    assert report["sets"]["judge"]["problems"] == 12
     for role in ("fit", "judge"):
         trusting, everything = rows[role, "none"], rows[role, "learned > 0"]
-        assert trusting["problems"] == 12 and trusting["unsure_fraction"] == 0.0
-        assert everything["unsure_fraction"] == 1.0
+        assert trusting["unsure_fraction"] == 0.0 and everything["unsure_fraction"] == 1.0
         assert 1.0 <= everything["geomean"] <= trusting["geomean"] and everything["worst"] <= trusting["worst"]
-
-
-def test_combine_takes_a_combined_report_whose_runs_differ(tmp_path):
-    """A combined report whose runs differ in their shapes combines again with another run."""
-    shipped = json.loads(REPORT.read_text())
-    other = {k: v for k, v in shipped.items() if k != "runs"} | {"command": "x", "shapes": {"shapes": "other.json"}}
-    (tmp_path / "other.json").write_text(json.dumps(other))
-    first = combine(REPORT, tmp_path / "other.json", out=tmp_path / "first.json")
-    assert first.returncode == 0, first.stderr
-    assert json.loads((tmp_path / "first.json").read_text())["shapes"].startswith("differs")
-    again = combine(tmp_path / "first.json", REPORT, out=tmp_path / "again.json")
-    assert again.returncode == 0, again.stderr
-    assert json.loads((tmp_path / "again.json").read_text())["shapes"].startswith("differs")
+    # the shipped rules' row is the handler's outcome, as the realmodels replay of the same data has it
+    named = tmp_path / "named.json"
+    entries = [
+        {
+            "model": f"m{i}",
+            "layer": "fc",
+            **{k: v for k, v in p.to_dict().items() if k not in ("strides_a", "strides_b", "bias_shape")},
+        }
+        for i, (_, p, _) in enumerate(load_dataset(sample).problems())
+    ]
+    named.write_text(json.dumps({"name": "named", "entries": entries}))
+    selection_replay("realmodels", "--data", sample, "--shapeset", named, "--out", tmp_path / "real.json")
+    real = json.loads((tmp_path / "real.json").read_text())
+    shipped = rows["judge", "shipped rules"]
+    assert shipped["geomean"] == pytest.approx(real["outcome_geomean"]) and shipped["worst"] == pytest.approx(
+        real["outcome_worst"]
+    )
+    assert shipped["unsure_fraction"] == pytest.approx(real["unsure_fraction"])
