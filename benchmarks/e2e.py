@@ -506,7 +506,7 @@ def draw_of(shapes: list) -> dict | str | None:
         return differ
     draws = {json.dumps({k: v for k, v in s.items() if k != "part"}, sort_keys=True) for s in shapes}
     parts = {s["part"] for s in shapes if "part" in s}
-    counts = {int(part.split("/")[1]) for part in parts}
+    counts = {part_arg(part)[1] for part in parts}
     covered = not parts or (len(counts) == 1 and parts == {f"{i}/{n}" for n in counts for i in range(1, n + 1)})
     return json.loads(draws.pop()) if len(draws) == 1 and covered else differ
 
@@ -625,11 +625,12 @@ def main() -> int:
     if args.worker:
         return worker(args)
 
-    if args.part and args.only != "gemms":
+    part = "/".join(map(str, args.part)) if args.part else None
+    if part and args.only != "gemms":
         raise SystemExit("--part slices the GEMMs: give --only gemms (and measure the models in a run of their own)")
     shapes = part_of(load_shapes(args.shapes, args.per_model, args.seed), args.part)
-    if args.part and not shapes:
-        raise SystemExit(f"--part {args.part[0]}/{args.part[1]}: the draw has fewer GEMMs than parts")
+    if part and not shapes:
+        raise SystemExit(f"--part {part}: the draw has fewer GEMMs than parts")
     if args.train_data:
         train = load_datasets(args.train_data)
         seen = {problem_key(p) for _, p, _ in train.problems()}
@@ -660,7 +661,7 @@ def main() -> int:
         },
         "pad_mm": "decided once per GEMM by a pass in default mode before the measured workers, shared by every method",
         "shapes": {"shapes": args.shapes, "per_model": args.per_model, "seed": args.seed}
-        | ({"part": f"{args.part[0]}/{args.part[1]}"} if args.part else {}),
+        | ({"part": part} if part else {}),
         "methods": list(args.methods),
         "workers": [],
         "rows": [],
@@ -679,7 +680,7 @@ def main() -> int:
             worker_args = (
                 ["--worker", ",".join(methods), "--shapes", args.shapes, "--model", args.model]
                 + ["--per-model", str(args.per_model), "--seed", str(args.seed)]
-                + (["--part", f"{args.part[0]}/{args.part[1]}"] if args.part else [])
+                + (["--part", part] if part else [])
                 + (["--only", args.only] if args.only else [])
                 + (["--no-exhaustive"] if args.no_exhaustive else [])
                 + ["--pad-decisions", str(pad_decisions)]

@@ -401,7 +401,7 @@ def _risk_cases(model: str, data: str) -> list[dict]:
             float(spread[first]),
             float(mean[safe] - mean[first]) if safe is not None else 0.0,
             float(pool.extern[first]),
-            float(problem.op in ("bmm", "baddbmm") and bool({problem.N, problem.K} & HEAD_DIMS)),
+            float(_attention_bmm(problem)),
             *(math.log2(v) for v in (problem.B, problem.M, problem.N, problem.K)),
             *(float(problem.op == op) for op in ("mm", "addmm", "bmm", "baddbmm")),
             float(problem.dtype_a == "float32"),
@@ -410,13 +410,12 @@ def _risk_cases(model: str, data: str) -> list[dict]:
             float(spread[order[:5]].mean()),
         )
         assert len(features) == len(RISK_FEATURES)
-        shipped_time = measured[list(shipped.widened)].min() if shipped.unsure else measured[shipped.first]
         cases.append(
             {
                 "features": features,
                 "first": float(measured[first] / best),
-                "widened": float(measured[list(widened.widened)].min() / best),
-                "shipped": float(shipped_time / best),
+                "widened": float(measured[list(widened.chosen)].min() / best),
+                "shipped": float(measured[list(shipped.chosen)].min() / best),
                 "shipped_unsure": bool(shipped.unsure),
             }
         )
@@ -616,6 +615,11 @@ def unsure_rules(args: argparse.Namespace) -> int:
 HEAD_DIMS = frozenset((32, 40, 48, 64, 72, 80, 96, 112, 128, 160, 192, 256))
 
 
+def _attention_bmm(problem: Problem) -> bool:
+    """A bmm/baddbmm with a head dim as N or K: attention's scores or values."""
+    return problem.op in ("bmm", "baddbmm") and bool({problem.N, problem.K} & HEAD_DIMS)
+
+
 # bounds (ln time) of the groups by how much faster than the best ATen choice the first pick is predicted
 MARGIN_BOUNDS = (0.1, 0.2, 0.4)
 
@@ -641,7 +645,7 @@ def _misaligned_groups(
         for name, align in zip(("a", "b", "out"), problem.row_alignment_bytes())
         if name in problem.misaligned_operands
     )
-    attention = problem.op in ("bmm", "baddbmm") and bool({problem.N, problem.K} & HEAD_DIMS)
+    attention = _attention_bmm(problem)
     agree = bool((members.argmin(axis=1) == first).all())
     return {
         "op": problem.op,

@@ -94,6 +94,18 @@ def test_heldout_selection_judges_the_handlers_order_on_measured_data(tmp_path):
     assert 1.0 <= row["kept_mean"] <= 7.0
 
 
+def named_shapeset(data: Path | str, path: Path) -> Path:
+    """A shapeset at ``path`` naming each problem of ``data`` as layer fc of its own model (model0, model1, ...)."""
+    from torch_diode.types import load_dataset
+
+    entries = []
+    for i, (_, problem, _) in enumerate(load_dataset(data).problems()):
+        entry = {k: v for k, v in problem.to_dict().items() if k not in ("strides_a", "strides_b", "bias_shape")}
+        entries.append({"model": f"model{i}", "layer": "fc", **entry})
+    path.write_text(json.dumps({"name": "named", "entries": entries}))
+    return path
+
+
 def aligned_only_rows(report: dict) -> list[dict]:
     return [r for r in report["rows"] if not r["misaligned_too"]]
 
@@ -139,15 +151,8 @@ def test_realmodels_replay_names_each_problem_by_its_layers_and_judges_the_handl
     """benchmarks/selection_replay.py realmodels on the shipped sample with a shapeset naming its
     problems: every problem is matched to its layer, the outcome (the pick, or the best of what an
     unsure decision hands Inductor) is never slower than the first pick, and the fraction is a fraction."""
-    from torch_diode.types import load_dataset
-
     sample = ROOT / "data" / "sample" / "h100_sample.json.gz"
-    entries = []
-    for i, (_, problem, _) in enumerate(load_dataset(sample).problems()):
-        entry = {k: v for k, v in problem.to_dict().items() if k not in ("strides_a", "strides_b", "bias_shape")}
-        entries.append({"model": f"model{i}", "layer": "fc", **entry})
-    shapeset = tmp_path / "named.json"
-    shapeset.write_text(json.dumps({"name": "named", "entries": entries}))
+    shapeset = named_shapeset(sample, tmp_path / "named.json")
     out = tmp_path / "realmodels.json"
     run = subprocess.run(
         [
@@ -556,8 +561,6 @@ def test_learned_risk_replay_judges_a_classifier_against_the_shipped_rules(tmp_p
     """benchmarks/selection_replay.py learned-risk on the shipped sample: trusting every first pick
     benchmarks nothing; a threshold of 0 benchmarks every problem, whose outcome is then never worse;
     the shipped rules' row is what the realmodels replay of the handler says."""
-    from torch_diode.types import load_dataset
-
     sample = str(ROOT / "data" / "sample" / "h100_sample.json.gz")
     out = tmp_path / "risk.json"
     run = subprocess.run(
@@ -577,16 +580,7 @@ def test_learned_risk_replay_judges_a_classifier_against_the_shipped_rules(tmp_p
         assert trusting["unsure_fraction"] == 0.0 and everything["unsure_fraction"] == 1.0
         assert 1.0 <= everything["geomean"] <= trusting["geomean"] and everything["worst"] <= trusting["worst"]
     # the shipped rules' row is the handler's outcome, as the realmodels replay of the same data has it
-    named = tmp_path / "named.json"
-    entries = [
-        {
-            "model": f"m{i}",
-            "layer": "fc",
-            **{k: v for k, v in p.to_dict().items() if k not in ("strides_a", "strides_b", "bias_shape")},
-        }
-        for i, (_, p, _) in enumerate(load_dataset(sample).problems())
-    ]
-    named.write_text(json.dumps({"name": "named", "entries": entries}))
+    named = named_shapeset(sample, tmp_path / "named.json")
     selection_replay("realmodels", "--data", sample, "--shapeset", named, "--out", tmp_path / "real.json")
     real = json.loads((tmp_path / "real.json").read_text())
     shipped = rows["judge", "shipped rules"]
