@@ -259,3 +259,27 @@ def test_a_launcher_whose_first_two_repetitions_stall_is_timed_once_more():
     times = time_launchers([stalling, steady, None], reps=6, flush=flush_buffer("cuda"))
     assert calls["stalling"] == 4 and times[2] is None
     assert times[0] < 0.5 and times[1] < 0.5, times
+
+
+def test_a_host_slower_than_the_flush_is_not_timed_behind_a_lead():
+    """The host spends 150 us before each launch of a kernel of a few microseconds, longer than the
+    flush takes: without a lead the GPU waits for it between the events, with a lead of GPU time
+    queued before each flush (fast_sweep.LEAD_US) it does not."""
+    import time
+
+    from torch_diode.collection.fast_sweep import _sleep_cycles_per_us, flush_buffer, time_launchers
+
+    assert 200 < _sleep_cycles_per_us(torch.cuda.current_device()) < 5000  # a clock of 0.2-5 GHz
+    x = torch.ones(1024, device="cuda")
+
+    def slow_host():
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 150e-6:
+            pass
+        x.add_(1.0)
+
+    flush = flush_buffer("cuda")
+    (no_lead,) = time_launchers([slow_host], reps=4, flush=flush, lead_us=0.0)
+    (lead,) = time_launchers([slow_host], reps=4, flush=flush, lead_us=500.0)
+    assert lead < 0.02, lead  # milliseconds: the kernel alone
+    assert no_lead > lead + 0.02, (no_lead, lead)

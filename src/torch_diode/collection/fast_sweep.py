@@ -404,11 +404,44 @@ def precompile(
 
 
 # ----- timing -----------------------------------------------------------------------------------
-def _queue(fn: Callable[[], Any], reps: int, flush: Any) -> list[tuple[Any, Any]]:
+# GPU time queued before each timed launch's flush (microseconds; 0: none). The host enqueues the
+# flush, the start event and the launch; the flush hides the host's time behind it only while that
+# time is shorter than the flush, which a faster memory shortens (python -m
+# benchmarks.timing_stability times both ways, with and without a busy host).
+LEAD_US = 100.0
+TIMING = (
+    "min over reps of CUDA events around one launch after an L2 flush (Inductor's method), "
+    "with lead_us of GPU time queued before each flush"
+)
+
+
+@functools.cache
+def _sleep_cycles_per_us(device_index: int) -> float:
+    """The GPU's clock as torch.cuda._sleep counts it: a known spin timed with events."""
     import torch
 
+    cycles = 2_000_000
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(cycles)  # the first call loads the kernel
+    elapsed_ms = []
+    for _ in range(3):
+        start.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        torch.cuda.synchronize()
+        elapsed_ms.append(start.elapsed_time(end))
+    return cycles / (1000.0 * min(elapsed_ms))
+
+
+def _queue(fn: Callable[[], Any], reps: int, flush: Any, lead_us: float | None = None) -> list[tuple[Any, Any]]:
+    import torch
+
+    lead_us = LEAD_US if lead_us is None else lead_us
+    lead = int(lead_us * _sleep_cycles_per_us(torch.cuda.current_device())) if lead_us > 0 else 0
     pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
     for start, end in pairs:
+        if lead:
+            torch.cuda._sleep(lead)
         flush.zero_()
         start.record()
         fn()
@@ -417,7 +450,11 @@ def _queue(fn: Callable[[], Any], reps: int, flush: Any) -> list[tuple[Any, Any]
 
 
 def time_launchers(
-    launchers: Sequence[Callable[[], Any] | None], reps: int, flush: Any, long_ms: float = 1.0
+    launchers: Sequence[Callable[[], Any] | None],
+    reps: int,
+    flush: Any,
+    long_ms: float = 1.0,
+    lead_us: float | None = None,
 ) -> list[float | None]:
     """Milliseconds per launcher (min over the repetitions), Inductor's method: flush the cache
     (see :func:`flush_buffer`), then events around one launch. Two repetitions each first; those
@@ -435,7 +472,7 @@ def time_launchers(
             continue
         try:
             fn()  # first launch: loads the binary, catches launch-time errors
-            pending.append(_queue(fn, min(2, reps), flush))
+            pending.append(_queue(fn, min(2, reps), flush, lead_us))
         except Exception as e:
             logger.debug("launch failed: %s", e)
             pending.append(None)
@@ -443,7 +480,7 @@ def time_launchers(
     for i, fn in enumerate(launchers):
         p = pending[i]
         if p is not None and reps > 2:
-            p.extend(_queue(fn, reps - 2 if min(s.elapsed_time(e) for s, e in p) < long_ms else 1, flush))
+            p.extend(_queue(fn, reps - 2 if min(s.elapsed_time(e) for s, e in p) < long_ms else 1, flush, lead_us))
     torch.cuda.synchronize()
     return [None if p is None else min(s.elapsed_time(e) for s, e in p) for p in pending]
 
@@ -473,7 +510,8 @@ class FastSweep:
             "exhaustive_sample": self.exhaustive_sample,
             "seed": self.seed,
             "reps": self.reps,
-            "timing": "min over reps of CUDA events around one launch after an L2 flush (Inductor's method)",
+            "timing": TIMING,
+            "lead_us": LEAD_US,
         }
 
     def run(
