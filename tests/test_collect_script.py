@@ -109,7 +109,7 @@ def test_every_part_gives_the_cli_arguments_it_accepts(tmp_path):
     assert len(parts) >= 26
     parser = build_parser()
     for part in parts:
-        if part == "remeasure-hinted":  # one call per dataset file: test_remeasure_part_...
+        if part in ("remeasure-hinted", "remeasure-lead"):  # one call per dataset file: test_remeasure_part_...
             continue
         if part.startswith("fill-"):  # a coverage snapshot and a collect per design: test_fill_parts_...
             continue
@@ -128,11 +128,13 @@ def test_every_part_gives_the_cli_arguments_it_accepts(tmp_path):
             assert args.search_space == "DEFAULT", part
 
 
-def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_path):
-    """remeasure-hinted: one `diode remeasure --layout-hinted` per dataset file of realmodels,
-    validation and train (attention files of train first), each into
-    $DATA/remeasured/<folder>/<file>; where it wrote one, `diode dataset merge --replace` of the
-    file and it, moved over the file, and the re-measurement removed."""
+@pytest.mark.parametrize("part", ["remeasure-hinted", "remeasure-lead"])
+def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_path, part):
+    """remeasure-hinted (remeasure-lead): one `diode remeasure --layout-hinted --only
+    $DATA/unhinted` (`--without-lead`) per dataset file of realmodels, validation and train
+    (attention files of train first), each into $DATA/remeasured/<folder>/<file>; where it wrote
+    one, `diode dataset merge --replace` of the file and it, moved over the file, and the
+    re-measurement removed."""
     from torch_diode.cli import build_parser, hoist_global_options
 
     files = [
@@ -165,7 +167,7 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
         "esac\n"
     )
     (tmp_path / "h100" / "unhinted").mkdir()  # the list of the problems to measure again
-    rc, calls = run_part(tmp_path, [0] * 20, 2, "remeasure-hinted", wrapper=wrapper)
+    rc, calls = run_part(tmp_path, [0] * 20, 2, part, wrapper=wrapper)
     assert rc == 0, calls
     parser = build_parser()
     parsed = [parser.parse_args(hoist_global_options(parser, call.split()[1:])) for call in calls]
@@ -178,7 +180,10 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
         "h100_b.msgpack.gz",
     ]
     for a in remeasured:
-        assert a.layout_hinted and a.only == [str(tmp_path / "h100" / "unhinted")]
+        if part == "remeasure-hinted":
+            assert a.layout_hinted and not a.without_lead and a.only == [str(tmp_path / "h100" / "unhinted")]
+        else:
+            assert a.without_lead and not a.layout_hinted and a.only is None
         assert Path(a.output).parent.parent.name == "remeasured"
         assert Path(a.output).name == Path(a.input).name and Path(a.output).parent.name == Path(a.input).parent.name
     merges = [a for a in parsed if a.command == "dataset"]

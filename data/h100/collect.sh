@@ -10,6 +10,7 @@
 # val-v2-layouts val-v2-hidden val-v2-odd val-v2-attn-qk val-v2-attn-pv val-v2-vocab val-v2-hugek val-v2-tma val-v2-attn4 (their validation);
 # inductor-decomposek inductor-tma inductor-misaligned (stock max-autotune's own timings, to $DATA/inductor_timed);
 # remeasure-hinted (the problems whose kernels now get layout hints, measured again and merged in place);
+# remeasure-lead (the files timed without the collector's lead before each flush, measured again and merged in place);
 # train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m odd-v1
 # (default: all but odd-v1, in that order). Files go to $DATA (default data/h100); every command
 # resumes where a killed run stopped. GPUS=n runs the parts on n GPUs at once (below). Run it from
@@ -175,12 +176,12 @@ parts=("$@")
 # parts must write different files: give each part once. Exits with the first failing GPU's code.
 case ${GPUS:-1} in ''|*[!0-9]*|0) echo "GPUS: expected a number of GPUs (1 or more), got '$GPUS'" >&2; exit 2 ;; esac
 if [ "${GPUS:-1}" -gt 1 ]; then
-  # remeasure-hinted works file by file: its files are dealt to the GPUs as well
-  # (remeasure-hinted/g/n: the files i with i mod n = g, in the part's order)
+  # remeasure-hinted and remeasure-lead work file by file: their files are dealt to the GPUs as
+  # well (remeasure-hinted/g/n: the files i with i mod n = g, in the part's order)
   dealt=()
   for p in "${parts[@]}"; do
-    if [ "$p" = remeasure-hinted ]; then
-      for ((g = 0; g < GPUS; g++)); do dealt+=("remeasure-hinted/$g/$GPUS"); done
+    if [ "$p" = remeasure-hinted ] || [ "$p" = remeasure-lead ]; then
+      for ((g = 0; g < GPUS; g++)); do dealt+=("$p/$g/$GPUS"); done
     else
       dealt+=("$p")
     fi
@@ -266,23 +267,29 @@ for part in "${parts[@]}"; do
     val-v2-tma) DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode $VAL $ALIGNED $V2_TMA --num-shapes ${N:-30} --seed 148 -o "$DATA/validation/${GPU}_v2_tma.msgpack.gz" ;;
     fill-f32)  fill_fp32 highest f32 60 || exit $? ;;
     fill-tf32) fill_fp32 high tf32 70 || exit $? ;;
-    remeasure-hinted|remeasure-hinted/*)
-      # every file's problems whose Triton kernels get layout hints, measured again as the file was
-      # (attention and odd sizes first: most of their problems are hinted) into
+    remeasure-hinted|remeasure-hinted/*|remeasure-lead|remeasure-lead/*)
+      # remeasure-hinted: every file's problems whose Triton kernels get layout hints, measured again
+      # as the file was (attention and odd sizes first: most of their problems are hinted) into
       # $DATA/remeasured/<folder>/<file>, which resumes; once complete, `diode dataset merge --replace`
       # puts them in place of the old measurements and the file records it (remeasure then leaves it)
       # $DATA/unhinted, where it exists, lists the hinted problems still timed without the hints
-      # (data/h100/make_unhinted.py): only those, not the files' others measured with them
+      # (data/h100/make_unhinted.py): only those, not the files' others measured with them.
+      # remeasure-lead: the same for every problem of each file timed without the collector's lead
+      # before each flush (fast_sweep.LEAD_US), which the H200's short kernels need
+      kind=${part%%/*}
       shard=0 shards=1
-      if [ "$part" != remeasure-hinted ]; then
+      if [ "$part" != "$kind" ]; then
         IFS=/ read -r _ shard shards <<< "$part"
         case "$shard/$shards" in
           *[!0-9/]*|/*|*/) echo "unknown part $part" >&2; exit 2 ;;
         esac
         [ "$shards" -gt 0 ] && [ "$shard" -lt "$shards" ] || { echo "unknown part $part" >&2; exit 2; }
       fi
-      ONLY=""
-      [ -d "$DATA/unhinted" ] && ONLY="--only $DATA/unhinted"
+      WHICH="--without-lead"
+      if [ "$kind" = remeasure-hinted ]; then
+        WHICH="--layout-hinted"
+        [ -d "$DATA/unhinted" ] && WHICH="$WHICH --only $DATA/unhinted"
+      fi
       declare -A seen=()
       index=-1
       for f in "$DATA"/realmodels/*.msgpack.gz "$DATA"/validation/*.msgpack.gz \
@@ -296,7 +303,7 @@ for part in "${parts[@]}"; do
         # until a run finds every problem measured already: a partial re-measurement is never merged
         passes=0
         while :; do
-          log=$(run_diode remeasure "$f" --layout-hinted $ONLY --workers 14 -o "$out") || exit $?
+          log=$(run_diode remeasure "$f" $WHICH --workers 14 -o "$out") || exit $?
           printf '%s\n' "$log"
           case $log in *"nothing to do"*|*"shapes: 0 problems measured"*) break ;; esac
           passes=$((passes + 1))
@@ -305,7 +312,7 @@ for part in "${parts[@]}"; do
             exit 1
           fi
         done
-        [ -e "$out" ] || continue  # nothing hinted, or measured with the hints already
+        [ -e "$out" ] || continue  # nothing to measure again in this file
         merged="$dir/$(basename "$f" .msgpack.gz).merged.msgpack.gz"  # one per file: GPUs merge at once
         run_diode dataset merge "$f" "$out" --replace -o "$merged" || exit $?
         mv "$merged" "$f" && rm "$out"

@@ -419,3 +419,36 @@ def test_remeasure_measures_the_hinted_problems_again_and_merge_replace_puts_the
     only = [*args, "--only", str(tmp_path / "missing.json"), "-o", str(tmp_path / "again.json")]
     proc = subprocess.run(only, capture_output=True, text=True)
     assert proc.returncode == 2 and "missing.json" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_remeasure_without_lead_leaves_the_files_timed_with_the_lead(tmp_path):
+    """`diode remeasure FILE --without-lead` measures again only a file whose fast-collector timings
+    had no lead before each flush: a file collected with the lead, or of Inductor's own timings, or
+    into which a whole re-measurement with the lead was merged, is left as it is. A merged
+    re-measurement of its hinted problems alone does not make a file led."""
+    from torch_diode.cli.collect import _led_already
+    from torch_diode.hardware import detect_hardware
+    from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig, save_dataset
+
+    fast = {"mode": "fast", "exhaustive_sample": 150, "seed": 0, "reps": 6, "tf32": False}
+    led = {**fast, "lead_us": 100.0}
+    remeasured = {**led, "command": "remeasure", "layout_hinted_only": False}
+
+    def dataset(*settings):
+        d = Dataset(metadata={"sources": [{"tool": "torch_diode.collect", "settings": s} for s in settings]})
+        timing = TimedConfig(KernelConfig(template_id="aten::mm"), 10.0)
+        d.add(detect_hardware("cpu"), Problem("mm", 1, 64, 64, 64, "float32", "float32", "float32"), [timing])
+        return d
+
+    assert not _led_already(dataset(fast))
+    assert not _led_already(dataset(fast, led))  # one collection of the file without it
+    assert _led_already(dataset(fast, remeasured))
+    assert not _led_already(dataset(fast, {**remeasured, "layout_hinted_only": True}))
+    assert not _led_already(dataset(fast, {**remeasured, "only": ["data/h100/unhinted"]}))
+    cli = [sys.executable, "-m", "torch_diode.cli", "remeasure"]
+    for name, d in (("led", dataset(led)), ("inductor", dataset({"mode": "inductor", "tf32": False}))):
+        save_dataset(d, tmp_path / f"{name}.json")
+        args = [*cli, str(tmp_path / f"{name}.json"), "--without-lead", "--device", "cpu"]
+        proc = subprocess.run([*args, "-o", str(tmp_path / "o.json")], capture_output=True, text=True)
+        assert proc.returncode == 0 and "takes none); nothing to do" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+        assert not (tmp_path / "o.json").exists()

@@ -400,6 +400,21 @@ def _hinted_already(dataset) -> bool:
     )
 
 
+def _led_already(dataset) -> bool:
+    """Whether ``dataset``'s timings have the fast collector's lead before each flush
+    (fast_sweep.LEAD_US) or need none: every collection recorded a lead or was not the fast
+    collector's (Inductor's own timings), or a re-measurement of all its problems with the lead was
+    merged in (`diode dataset merge --replace`)."""
+    settings = _collection_settings(dataset)
+    return bool(settings) and (
+        all(s.get("lead_us") or s.get("mode") != "fast" for s in settings)
+        or any(
+            s.get("command") == "remeasure" and s.get("lead_us") and not (s.get("layout_hinted_only") or s.get("only"))
+            for s in settings
+        )
+    )
+
+
 def _measurement_settings(path: str, dataset) -> dict:
     """How ``dataset`` (read from ``path``) was measured: the settings its collections recorded,
     which must agree."""
@@ -441,6 +456,12 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
     source = load_dataset(args.input)
     if args.layout_hinted and _hinted_already(source):
         print(f"remeasure {args.input}: its problems were measured with the layout hints; nothing to do")
+        return 0
+    if args.without_lead and _led_already(source):
+        print(
+            f"remeasure {args.input}: its problems were timed with the collector's lead (or by Inductor's own "
+            "benchmark, which takes none); nothing to do"
+        )
         return 0
     problems = [p for _, p, _ in source.problems()]
     if args.only:  # before the hints, which build (meta) tensors
@@ -687,6 +708,14 @@ def add_collection_commands(sub: argparse._SubParsersAction) -> None:
         "factor below 16), which the fast collector timed with narrower memory accesses before the hints; "
         "a file measured with the hints (as its collections' settings or a merged re-measurement say) "
         "is left as it is",
+    )
+    p.add_argument(
+        "--without-lead",
+        action="store_true",
+        help="only a file timed without the fast collector's lead of GPU time before each flush "
+        "(fast_sweep.LEAD_US; on a GPU whose flush is short, such a file's short kernels read slow): "
+        "a file whose collections recorded the lead, or into which a re-measurement of all its problems "
+        "with it was merged, is left as it is",
     )
     p.add_argument(
         "--only",
