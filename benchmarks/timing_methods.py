@@ -3,8 +3,9 @@
 For a few shapes: Inductor (max-autotune, DEFAULT configs) benchmarks its generated kernels,
 recorded by torch_diode.collect; then the fast path's kernels for the same configs are timed
 three ways: (l2) L2-sized flush + events around one launch (Inductor's method), (big) a 256 MB
-flush before each launch (hides host launch overhead behind the flush), (graph) a CUDA graph of
-one launch, replayed after each flush. Also measures the first-launch cost per kernel in the
+flush before each launch, after the collector's lead of GPU time (fast_sweep.LEAD_US: the host's
+launch overhead lands behind the flush), (graph) a CUDA graph of one launch, replayed after each
+L2-sized flush. Also measures the first-launch cost per kernel in the
 main process after the workers' precompile (a recompile shows up as hundreds of ms).
 
     python -m benchmarks.timing_methods --out $OUT/timing_methods_h100.json
@@ -38,8 +39,8 @@ SHAPES = [
 ]
 
 
-def events_time(fn, flush, reps: int) -> float:
-    pairs = _queue(fn, reps, flush)  # the fast path's own timing loop
+def events_time(fn, flush, reps: int, lead_us: float | None = None) -> float:
+    pairs = _queue(fn, reps, flush, lead_us)  # the fast path's own timing loop (its lead: lead_us None)
     torch.cuda.synchronize()
     return min(s.elapsed_time(e) for s, e in pairs) * 1000.0
 
@@ -92,9 +93,9 @@ def main() -> int:
                     "config": t.config.short(),
                     "inductor_us": t.time_us,
                     "first_launch_ms": first_ms,
-                    "l2_us": events_time(fn, l2, args.reps),
+                    "l2_us": events_time(fn, l2, args.reps, lead_us=0.0),
                     "big_us": events_time(fn, big, args.reps),
-                    "graph_us": events_time(graph.replay, l2, args.reps),
+                    "graph_us": events_time(graph.replay, l2, args.reps, lead_us=0.0),
                 }
             )
         ind = np.array([r["inductor_us"] for r in rows])
