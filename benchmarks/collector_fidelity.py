@@ -11,7 +11,8 @@
    launch) and with the same benchmark given the fast path's larger flush (the benchmarker's
    L2_cache_size set to fast_sweep.FLUSH_BYTES). An L2-sized flush takes less time than Inductor's
    Python launch of a Triton kernel, so for short kernels the host's launch cost lands between
-   the timing events; the larger flush hides it.
+   the timing events; the larger flush hides it where the host is quick enough (the fast path
+   also queues a lead of GPU time before its flush, fast_sweep.LEAD_US, so that it always does).
 3. Fast path on exactly the configs Inductor measured for those shapes: per-shape Spearman rank
    correlation and relative differences of the times, against both references. The report's
    ``spearman_median`` and ``median_abs_rel_diff`` compare with Inductor's benchmark at the same

@@ -38,6 +38,7 @@ from torch_diode.collection.fast_sweep import (
     precompile,
     time_launchers,
     untiled_launcher,
+    variant_key,
 )
 from torch_diode.collection.operands import layout_tensors
 from torch_diode.types import load_datasets
@@ -46,13 +47,15 @@ from torch_diode.types import load_datasets
 LENGTH_BINS_US = ((0.0, 10.0), (10.0, 30.0), (30.0, float("inf")))
 
 
-def _spin() -> None:
+def _spin(ready) -> None:
+    ready.set()
     while True:
         pass
 
 
 class BusyHost:
-    """``n`` processes spinning on the host's cores while the context is open."""
+    """``n`` processes spinning on the host's cores while the context is open (entered once
+    every one of them spins)."""
 
     def __init__(self, n: int):
         self.n = n
@@ -60,10 +63,12 @@ class BusyHost:
 
     def __enter__(self) -> BusyHost:
         ctx = multiprocessing.get_context("spawn")
-        self.procs = [ctx.Process(target=_spin, daemon=True) for _ in range(self.n)]
+        ready = [ctx.Event() for _ in range(self.n)]
+        self.procs = [ctx.Process(target=_spin, args=(r,), daemon=True) for r in ready]
         for p in self.procs:
             p.start()
-        time.sleep(0.5)  # running before the first timing
+        for r in ready:
+            r.wait(timeout=120)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -115,11 +120,16 @@ def main() -> int:
         parser.error(f"--passes: expected at least 2, got {args.passes}")
 
     source = load_datasets(args.recorded)
-    problems = [(p, [t for t in ts]) for _, p, ts in source.problems()]
+    problems = [(p, [t for t in ts if not t.failed]) for _, p, ts in source.problems()]
     pairs = [(p, t.config) for p, ts in problems for t in ts if t.config.is_tiled]
     t0 = time.perf_counter()
     errors = precompile(pairs, FastSweep().workers, progress=False)
     stage(f"{len(problems)} problems, {len(errors)} kernels compiled in {time.perf_counter() - t0:.1f} s")
+    # what did not compile is left out (a launcher would compile it in this process)
+    problems = [
+        (p, [t for t in ts if not t.config.is_tiled or errors.get(variant_key(p, t.config)) is None])
+        for p, ts in problems
+    ]
     from torch_diode.collection.triton_mm import make_launcher
 
     flush = flush_buffer("cuda")

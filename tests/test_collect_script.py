@@ -184,20 +184,21 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
             assert a.layout_hinted and not a.without_lead and a.only == [str(tmp_path / "h100" / "unhinted")]
         else:
             assert a.without_lead and not a.layout_hinted and a.only is None
-        assert Path(a.output).parent.parent.name == "remeasured"
+        assert Path(a.output).parent.parent.name == ("remeasured" if part == "remeasure-hinted" else "remeasured_lead")
         assert Path(a.output).name == Path(a.input).name and Path(a.output).parent.name == Path(a.input).parent.name
     merges = [a for a in parsed if a.command == "dataset"]
     assert len(merges) == 4 and all(a.replace for a in merges)
     for folder, name in files:
         merged = name != "h100_b.msgpack.gz"
         assert (tmp_path / "h100" / folder / name).read_text().strip() == ("new" if merged else "old"), name
-        assert not (tmp_path / "h100" / "remeasured" / folder / name).exists()
+        assert not list((tmp_path / "h100").glob(f"remeasured*/{folder}/{name}"))
     assert not list((tmp_path / "h100").rglob("*merged*"))
 
 
-def test_remeasure_part_deals_its_files_to_the_gpus(tmp_path):
-    """GPUS=2 remeasure-hinted: the part's files (in its order) alternate between the two GPUs,
-    which re-measure and merge them at once, each merge into a file of its own."""
+@pytest.mark.parametrize("part", ["remeasure-hinted", "remeasure-lead"])
+def test_remeasure_part_deals_its_files_to_the_gpus(tmp_path, part):
+    """GPUS=2 remeasure-hinted (remeasure-lead): the part's files (in its order) alternate between
+    the two GPUs, which re-measure and merge them at once, each merge into a file of its own."""
     names = [f"h100_{c}.msgpack.gz" for c in "abcde"]
     (tmp_path / "h100" / "train").mkdir(parents=True)
     for name in names:
@@ -213,7 +214,7 @@ def test_remeasure_part_deals_its_files_to_the_gpus(tmp_path):
         '      echo "summary: 1 shapes: 1 problems measured"; fi ;;\n'
         "esac\n"
     )
-    proc, calls = run_on_gpus(tmp_path, fake, ["remeasure-hinted"])
+    proc, calls = run_on_gpus(tmp_path, fake, [part])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     gpus = {}
     for line in calls.read_text().splitlines():
@@ -225,7 +226,9 @@ def test_remeasure_part_deals_its_files_to_the_gpus(tmp_path):
     assert not list((tmp_path / "h100").rglob("*merged*")) and "[gpu 1] " in proc.stdout
 
 
-@pytest.mark.parametrize("part", ["remeasure-hinted/2/2", "remeasure-hinted/1", "remeasure-hinted/x/2"])
+@pytest.mark.parametrize(
+    "part", [f"{kind}/{shard}" for kind in ("remeasure-hinted", "remeasure-lead") for shard in ("2/2", "1", "x/2")]
+)
 def test_a_remeasure_shard_out_of_range_is_an_unknown_part(tmp_path, part):
     rc, calls = run_part(tmp_path, [0], 0, part)
     assert rc == 2 and calls == []

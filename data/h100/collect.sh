@@ -275,7 +275,8 @@ for part in "${parts[@]}"; do
       # $DATA/unhinted, where it exists, lists the hinted problems still timed without the hints
       # (data/h100/make_unhinted.py): only those, not the files' others measured with them.
       # remeasure-lead: the same for every problem of each file timed without the collector's lead
-      # before each flush (fast_sweep.LEAD_US), which the H200's short kernels need
+      # before each flush (fast_sweep.LEAD_US), which the H200's short kernels need, into
+      # $DATA/remeasured_lead/<folder>/<file>
       kind=${part%%/*}
       shard=0 shards=1
       if [ "$part" != "$kind" ]; then
@@ -298,7 +299,9 @@ for part in "${parts[@]}"; do
         seen[$f]=1
         index=$((index + 1))
         [ $((index % shards)) -eq "$shard" ] || continue
+        # each kind in a folder of its own: a resumed re-measurement holds one kind's measurements
         dir="$DATA/remeasured/$(basename "$(dirname "$f")")"
+        [ "$kind" = remeasure-lead ] && dir="$DATA/remeasured_lead/$(basename "$(dirname "$f")")"
         out="$dir/$(basename "$f")"
         # until a run finds every problem measured already: a partial re-measurement is never merged
         passes=0

@@ -427,11 +427,13 @@ def test_remeasure_without_lead_leaves_the_files_timed_with_the_lead(tmp_path):
     into which a whole re-measurement with the lead was merged, is left as it is. A merged
     re-measurement of its hinted problems alone does not make a file led."""
     from torch_diode.cli.collect import _led_already
+    from torch_diode.collection.fast_sweep import LEAD_US, FastSweep
     from torch_diode.hardware import detect_hardware
     from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig, save_dataset
 
-    fast = {"mode": "fast", "exhaustive_sample": 150, "seed": 0, "reps": 6, "tf32": False}
-    led = {**fast, "lead_us": 100.0}
+    led = {**FastSweep().settings(), "tf32": False}  # what the collector records now
+    assert led["lead_us"] == LEAD_US > 0
+    fast = {k: v for k, v in led.items() if k != "lead_us"}  # a collection from before the lead
     remeasured = {**led, "command": "remeasure", "layout_hinted_only": False}
 
     def dataset(*settings):
@@ -445,6 +447,7 @@ def test_remeasure_without_lead_leaves_the_files_timed_with_the_lead(tmp_path):
     assert _led_already(dataset(fast, remeasured))
     assert not _led_already(dataset(fast, {**remeasured, "layout_hinted_only": True}))
     assert not _led_already(dataset(fast, {**remeasured, "only": ["data/h100/unhinted"]}))
+    assert not _led_already(dataset(fast, {**remeasured, "shard": "0/2"}))
     cli = [sys.executable, "-m", "torch_diode.cli", "remeasure"]
     for name, d in (("led", dataset(led)), ("inductor", dataset({"mode": "inductor", "tf32": False}))):
         save_dataset(d, tmp_path / f"{name}.json")

@@ -262,24 +262,34 @@ def test_a_launcher_whose_first_two_repetitions_stall_is_timed_once_more():
 
 
 def test_a_host_slower_than_the_flush_is_not_timed_behind_a_lead():
-    """The host spends 150 us before each launch of a kernel of a few microseconds, longer than the
-    flush takes: without a lead the GPU waits for it between the events, with a lead of GPU time
-    queued before each flush (fast_sweep.LEAD_US) it does not."""
+    """The host spends the flush's own time and 50 us more before each launch of a kernel of a few
+    microseconds: without a lead the GPU waits for it between the events, with the collector's lead
+    of GPU time queued before each flush (fast_sweep.LEAD_US) it does not."""
     import time
 
-    from torch_diode.collection.fast_sweep import _sleep_cycles_per_us, flush_buffer, time_launchers
+    from torch_diode.collection.fast_sweep import LEAD_US, _sleep_cycles_per_us, flush_buffer, time_launchers
 
     assert 200 < _sleep_cycles_per_us(torch.cuda.current_device()) < 5000  # a clock of 0.2-5 GHz
+    assert LEAD_US >= 100
+    flush = flush_buffer("cuda")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    flush_ms = []
+    for _ in range(5):
+        start.record()
+        flush.zero_()
+        end.record()
+        torch.cuda.synchronize()
+        flush_ms.append(start.elapsed_time(end))
+    delay_s = min(flush_ms) / 1000 + 50e-6
     x = torch.ones(1024, device="cuda")
 
     def slow_host():
         t0 = time.perf_counter()
-        while time.perf_counter() - t0 < 150e-6:
+        while time.perf_counter() - t0 < delay_s:
             pass
         x.add_(1.0)
 
-    flush = flush_buffer("cuda")
     (no_lead,) = time_launchers([slow_host], reps=4, flush=flush, lead_us=0.0)
-    (lead,) = time_launchers([slow_host], reps=4, flush=flush, lead_us=500.0)
-    assert lead < 0.02, lead  # milliseconds: the kernel alone
-    assert no_lead > lead + 0.02, (no_lead, lead)
+    (lead,) = time_launchers([slow_host], reps=4, flush=flush)  # the collector's lead
+    assert lead < 0.02, (lead, flush_ms)  # milliseconds: the kernel alone
+    assert no_lead > lead + 0.02, (no_lead, lead, flush_ms)

@@ -403,13 +403,16 @@ def _hinted_already(dataset) -> bool:
 def _led_already(dataset) -> bool:
     """Whether ``dataset``'s timings have the fast collector's lead before each flush
     (fast_sweep.LEAD_US) or need none: every collection recorded a lead or was not the fast
-    collector's (Inductor's own timings), or a re-measurement of all its problems with the lead was
-    merged in (`diode dataset merge --replace`)."""
+    collector's (Inductor's own timings), or a re-measurement of all its problems with the lead (not
+    of its hinted problems, of --only's or of one shard) was merged in (`diode dataset merge
+    --replace`)."""
     settings = _collection_settings(dataset)
     return bool(settings) and (
         all(s.get("lead_us") or s.get("mode") != "fast" for s in settings)
         or any(
-            s.get("command") == "remeasure" and s.get("lead_us") and not (s.get("layout_hinted_only") or s.get("only"))
+            s.get("command") == "remeasure"
+            and s.get("lead_us")
+            and not (s.get("layout_hinted_only") or s.get("only") or s.get("shard"))
             for s in settings
         )
     )

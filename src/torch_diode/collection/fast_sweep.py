@@ -417,19 +417,21 @@ TIMING = (
 
 @functools.cache
 def _sleep_cycles_per_us(device_index: int) -> float:
-    """The GPU's clock as torch.cuda._sleep counts it: a known spin timed with events."""
+    """The GPU's clock as torch.cuda._sleep counts it: a known spin timed with events (the fastest
+    of three, after a longer spin that loads the kernel and lets the clock rise)."""
     import torch
 
     cycles = 2_000_000
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda._sleep(cycles)  # the first call loads the kernel
-    elapsed_ms = []
-    for _ in range(3):
-        start.record()
-        torch.cuda._sleep(cycles)
-        end.record()
-        torch.cuda.synchronize()
-        elapsed_ms.append(start.elapsed_time(end))
+    with torch.cuda.device(device_index):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(10 * cycles)
+        elapsed_ms = []
+        for _ in range(3):
+            start.record()
+            torch.cuda._sleep(cycles)
+            end.record()
+            torch.cuda.synchronize()
+            elapsed_ms.append(start.elapsed_time(end))
     return cycles / (1000.0 * min(elapsed_ms))
 
 
@@ -624,9 +626,9 @@ FLUSH_BYTES = 256 * 2**20
 
 def flush_buffer(device: str) -> Any:
     """The buffer zeroed before each timed launch: larger than L2 (a cold cache, as Inductor
-    measures) and long enough to zero that the host's launch overhead is hidden behind it instead
-    of landing between the events, as it does behind an L2-sized flush (python -m
-    benchmarks.timing_methods; docs/results.md)."""
+    measures) and, after the lead (LEAD_US), long enough to zero that the host's launch overhead
+    is hidden behind it instead of landing between the events, as it does behind an L2-sized flush
+    (python -m benchmarks.timing_methods, benchmarks.timing_stability; docs/results.md)."""
     import torch
 
     return torch.empty(max(FLUSH_BYTES, hardware_l2_bytes()) // 4, dtype=torch.int32, device=device)
