@@ -56,9 +56,9 @@ from torch_diode.collection.fast_sweep import (  # noqa: E402
     FastSweep,
     choices_for,
     flush_buffer,
+    launchers_for,
     precompile,
     time_launchers,
-    untiled_launcher,
     variant_key,
 )
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings  # noqa: E402
@@ -202,14 +202,8 @@ def compare(problem: Problem, timings, fast_ms, compile_errors) -> dict:
 
 
 def fast_on(problem: Problem, configs, reps: int, flush) -> list:
-    from torch_diode.collection.triton_mm import make_launcher
-
     a, b, out, bias = layout_tensors(problem, "cuda")
-    launchers = [
-        untiled_launcher(problem, c, a, b, out, bias) if not c.is_tiled else make_launcher(a, b, out, bias, c)
-        for c in configs
-    ]
-    return time_launchers(launchers, reps, flush)
+    return time_launchers(launchers_for(problem, configs, a, b, out, bias), reps, flush)
 
 
 def main() -> int:

@@ -35,9 +35,9 @@ from benchmarks.common import command_line, report_header, stage
 from torch_diode.collection.fast_sweep import (
     FastSweep,
     flush_buffer,
+    launchers_for,
     precompile,
     time_launchers,
-    untiled_launcher,
     variant_key,
 )
 from torch_diode.collection.operands import layout_tensors
@@ -88,20 +88,25 @@ def summarise(times: dict, floor: dict, keys: list) -> dict:
         spreads.append(max(v) / min(v) - 1)
         over.append(min(v) / floor[k])
         lengths.append(floor[k])
-    spreads, over, lengths = np.array(spreads), np.array(over), np.array(lengths)
+    return by_length(np.array(over), np.array(lengths), {"pass_spread": np.array(spreads)})
+
+
+def by_length(over: np.ndarray, lengths: np.ndarray, spread: dict[str, np.ndarray]) -> dict:
+    """Per bin of LENGTH_BINS_US (by ``lengths``): the configs, their time over the floor (median,
+    90th percentile), and the pass-to-pass spread where ``spread`` gives it."""
     out = {}
     for lo, hi in LENGTH_BINS_US:
         sel = (lengths >= lo) & (lengths < hi)
         if not sel.any():
             continue
-        out[f"{lo:g}-{hi:g}us"] = {
-            "configs": int(sel.sum()),
-            "pass_spread_median": float(np.median(spreads[sel])),
-            "pass_spread_p90": float(np.quantile(spreads[sel], 0.9)),
-            "pass_spread_over_10_percent": float((spreads[sel] > 0.1).mean()),
-            "over_floor_median": float(np.median(over[sel])),
-            "over_floor_p90": float(np.quantile(over[sel], 0.9)),
-        }
+        row: dict = {"configs": int(sel.sum())}
+        for name, v in spread.items():
+            row[f"{name}_median"] = float(np.median(v[sel]))
+            row[f"{name}_p90"] = float(np.quantile(v[sel], 0.9))
+            row[f"{name}_over_10_percent"] = float((v[sel] > 0.1).mean())
+        row["over_floor_median"] = float(np.median(over[sel]))
+        row["over_floor_p90"] = float(np.quantile(over[sel], 0.9))
+        out[f"{lo:g}-{hi:g}us"] = row
     return out
 
 
@@ -130,8 +135,6 @@ def main() -> int:
         (p, [t for t in ts if not t.config.is_tiled or errors.get(variant_key(p, t.config)) is None])
         for p, ts in problems
     ]
-    from torch_diode.collection.triton_mm import make_launcher
-
     flush = flush_buffer("cuda")
     methods = {"flush": 0.0, "lead": args.lead_us}
     states = ("idle", "busy")
@@ -142,12 +145,7 @@ def main() -> int:
             with BusyHost(args.busy) if state == "busy" else contextlib.nullcontext():
                 for problem, timings in problems:
                     a, b, out, bias = layout_tensors(problem, "cuda")
-                    launchers = [
-                        untiled_launcher(problem, t.config, a, b, out, bias)
-                        if not t.config.is_tiled
-                        else make_launcher(a, b, out, bias, t.config)
-                        for t in timings
-                    ]
+                    launchers = launchers_for(problem, [t.config for t in timings], a, b, out, bias)
                     # the methods take turns on each problem, in an order that alternates by pass
                     for method in list(methods)[:: 1 if i % 2 == 0 else -1]:
                         got = time_launchers(launchers, args.reps, flush, lead_us=methods[method])
@@ -162,19 +160,10 @@ def main() -> int:
     for k in keys:
         v = [t for d in times.values() for t in d.get(k, []) if t is not None]
         floor[k] = min(v) if v else None
-    recorded = {(p, t.config): t.time_us for p, ts in problems for t in ts if not t.failed}
+    recorded = {(p, t.config): t.time_us for p, ts in problems for t in ts}
     rows = {f"{m} {s}": summarise(times[m, s], floor, keys) for m in methods for s in states}
-    rec = [recorded[k] / floor[k] for k in keys if k in recorded and floor[k]]
-    rec_len = [floor[k] for k in keys if k in recorded and floor[k]]
-    rec_rows = {}
-    for lo, hi in LENGTH_BINS_US:
-        sel = [r for r, n in zip(rec, rec_len) if lo <= n < hi]
-        if sel:
-            rec_rows[f"{lo:g}-{hi:g}us"] = {
-                "configs": len(sel),
-                "over_floor_median": float(np.median(sel)),
-                "over_floor_p90": float(np.quantile(sel, 0.9)),
-            }
+    rec = [(recorded[k] / floor[k], floor[k]) for k in keys if floor[k]]
+    rec_rows = by_length(np.array([r for r, _ in rec]), np.array([n for _, n in rec]), {})
     report = {
         **report_header(),
         "command": command_line(),

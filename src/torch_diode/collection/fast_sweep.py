@@ -88,6 +88,30 @@ def choices_for(
 
 
 # ----- tensors ----------------------------------------------------------------------------------
+def launchers_for(
+    problem: Problem,
+    configs: Sequence[KernelConfig],
+    a: Any,
+    b: Any,
+    out: Any,
+    bias: Any,
+    errors: Sequence[str | None] | None = None,
+) -> list[Callable[[], Any] | None]:
+    """One launcher per config on the operands: the untiled choices as Inductor calls them, the
+    templates' compiled kernels; None where ``errors`` (one per config) says it did not compile."""
+    from .triton_mm import make_launcher
+
+    errors = errors if errors is not None else [None] * len(configs)
+    return [
+        untiled_launcher(problem, c, a, b, out, bias)
+        if not c.is_tiled
+        else None
+        if error is not None
+        else make_launcher(a, b, out, bias, c)
+        for c, error in zip(configs, errors)
+    ]
+
+
 def untiled_launcher(problem: Problem, config: KernelConfig, a: Any, b: Any, out: Any, bias: Any) -> Callable[[], Any]:
     """How Inductor runs each choice that is not a tiled template: the ATen calls (``out=``
     variants, bias expanded or 1-D) and decompose_k."""
@@ -543,7 +567,6 @@ class FastSweep:
         from tqdm import tqdm
 
         from ..hardware import detect_hardware
-        from .triton_mm import make_launcher
 
         start = time.perf_counter()
         summary = SweepSummary()
@@ -588,14 +611,7 @@ class FastSweep:
                 begin(col, problem)
                 try:
                     a, b, out, bias = layout_tensors(problem, self.device)
-                    launchers: list[Callable[[], Any] | None] = []
-                    for config, error in zip(configs, errors):
-                        if not config.is_tiled:
-                            launchers.append(untiled_launcher(problem, config, a, b, out, bias))
-                        elif error is not None:
-                            launchers.append(None)  # did not compile
-                        else:
-                            launchers.append(make_launcher(a, b, out, bias, config))
+                    launchers = launchers_for(problem, configs, a, b, out, bias, errors)
                     times_ms = time_launchers(launchers, self.reps, flush)
                 except torch.cuda.OutOfMemoryError as e:
                     mark(col, problem, f"OutOfMemoryError: {str(e).splitlines()[0]}"[:300])
@@ -641,4 +657,4 @@ def hardware_l2_bytes() -> int:
     return int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
 
 
-__all__ = ["FastSweep", "choices_for", "precompile", "time_launchers", "scaled_configs"]
+__all__ = ["FastSweep", "choices_for", "launchers_for", "precompile", "time_launchers", "scaled_configs"]
