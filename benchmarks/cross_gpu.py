@@ -17,8 +17,7 @@ from collections import defaultdict
 from datetime import datetime, timezone
 
 from benchmarks.common import command_line, geomean
-from torch_diode.collection.sweep_state import problem_key
-from torch_diode.types import load_datasets
+from torch_diode.types import load_datasets, problem_key
 
 
 def _measured(paths: list[str]) -> tuple[str, dict]:

@@ -131,7 +131,7 @@ def test_every_part_gives_the_cli_arguments_it_accepts(tmp_path):
 @pytest.mark.parametrize("part", ["remeasure-hinted", "remeasure-lead"])
 def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_path, part):
     """remeasure-hinted (remeasure-lead): one `diode remeasure --layout-hinted --only
-    $DATA/unhinted` (`--without-lead`) per dataset file of realmodels, validation and train
+    $DATA/unhinted` (`--without-lead --below-us 30`) per dataset file of realmodels, validation and train
     (attention files of train first), each into $DATA/remeasured/<folder>/<file>; where it wrote
     one, `diode dataset merge --replace` of the file and it, moved over the file, and the
     re-measurement removed."""
@@ -183,7 +183,8 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
         if part == "remeasure-hinted":
             assert a.layout_hinted and not a.without_lead and a.only == [str(tmp_path / "h100" / "unhinted")]
         else:
-            assert a.without_lead and not a.layout_hinted and a.only is None
+            # the problems whose timings the lead changes: the short kernels
+            assert a.without_lead and a.below_us == 30 and not a.layout_hinted and a.only is None
         assert Path(a.output).parent.parent.name == ("remeasured" if part == "remeasure-hinted" else "remeasured_lead")
         assert Path(a.output).name == Path(a.input).name and Path(a.output).parent.name == Path(a.input).parent.name
     merges = [a for a in parsed if a.command == "dataset"]

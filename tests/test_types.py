@@ -156,6 +156,26 @@ def test_merge_joins_the_resume_records():
     assert "completed" not in plain.metadata and "skipped" not in plain.metadata
 
 
+def test_a_subset_claims_no_left_out_problem_done(tmp_path):
+    """A subset's resume record names the problems it keeps (and those done without timings, which
+    no predicate judged), not the ones left out: a subset file given to --only or --exclude stands
+    for its own problems."""
+    from torch_diode.cli.common import held_keys
+    from torch_diode.types import problem_key
+
+    d = make_dataset()
+    problems = [p for _, p, _ in d.problems()]
+    assert len({problem_key(p) for p in problems}) >= 2
+    kept = problems[0]
+    d.metadata["completed"] = [*dict.fromkeys(problem_key(p) for p in problems), "mm:1x1x1x1:failed"]
+    sub = d.subset(lambda hw, p: p == kept)
+    assert sub.metadata["completed"] == [problem_key(kept), "mm:1x1x1x1:failed"]
+    assert len(d.metadata["completed"]) == len({problem_key(p) for p in problems}) + 1  # the source is unchanged
+    save_dataset(sub, tmp_path / "sub.json")
+    assert held_keys([str(tmp_path / "sub.json")]) == {problem_key(kept), "mm:1x1x1x1:failed"}
+    assert "completed" not in Dataset(metadata={"sources": []}).subset(lambda hw, p: True).metadata
+
+
 def test_load_datasets_merges_a_folder(tmp_path):
     save_dataset(make_dataset(), tmp_path / "x" / "one.json")
     save_dataset(make_dataset(), tmp_path / "x" / "sub" / "two.msgpack.gz")

@@ -274,9 +274,10 @@ for part in "${parts[@]}"; do
       # puts them in place of the old measurements and the file records it (remeasure then leaves it)
       # $DATA/unhinted, where it exists, lists the hinted problems still timed without the hints
       # (data/h100/make_unhinted.py): only those, not the files' others measured with them.
-      # remeasure-lead: the same for every problem of each file timed without the collector's lead
-      # before each flush (fast_sweep.LEAD_US), which the H200's short kernels need, into
-      # $DATA/remeasured_lead/<folder>/<file>
+      # remeasure-lead: the same for each file timed without the collector's lead before each flush
+      # (fast_sweep.LEAD_US), which the H200's short kernels need: its problems whose fastest
+      # recorded time is under $LEAD_BELOW_US (default 30) us, the ones whose timings the lead
+      # changes (data/README.md, "Timed without the lead"), into $DATA/remeasured_lead/<folder>/<file>
       kind=${part%%/*}
       shard=0 shards=1
       if [ "$part" != "$kind" ]; then
@@ -286,7 +287,7 @@ for part in "${parts[@]}"; do
         esac
         [ "$shards" -gt 0 ] && [ "$shard" -lt "$shards" ] || { echo "unknown part $part" >&2; exit 2; }
       fi
-      WHICH="--without-lead"
+      WHICH="--without-lead --below-us ${LEAD_BELOW_US:-30}"
       if [ "$kind" = remeasure-hinted ]; then
         WHICH="--layout-hinted"
         [ -d "$DATA/unhinted" ] && WHICH="$WHICH --only $DATA/unhinted"

@@ -48,8 +48,7 @@ def _measured_with_hints(path: Path, dataset) -> set[str]:
 def main() -> int:
     from torch_diode.cli.collect import _hinted_already
     from torch_diode.collection.kernel_spec import layout_hinted
-    from torch_diode.collection.sweep_state import problem_key
-    from torch_diode.types import Dataset, load_dataset, save_dataset
+    from torch_diode.types import Dataset, load_dataset, problem_key, save_dataset
 
     out = Dataset()
     files = []

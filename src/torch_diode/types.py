@@ -489,6 +489,16 @@ def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
 
+def problem_key(problem: Problem) -> str:
+    """The identity of a requested problem (recorded problems also carry exact strides)."""
+    bias = "x".join(map(str, problem.bias_shape)) if problem.bias_shape else "-"
+    return (
+        f"{problem.op}:{problem.B}x{problem.M}x{problem.N}x{problem.K}:"
+        f"{problem.dtype_a},{problem.dtype_b},{problem.dtype_out}:"
+        f"{int(problem.transpose_a)}{int(problem.transpose_b)}:{bias}"
+    )
+
+
 def _merge_resume_record(into: dict[str, Any], other: dict[str, Any]) -> None:
     """A collection's resume record (``completed`` problem keys, ``skipped`` problems with their
     reasons) joined into ``into``: a merged file still tells a resumed collection what is done."""
@@ -559,11 +569,20 @@ class Dataset:
         return sum(len(t) for _, _, t in self.problems())
 
     def subset(self, keep: Callable[[Hardware, Problem], bool]) -> Dataset:
-        """A new dataset with the problems for which ``keep(hardware, problem)`` is true."""
+        """A new dataset with the problems for which ``keep(hardware, problem)`` is true. Its
+        resume record (``completed``) names no problem left out: the subset does not claim them
+        done (``--exclude`` and ``--only`` read it)."""
         out = Dataset(metadata={**self.metadata, "sources": list(self.metadata.get("sources", []))})
+        kept_keys, left_keys = set(), set()
         for hardware, problem, timings in self.problems():
             if keep(hardware, problem):
                 out.entry_for(hardware).ops.setdefault(problem.op, {})[problem] = list(timings)
+                kept_keys.add(problem_key(problem))
+            else:
+                left_keys.add(problem_key(problem))
+        if "completed" in self.metadata:
+            left_out = left_keys - kept_keys
+            out.metadata["completed"] = [k for k in self.metadata["completed"] if k not in left_out]
         return out
 
     # ----- (de)serialisation ------------------------------------------------------------------

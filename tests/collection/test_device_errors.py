@@ -5,9 +5,8 @@ import torch
 
 from torch_diode.collection import inductor_sweep
 from torch_diode.collection.inductor_sweep import sweep_inductor
-from torch_diode.collection.sweep_state import problem_key
 from torch_diode.hardware import DeviceError, check_device, device_works
-from torch_diode.types import Problem, load_dataset
+from torch_diode.types import Problem, load_dataset, problem_key
 
 # operands of 2^48 elements: their allocation fails at once, on any machine
 HUGE = Problem(op="mm", B=1, M=2**24, N=2**24, K=2**24, dtype_a="float32", dtype_b="float32", dtype_out="float32")

@@ -20,8 +20,7 @@ from torch_diode.collection.shapes import (
     random_problems,
     unique_problems,
 )
-from torch_diode.collection.sweep_state import problem_key
-from torch_diode.types import Problem
+from torch_diode.types import Problem, problem_key
 
 ROOT = Path(__file__).resolve().parents[2]
 

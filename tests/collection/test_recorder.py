@@ -13,9 +13,8 @@ from torch._inductor import config as inductor_config
 from torch._inductor import select_algorithm
 
 from torch_diode.collection import Collector, collect
-from torch_diode.collection.sweep_state import problem_key
 from torch_diode.features import is_aten
-from torch_diode.types import load_dataset
+from torch_diode.types import load_dataset, problem_key
 
 pytestmark = pytest.mark.slow
 
@@ -421,6 +420,46 @@ def test_remeasure_measures_the_hinted_problems_again_and_merge_replace_puts_the
     assert proc.returncode == 2 and "missing.json" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
+def test_remeasure_below_us_takes_the_problems_that_ran_under_it(tmp_path):
+    """`diode remeasure FILE --below-us US`: only the problems whose fastest recorded time is under
+    US microseconds (a problem whose choices all failed has none); a file without one, or a time
+    that is not above 0, measures nothing (the measuring itself: the --layout-hinted test above)."""
+    from torch_diode.cli.collect import ran_under
+    from torch_diode.hardware import detect_hardware
+    from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig, save_dataset
+
+    settings = {"mode": "inductor", "max_autotune_gemm_backends": "CPP,ATEN", "tf32": False}
+    old = Dataset(metadata={"sources": [{"tool": "torch_diode.collect", "settings": settings}]})
+    short = Problem("bmm", 2, 32, 32, 32, "float32", "float32", "float32")
+    aten = KernelConfig(template_id="aten::bmm")
+    old.add(
+        detect_hardware("cpu"),
+        short,
+        [TimedConfig(aten, 40.0), TimedConfig(KernelConfig("triton::bmm", 32, 32, 32, 8, 2, 4), 9.0)],
+    )
+    old.add(
+        detect_hardware("cpu"),
+        Problem("bmm", 2, 64, 64, 64, "float32", "float32", "float32"),
+        [TimedConfig(aten, 50.0)],
+    )
+    old.add(
+        detect_hardware("cpu"),
+        Problem("mm", 1, 16, 16, 16, "float32", "float32", "float32"),
+        [TimedConfig.failure(KernelConfig(template_id="aten::mm"))],
+    )
+    assert ran_under(old, 10) == {short} and len(ran_under(old, 50.5)) == 2 and ran_under(old, 9) == set()
+    save_dataset(old, tmp_path / "old.json")
+    cli = [sys.executable, "-m", "torch_diode.cli", "remeasure", str(tmp_path / "old.json"), "--device", "cpu"]
+    for below, rc, said in (("5", 0, "none of its problems ran under 5 us; nothing to do"), ("0", 2, "--below-us")):
+        proc = subprocess.run(
+            [*cli, "--below-us", below, "-o", str(tmp_path / "new.json")], capture_output=True, text=True
+        )
+        assert proc.returncode == rc and said in proc.stdout + proc.stderr and "Traceback" not in proc.stderr, (
+            proc.stderr
+        )
+    assert not (tmp_path / "new.json").exists()
+
+
 def test_remeasure_without_lead_leaves_the_files_timed_with_the_lead(tmp_path):
     """`diode remeasure FILE --without-lead` measures again only a file whose fast-collector timings
     had no lead before each flush: a file collected with the lead, or of Inductor's own timings, or
@@ -448,6 +487,12 @@ def test_remeasure_without_lead_leaves_the_files_timed_with_the_lead(tmp_path):
     assert not _led_already(dataset(fast, {**remeasured, "layout_hinted_only": True}))
     assert not _led_already(dataset(fast, {**remeasured, "only": ["data/h100/unhinted"]}))
     assert not _led_already(dataset(fast, {**remeasured, "shard": "0/2"}))
+    # the short kernels: all of those the next re-measurement would take
+    assert _led_already(dataset(fast, {**remeasured, "below_us": 30.0}), below_us=30.0)
+    assert _led_already(dataset(fast, {**remeasured, "below_us": 30.0}), below_us=10.0)
+    assert not _led_already(dataset(fast, {**remeasured, "below_us": 10.0}), below_us=30.0)
+    assert not _led_already(dataset(fast, {**remeasured, "below_us": 30.0}))  # all its problems
+    assert _led_already(dataset(fast, remeasured), below_us=30.0)
     cli = [sys.executable, "-m", "torch_diode.cli", "remeasure"]
     for name, d in (("led", dataset(led)), ("inductor", dataset({"mode": "inductor", "tf32": False}))):
         save_dataset(d, tmp_path / f"{name}.json")
@@ -455,3 +500,11 @@ def test_remeasure_without_lead_leaves_the_files_timed_with_the_lead(tmp_path):
         proc = subprocess.run([*args, "-o", str(tmp_path / "o.json")], capture_output=True, text=True)
         assert proc.returncode == 0 and "takes none); nothing to do" in proc.stdout, proc.stdout + proc.stderr[-2000:]
         assert not (tmp_path / "o.json").exists()
+    # a collection's placeholder chunk (shapes not yet measured) holds nothing to measure again
+    save_dataset(
+        Dataset(metadata={"sources": [{"tool": "torch_diode.collect", "settings": fast}]}), tmp_path / "empty.json"
+    )
+    args = [*cli, str(tmp_path / "empty.json"), "--without-lead", "--device", "cpu", "-o", str(tmp_path / "o.json")]
+    proc = subprocess.run(args, capture_output=True, text=True)
+    assert proc.returncode == 0 and "holds no problem; nothing to do" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+    assert not (tmp_path / "o.json").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -257,7 +258,7 @@ def _draw(args: argparse.Namespace, excluded: set[str], fill: CellFill | None = 
     """``--num-shapes`` distinct random problems, none of them in ``excluded`` nor held out (redrawn
     with the following seeds until there are enough); with ``fill`` (a coverage.CellFill), only
     problems that it takes, until its cells are full."""
-    from ..collection.sweep_state import problem_key
+    from ..types import problem_key
 
     spec = _spec(args)
     excluded = set(excluded) | _heldout_keys()
@@ -330,7 +331,7 @@ def _cmd_collect(args: argparse.Namespace) -> int:
 
 def _cmd_collect_shapeset(args: argparse.Namespace) -> int:
     from ..collection.shapes import load_shapeset, resolve_shapeset, unique_problems
-    from ..collection.sweep_state import problem_key
+    from ..types import problem_key
 
     _check_files(args, {"--exclude": args.exclude, "--shapeset": [resolve_shapeset(args.shapeset)]})
     entries = load_shapeset(args.shapeset)
@@ -400,22 +401,35 @@ def _hinted_already(dataset) -> bool:
     )
 
 
-def _led_already(dataset) -> bool:
-    """Whether ``dataset``'s timings have the fast collector's lead before each flush
-    (fast_sweep.LEAD_US) or need none: every collection recorded a lead or was not the fast
-    collector's (Inductor's own timings), or a re-measurement of all its problems with the lead (not
-    of its hinted problems, of --only's or of one shard) was merged in (`diode dataset merge
-    --replace`)."""
+def _led_already(dataset, below_us: float | None = None) -> bool:
+    """Whether ``dataset``'s timings (of its problems under ``below_us`` microseconds, where given)
+    have the fast collector's lead before each flush (fast_sweep.LEAD_US) or need none: every
+    collection recorded a lead or was not the fast collector's (Inductor's own timings), or a
+    re-measurement with the lead of all its problems, or of all those under at least ``below_us``
+    (``--below-us``), was merged in (`diode dataset merge --replace`); not one of its hinted
+    problems, of --only's or of one shard."""
     settings = _collection_settings(dataset)
+
+    def covers(s: dict) -> bool:
+        done_below = s.get("below_us")
+        return done_below is None or (below_us is not None and done_below >= below_us)
+
     return bool(settings) and (
         all(s.get("lead_us") or s.get("mode") != "fast" for s in settings)
         or any(
             s.get("command") == "remeasure"
             and s.get("lead_us")
             and not (s.get("layout_hinted_only") or s.get("only") or s.get("shard"))
+            and covers(s)
             for s in settings
         )
     )
+
+
+def ran_under(dataset, time_us: float) -> set:
+    """The problems of ``dataset`` whose fastest recorded time is under ``time_us`` (a problem
+    whose choices all failed, timed inf, has none)."""
+    return {p for _, p, ts in dataset.problems() if min((t.time_us for t in ts), default=math.inf) < time_us}
 
 
 def _measurement_settings(path: str, dataset) -> dict:
@@ -447,8 +461,7 @@ def _measurement_settings(path: str, dataset) -> dict:
 
 def _cmd_remeasure(args: argparse.Namespace) -> int:
     from ..collection.kernel_spec import layout_hinted
-    from ..collection.sweep_state import problem_key
-    from ..types import load_dataset
+    from ..types import load_dataset, problem_key
 
     # a file with nothing to measure again says so without importing torch or opening the device
     # (collect.sh remeasure-hinted asks every dataset file)
@@ -456,22 +469,33 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
     check_outputs(inputs, {"--output": _output_path(args.output, args.format)}, dataset_outputs=["--output"])
     if Path(args.input).is_dir():
         raise OptionError("input", f"{args.input} is a folder: remeasure reads one dataset file (its settings)")
+    if args.below_us is not None and not args.below_us > 0:
+        raise OptionError("--below-us", f"{args.below_us:g}: give a time in microseconds above 0")
     source = load_dataset(args.input)
     if args.layout_hinted and _hinted_already(source):
         print(f"remeasure {args.input}: its problems were measured with the layout hints; nothing to do")
         return 0
-    if args.without_lead and _led_already(source):
+    if args.without_lead and _led_already(source, args.below_us):
         print(
             f"remeasure {args.input}: its problems were timed with the collector's lead (or by Inductor's own "
             "benchmark, which takes none); nothing to do"
         )
         return 0
     problems = [p for _, p, _ in source.problems()]
+    if not problems:  # a collection's placeholder chunk, say, of shapes not yet measured
+        print(f"remeasure {args.input}: it holds no problem; nothing to do")
+        return 0
     if args.only:  # before the hints, which build (meta) tensors
         only = held_keys(args.only)
         problems = [p for p in problems if problem_key(p) in only]
         if not problems:
             print(f"remeasure {args.input}: none of its problems is in {' '.join(args.only)}; nothing to do")
+            return 0
+    if args.below_us is not None:
+        short = ran_under(source, args.below_us)
+        problems = [p for p in problems if p in short]
+        if not problems:
+            print(f"remeasure {args.input}: none of its problems ran under {args.below_us:g} us; nothing to do")
             return 0
     if args.layout_hinted:
         problems = [p for p in problems if layout_hinted(p)]
@@ -506,11 +530,14 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
         f"remeasure {args.input}: {len(problems)} of its {source.num_problems} problems"
         + (" (those whose kernels get layout hints)" if args.layout_hinted else "")
         + (f" (those of {' '.join(args.only)})" if args.only else "")
+        + (f" (those whose fastest recorded time is under {args.below_us:g} us)" if args.below_us is not None else "")
         + f", {mode} mode as recorded"
     )
     record = {"command": "remeasure", "source": str(args.input), "layout_hinted_only": args.layout_hinted}
     if args.only:
         record["only"] = list(args.only)
+    if args.below_us is not None:
+        record["below_us"] = args.below_us
     return _run(problems, args, record, fast_chunk_size=None)  # one file, as the input is
 
 
@@ -719,6 +746,14 @@ def add_collection_commands(sub: argparse._SubParsersAction) -> None:
         "(fast_sweep.LEAD_US; on a GPU whose flush is short, such a file's short kernels read slow): "
         "a file whose collections recorded the lead, or into which a re-measurement of all its problems "
         "with it was merged, is left as it is",
+    )
+    p.add_argument(
+        "--below-us",
+        type=float,
+        metavar="US",
+        help="only the problems whose fastest recorded time is under US microseconds: with --without-lead, "
+        'those whose timings the lead changes (data/README.md, "Timed without the lead"); a file into '
+        "which a re-measurement with the lead of its problems under US or more was merged is left as it is",
     )
     p.add_argument(
         "--only",

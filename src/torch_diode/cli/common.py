@@ -175,7 +175,7 @@ def _shapesets_and_datasets(paths: Sequence[str] | None) -> tuple[set[str], list
     """The keys of the problems that the shapesets among ``paths`` (shipped names or shapeset
     JSON files) list, and the other paths (datasets)."""
     from ..collection.shapes import is_shapeset_file, load_shapeset, problem_identity
-    from ..collection.sweep_state import problem_key
+    from ..types import problem_key
 
     keys: set[str] = set()
     datasets = []
@@ -190,8 +190,7 @@ def _shapesets_and_datasets(paths: Sequence[str] | None) -> tuple[set[str], list
 def held_keys(paths: Sequence[str] | None) -> set[str]:
     """The problems that the datasets at ``paths`` hold or marked done, and that the shapesets
     among ``paths`` (shipped names or shapeset JSON files) list; none without paths."""
-    from ..collection.sweep_state import problem_key
-    from ..types import load_datasets
+    from ..types import load_datasets, problem_key
 
     keys, datasets = _shapesets_and_datasets(paths)
     if datasets:
@@ -205,8 +204,7 @@ def excluded_measurements(paths: Sequence[str] | None) -> Callable[[Hardware, Pr
     shapeset among ``paths`` lists, on any GPU; a problem a dataset among them holds, where measured
     on the GPU that dataset measured it on (timings known to be wrong on one GPU say nothing of
     another's measurement of the same problem)."""
-    from ..collection.sweep_state import problem_key
-    from ..types import load_datasets
+    from ..types import load_datasets, problem_key
 
     anywhere, datasets = _shapesets_and_datasets(paths)
     measured: set[tuple[str, str]] = set()

@@ -69,8 +69,7 @@ def _merge_replacing(datasets: list) -> tuple:
     name; the same problem as requested, whether or not its strides were recorded) is taken from it
     alone: a measurement made again replaces the old one instead of being averaged with it.
     (merged dataset, how many problems were replaced)"""
-    from ..collection.sweep_state import problem_key
-    from ..types import Dataset
+    from ..types import Dataset, problem_key
 
     merged, replaced = Dataset(), 0
     for dataset in datasets:

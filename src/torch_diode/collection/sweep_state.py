@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..types import Dataset, Problem
+from ..types import Dataset, Problem, problem_key
 from .recorder import Collector
 
 logger = logging.getLogger(__name__)
@@ -64,16 +64,6 @@ def chunked(
         (list(problems[i : i + chunk_size]), str(path.with_name(f"{stem}_chunk{i // chunk_size:04d}{suffix}")))
         for i in range(0, len(problems), chunk_size)
     ]
-
-
-def problem_key(problem: Problem) -> str:
-    """The identity of a requested problem (recorded problems also carry exact strides)."""
-    bias = "x".join(map(str, problem.bias_shape)) if problem.bias_shape else "-"
-    return (
-        f"{problem.op}:{problem.B}x{problem.M}x{problem.N}x{problem.K}:"
-        f"{problem.dtype_a},{problem.dtype_b},{problem.dtype_out}:"
-        f"{int(problem.transpose_a)}{int(problem.transpose_b)}:{bias}"
-    )
 
 
 def done_keys(collector: Collector) -> set[str]:

@@ -377,7 +377,7 @@ def with_prior_data(
     (measured on another GPU) that it lacks, relabelled as measured on ``dataset``'s GPU, and the
     record of what was added (the model's ``prior_data``). Where both hold a problem, ``dataset``'s
     timings alone are kept."""
-    from ..collection.sweep_state import problem_key
+    from ..types import problem_key
 
     own = [(hw, p) for hw, p, _ in dataset.problems() if not hardware_name or hardware_name in hw.device_name]
     devices = sorted({hw.device_name for hw, _ in own})
