@@ -3,6 +3,12 @@
 Names an example leaves to the reader (``dataloader``, ``input_tensor``, ``my_function``) are
 defined by the tests in code run first. The tests load this file by path (they are not a package)."""
 
+# The environment of an example's process: every compile lowers its graph again and asks the
+# handler (no FX-graph or AOT-autograd cache hit), while Inductor keeps its compiled C++ kernels and
+# CPU ISA checks in its cache folder (TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 would build them again in
+# every process)
+FRESH_GRAPHS_ENV = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"}
+
 COMPLETE_EXAMPLE = """
 import torch
 import torch_diode_models  # Auto-registers the best model for your hardware

@@ -25,7 +25,7 @@ _spec.loader.exec_module(guide)
 
 def run(code: str, env: dict | None = None) -> str:
     """Runs ``code`` in a new interpreter on the CPU; its stdout (stderr on failure, in the message)."""
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1", **(env or {})}
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", **guide.FRESH_GRAPHS_ENV, **(env or {})}
     proc = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=600
     )
@@ -155,7 +155,7 @@ def test_troubleshooting_model_not_found_falls_back_with_a_warning():
         ],
         capture_output=True,
         text=True,
-        env={**os.environ, "CUDA_VISIBLE_DEVICES": "", "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"},
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": "", **guide.FRESH_GRAPHS_ENV},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "{'model_load_error': 1}" in proc.stdout

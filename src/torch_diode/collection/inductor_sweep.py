@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..hardware import DeviceError, check_device, current_device, detect_hardware, device_works
-from ..types import Problem
+from ..inductor.hooks import check_cpu_isa_with_caches
+from ..types import Problem, problem_key
 from .operands import operands
-from .sweep_state import SweepSummary, begin, done_keys, mark, open_collector, problem_key, skip_crashed
+from .sweep_state import SweepSummary, begin, done_keys, mark, open_collector, skip_crashed
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +52,8 @@ def compile_and_run(problem: Problem, device: str, settings: dict[str, Any]) -> 
     from torch._inductor import config as inductor_config
 
     torch._dynamo.reset()
+    if not device.startswith("cuda"):
+        check_cpu_isa_with_caches()
     inputs = make_inputs(problem, device)
     fn = torch.compile(op_function(problem.op), dynamic=False, fullgraph=True)
     start = time.perf_counter()

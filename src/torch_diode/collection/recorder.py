@@ -21,7 +21,13 @@ from typing import Any
 from ..features import is_aten
 from ..inductor.config_space import aten_allows_tf32, tf32_enabled
 from ..inductor.convert import config_from_choice, problem_from_nodes
-from ..inductor.hooks import feedback_savers, resume_handlers, set_inductor_config, suspend_handlers
+from ..inductor.hooks import (
+    check_cpu_isa_with_caches,
+    feedback_savers,
+    resume_handlers,
+    set_inductor_config,
+    suspend_handlers,
+)
 from ..types import Dataset, DatasetWriter, Hardware, KernelConfig, Problem, TimedConfig
 
 logger = logging.getLogger(__name__)
@@ -99,6 +105,10 @@ class Collector:
             # import on a GPU with a shipped model) Inductor would benchmark diode's pick only
             self._suspended = suspend_handlers()
         if self.disable_caches:
+            import torch
+
+            if not torch.cuda.is_available():  # GEMMs compiled for the CPU
+                check_cpu_isa_with_caches()
             self._saved_config = set_inductor_config(_CACHE_OFF)
         savers.append(self._saver)
         self._active = True

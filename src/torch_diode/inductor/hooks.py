@@ -218,3 +218,16 @@ def set_inductor_config(values: dict[str, Any]) -> dict[str, Any]:
     for key, value in values.items():
         setattr(inductor_config, key, value)
     return before
+
+
+def check_cpu_isa_with_caches() -> None:
+    """Has Inductor find the CPU's vector ISAs now, before caches go off. It builds a small C++
+    kernel per ISA once per process; with ``force_disable_caches`` it builds them in a new
+    temporary folder every time, where with caches on it keeps them in its cache folder for the
+    next process. The GEMMs measured are timed as before: only the ISA checks' builds are kept."""
+    try:
+        from torch._inductor import cpu_vec_isa
+
+        cpu_vec_isa.valid_vec_isa_list()  # functools.cache: the process keeps the answer
+    except Exception:  # no C++ compiler, say: Inductor meets the same when it compiles, and says so
+        logger.debug("torch-diode: Inductor's CPU ISA check failed", exc_info=True)
