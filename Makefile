@@ -8,13 +8,12 @@
 #   make test-fast   the Python tests not marked `slow`, one pytest-xdist worker per core: what to
 #                    run while editing
 #   make test-slow   the Python tests marked `slow` (real torch.compile runs, workflows end to end),
-#                    one pytest-xdist worker per core (idle ones steal queued tests); .ci/run runs
-#                    it after `make test`
-#   make test-python the whole Python suite in one pytest run
+#                    one pytest-xdist worker per core (idle ones steal queued tests)
+#   make test-python the whole Python suite in one pytest-xdist run, one worker per core, the slow
+#                    tests queued first (tests/conftest.py): the short ones even out the workers' ends
 #   make test-cpp    the C++ unit tests under AddressSanitizer and UBSan
 #   make lint        ruff (lint and format check) over Python, clang-format over csrc/
-#   make test        lint, test-fast, test-cpp and test-lib in turn (minutes); .ci/run runs it,
-#                    then test-slow
+#   make test        lint, test-python, test-cpp and test-lib in turn (minutes): what .ci/run runs
 #   make format      applies ruff's fixes and formatting and clang-format in place
 
 PYTHON ?= python3
@@ -62,10 +61,10 @@ install: $(STAMP) $(RUFF_STAMP)
 demo: $(STAMP)
 	$(PY) workflows/demo.py
 
-test: lint test-fast test-cpp test-lib
+test: lint test-python test-cpp test-lib
 
 test-python: $(STAMP)
-	$(PYTEST) $(PYTEST_OK)
+	$(PYTEST) -n $(JOBS) --dist worksteal $(PYTEST_OK)
 
 test-fast: $(STAMP)
 	$(PYTEST) -m "not slow" -n $(JOBS) --dist worksteal $(PYTEST_OK)

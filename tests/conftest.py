@@ -7,3 +7,9 @@ from pathlib import Path
 
 for helpers in ("integration", "gpu", "selection"):
     sys.path.insert(0, str(Path(__file__).resolve().parent / helpers))
+
+
+def pytest_collection_modifyitems(config, items):
+    """The slow tests first (a stable sort keeps each group's order): pytest-xdist's workers start
+    on the long ones, and the short ones left at the end even out when each worker is done."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

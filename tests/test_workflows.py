@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_tutorial_script_runs_every_step(tmp_path):
-    env = {**os.environ, "SHAPES": "4", "EPOCHS": "20", "DIODE": f"{sys.executable} -m torch_diode.cli"}
+    env = {**os.environ, "SHAPES": "2", "EPOCHS": "20", "DIODE": f"{sys.executable} -m torch_diode.cli"}
     proc = subprocess.run(
         ["bash", str(ROOT / "workflows" / "tutorial.sh"), str(tmp_path)], env=env, capture_output=True, text=True
     )
