@@ -109,11 +109,7 @@ from torch_diode import config as diode_config  # noqa: E402
 from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs, op_function  # noqa: E402
 from torch_diode.integration.install import diode_choices  # noqa: E402
 from torch_diode.selection import Policy  # noqa: E402
-from torch_diode.types import (  # noqa: E402
-    atomic_write_bytes,
-    load_datasets,
-    problem_key,  # noqa: E402
-)
+from torch_diode.types import atomic_write_bytes, load_datasets, problem_key  # noqa: E402
 
 logger = logging.getLogger(__name__)
 

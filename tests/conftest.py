@@ -10,6 +10,7 @@ for helpers in ("integration", "gpu", "selection"):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The slow tests first (a stable sort keeps each group's order): pytest-xdist's workers start
-    on the long ones, and the short ones left at the end even out when each worker is done."""
+    """The slow tests first (a stable sort keeps each group's order): the short ones come last in
+    the queue, which pytest-xdist's idle workers steal from the end of, so the workers finish
+    close together."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)

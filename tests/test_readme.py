@@ -15,6 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("readme_blocks", ROOT / "tests" / "readme_blocks.py")
 readme = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(readme)
+_spec = importlib.util.spec_from_file_location("guide_examples", ROOT / "tests" / "guide_examples.py")
+guide = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(guide)
 
 SECTION_USE = "Use it with torch.compile"
 SECTION_TOOLS = "Collect, inspect, train, validate"
@@ -32,8 +35,7 @@ def test_the_readme_marks_its_gpu_code_and_keeps_cpu_code_in_both_sections():
 def test_readme_torch_compile_example_runs_on_a_cpu_and_counts_the_fallback():
     (code,) = [b for b in readme.blocks("python", SECTION_USE) if GPU not in b]
     code += "import json\nprint('STATS ' + json.dumps(choices.get_stats(), default=str))\n"
-    # a cached graph would skip the handler (tests/guide_examples.py, FRESH_GRAPHS_ENV)
-    env = {**os.environ, "TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"}
+    env = {**os.environ, **guide.FRESH_GRAPHS_ENV}  # a cached graph would skip the handler
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     stats = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("STATS "))[len("STATS ") :])

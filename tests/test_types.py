@@ -174,6 +174,11 @@ def test_a_subset_claims_no_left_out_problem_done(tmp_path):
     save_dataset(sub, tmp_path / "sub.json")
     assert held_keys([str(tmp_path / "sub.json")]) == {problem_key(kept), "mm:1x1x1x1:failed"}
     assert "completed" not in Dataset(metadata={"sources": []}).subset(lambda hw, p: True).metadata
+    # a problem kept on one GPU and left out on the other stays done
+    h100_only = d.subset(lambda hw, p: hw == H100)
+    assert problem_key(MM) in h100_only.metadata["completed"] and problem_key(BADD) in h100_only.metadata["completed"]
+    cpu_only = d.subset(lambda hw, p: hw == CPU)
+    assert problem_key(MM) in cpu_only.metadata["completed"] and problem_key(BADD) not in cpu_only.metadata["completed"]
 
 
 def test_load_datasets_merges_a_folder(tmp_path):

@@ -160,7 +160,7 @@ def test_kill_minus_9_then_resume(tmp_path):
         "--dtypes",
         "float32",
         "--num-shapes",
-        "4",
+        "3",
         "--min-size",
         "16",
         "--max-size",
@@ -186,7 +186,7 @@ def test_kill_minus_9_then_resume(tmp_path):
     proc.wait()
     killed = load_dataset(out)  # the file is whole: writes are atomic
     done_before = killed.metadata["completed"]
-    assert 1 <= len(done_before) < 4
+    assert 1 <= len(done_before) < 3
     # the writer's lock file stays after kill -9 (no process holds its lock: the resume below takes
     # it), and so may a temporary file where the kill came between a write and its rename
 
@@ -194,9 +194,9 @@ def test_kill_minus_9_then_resume(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "lock or temporary files left behind"
     final = load_dataset(out)
     assert final.metadata["completed"][: len(done_before)] == done_before
-    assert len(set(final.metadata["completed"])) == 4 == len(final.metadata["completed"])
+    assert len(set(final.metadata["completed"])) == 3 == len(final.metadata["completed"])
     keys = {problem_key(p) for _, p, _ in final.problems()}
-    assert len(keys) == 4
+    assert len(keys) == 3
     # shapes measured before the kill were not measured again: one sample per choice
     for _, p, timings in final.problems():
         if problem_key(p) in done_before:
@@ -379,6 +379,11 @@ def test_remeasure_measures_the_hinted_problems_again_and_merge_replace_puts_the
         "cpu",
         "-o",
         str(tmp_path / "new.json"),
+        # an --only list and a bound that leave no problem out: a re-measurement of all (hinted) ones
+        "--only",
+        str(tmp_path / "old.json"),
+        "--below-us",
+        "20000",
     ]
     proc = subprocess.run(remeasure, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -386,6 +391,7 @@ def test_remeasure_measures_the_hinted_problems_again_and_merge_replace_puts_the
     new = load_dataset(tmp_path / "new.json")
     assert [problem_key(p) for _, p, _ in new.problems()] == [problem_key(hinted)]  # recorded with its strides
     assert new.metadata["sources"][0]["settings"]["max_autotune_gemm_backends"] == "CPP,ATEN"
+    assert not {"only", "below_us"} & set(new.metadata["sources"][0]["settings"])
     again = subprocess.run(remeasure, capture_output=True, text=True)
     assert again.returncode == 0 and "1 already done" in again.stdout, again.stdout
     merge = [*cli, "dataset", "merge", str(tmp_path / "old.json"), str(tmp_path / "new.json"), "--replace"]
@@ -422,8 +428,9 @@ def test_remeasure_measures_the_hinted_problems_again_and_merge_replace_puts_the
 
 def test_remeasure_below_us_takes_the_problems_that_ran_under_it(tmp_path):
     """`diode remeasure FILE --below-us US`: only the problems whose fastest recorded time is under
-    US microseconds (a problem whose choices all failed has none); a file without one, or a time
-    that is not above 0, measures nothing (the measuring itself: the --layout-hinted test above)."""
+    US microseconds (a problem whose choices all failed has none), measured again as the file
+    records (Inductor's CPP,ATEN max-autotune on the CPU here), the new file's record naming the
+    bound; a file without such a problem, or a time not above 0, measures nothing."""
     from torch_diode.cli.collect import ran_under
     from torch_diode.hardware import detect_hardware
     from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig, save_dataset
@@ -432,32 +439,33 @@ def test_remeasure_below_us_takes_the_problems_that_ran_under_it(tmp_path):
     old = Dataset(metadata={"sources": [{"tool": "torch_diode.collect", "settings": settings}]})
     short = Problem("bmm", 2, 32, 32, 32, "float32", "float32", "float32")
     aten = KernelConfig(template_id="aten::bmm")
+    cpu = detect_hardware("cpu")
+    old.add(cpu, short, [TimedConfig(aten, 40.0), TimedConfig(KernelConfig("triton::bmm", 32, 32, 32, 8, 2, 4), 9.0)])
+    old.add(cpu, Problem("bmm", 2, 64, 64, 64, "float32", "float32", "float32"), [TimedConfig(aten, 50.0)])
     old.add(
-        detect_hardware("cpu"),
-        short,
-        [TimedConfig(aten, 40.0), TimedConfig(KernelConfig("triton::bmm", 32, 32, 32, 8, 2, 4), 9.0)],
-    )
-    old.add(
-        detect_hardware("cpu"),
-        Problem("bmm", 2, 64, 64, 64, "float32", "float32", "float32"),
-        [TimedConfig(aten, 50.0)],
-    )
-    old.add(
-        detect_hardware("cpu"),
+        cpu,
         Problem("mm", 1, 16, 16, 16, "float32", "float32", "float32"),
         [TimedConfig.failure(KernelConfig(template_id="aten::mm"))],
     )
-    assert ran_under(old, 10) == {short} and len(ran_under(old, 50.5)) == 2 and ran_under(old, 9) == set()
+    assert ran_under(old, 10) == {problem_key(short)} and len(ran_under(old, 50.5)) == 2 and ran_under(old, 9) == set()
     save_dataset(old, tmp_path / "old.json")
     cli = [sys.executable, "-m", "torch_diode.cli", "remeasure", str(tmp_path / "old.json"), "--device", "cpu"]
-    for below, rc, said in (("5", 0, "none of its problems ran under 5 us; nothing to do"), ("0", 2, "--below-us")):
-        proc = subprocess.run(
-            [*cli, "--below-us", below, "-o", str(tmp_path / "new.json")], capture_output=True, text=True
-        )
-        assert proc.returncode == rc and said in proc.stdout + proc.stderr and "Traceback" not in proc.stderr, (
-            proc.stderr
-        )
-    assert not (tmp_path / "new.json").exists()
+
+    def remeasure(below: str) -> subprocess.CompletedProcess:
+        args = [*cli, "--below-us", below, "-o", str(tmp_path / "new.json")]
+        return subprocess.run(args, capture_output=True, text=True)
+
+    proc = remeasure("5")
+    assert proc.returncode == 0 and "none of its problems ran under 5 us; nothing to do" in proc.stdout, proc.stdout
+    proc = remeasure("0")
+    assert proc.returncode == 2 and "--below-us: 0: give a time in microseconds above 0" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "new.json").exists()
+    proc = remeasure("10")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "1 of its 3 problems (those whose fastest recorded time is under 10 us)" in proc.stdout, proc.stdout
+    new = load_dataset(tmp_path / "new.json")
+    assert [problem_key(p) for _, p, _ in new.problems()] == [problem_key(short)]
+    assert new.metadata["sources"][0]["settings"]["below_us"] == 10
 
 
 def test_remeasure_without_lead_leaves_the_files_timed_with_the_lead(tmp_path):
@@ -465,7 +473,7 @@ def test_remeasure_without_lead_leaves_the_files_timed_with_the_lead(tmp_path):
     had no lead before each flush: a file collected with the lead, or of Inductor's own timings, or
     into which a whole re-measurement with the lead was merged, is left as it is. A merged
     re-measurement of its hinted problems alone does not make a file led."""
-    from torch_diode.cli.collect import _led_already
+    from torch_diode.cli.collect import _hinted_already, _led_already
     from torch_diode.collection.fast_sweep import LEAD_US, FastSweep
     from torch_diode.hardware import detect_hardware
     from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig, save_dataset
@@ -487,6 +495,11 @@ def test_remeasure_without_lead_leaves_the_files_timed_with_the_lead(tmp_path):
     assert not _led_already(dataset(fast, {**remeasured, "layout_hinted_only": True}))
     assert not _led_already(dataset(fast, {**remeasured, "only": ["data/h100/unhinted"]}))
     assert not _led_already(dataset(fast, {**remeasured, "shard": "0/2"}))
+    # a hinted re-measurement of the short problems alone leaves a file collected before the hints unhinted
+    unhinted, hinted = {**fast, "layout_hints": False}, {**remeasured, "layout_hinted_only": True}
+    assert not _hinted_already(dataset(unhinted))
+    assert _hinted_already(dataset(unhinted, hinted))
+    assert not _hinted_already(dataset(unhinted, {**hinted, "below_us": 30.0}))
     # the short kernels: all of those the next re-measurement would take
     assert _led_already(dataset(fast, {**remeasured, "below_us": 30.0}), below_us=30.0)
     assert _led_already(dataset(fast, {**remeasured, "below_us": 30.0}), below_us=10.0)

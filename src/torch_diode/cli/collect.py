@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -392,12 +391,15 @@ def _collection_settings(dataset) -> list[dict]:
 
 def _hinted_already(dataset) -> bool:
     """Whether the problems of ``dataset`` whose kernels get layout hints were measured with them:
-    every collection ran with the hints, or a hinted re-measurement was merged in
-    (`diode dataset merge --replace`)."""
+    every collection ran with the hints, or a hinted re-measurement (of them all, not only of those
+    under --below-us) was merged in (`diode dataset merge --replace`)."""
     settings = _collection_settings(dataset)
     return bool(settings) and (
         all(s.get("layout_hints") for s in settings)
-        or any(s.get("command") == "remeasure" and s.get("layout_hinted_only") for s in settings)
+        or any(
+            s.get("command") == "remeasure" and s.get("layout_hinted_only") and s.get("below_us") is None
+            for s in settings
+        )
     )
 
 
@@ -426,10 +428,13 @@ def _led_already(dataset, below_us: float | None = None) -> bool:
     )
 
 
-def ran_under(dataset, time_us: float) -> set:
-    """The problems of ``dataset`` whose fastest recorded time is under ``time_us`` (a problem
-    whose choices all failed, timed inf, has none)."""
-    return {p for _, p, ts in dataset.problems() if min((t.time_us for t in ts), default=math.inf) < time_us}
+def ran_under(dataset, time_us: float) -> set[str]:
+    """The problems (keys, as `diode dataset merge --replace` replaces them) of ``dataset`` whose
+    fastest recorded time is under ``time_us``; a problem whose choices all failed has none."""
+    from ..dataset_tools import best_configs
+    from ..types import problem_key
+
+    return {problem_key(p) for _, p, best, _, _ in best_configs(dataset) if best.time_us < time_us}
 
 
 def _measurement_settings(path: str, dataset) -> dict:
@@ -485,18 +490,27 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
     if not problems:  # a collection's placeholder chunk, say, of shapes not yet measured
         print(f"remeasure {args.input}: it holds no problem; nothing to do")
         return 0
+    # what the file's record says was measured again: --only or --below-us where they left a
+    # problem out (without, the re-measurement is of all its problems)
+    narrowed = {}
     if args.only:  # before the hints, which build (meta) tensors
         only = held_keys(args.only)
-        problems = [p for p in problems if problem_key(p) in only]
-        if not problems:
+        kept = [p for p in problems if problem_key(p) in only]
+        if not kept:
             print(f"remeasure {args.input}: none of its problems is in {' '.join(args.only)}; nothing to do")
             return 0
+        if len(kept) < len(problems):
+            narrowed["only"] = list(args.only)
+        problems = kept
     if args.below_us is not None:
         short = ran_under(source, args.below_us)
-        problems = [p for p in problems if p in short]
-        if not problems:
+        kept = [p for p in problems if problem_key(p) in short]
+        if not kept:
             print(f"remeasure {args.input}: none of its problems ran under {args.below_us:g} us; nothing to do")
             return 0
+        if len(kept) < len(problems):
+            narrowed["below_us"] = args.below_us
+        problems = kept
     if args.layout_hinted:
         problems = [p for p in problems if layout_hinted(p)]
         if not problems:
@@ -533,11 +547,7 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
         + (f" (those whose fastest recorded time is under {args.below_us:g} us)" if args.below_us is not None else "")
         + f", {mode} mode as recorded"
     )
-    record = {"command": "remeasure", "source": str(args.input), "layout_hinted_only": args.layout_hinted}
-    if args.only:
-        record["only"] = list(args.only)
-    if args.below_us is not None:
-        record["below_us"] = args.below_us
+    record = {"command": "remeasure", "source": str(args.input), "layout_hinted_only": args.layout_hinted, **narrowed}
     return _run(problems, args, record, fast_chunk_size=None)  # one file, as the input is
 
 

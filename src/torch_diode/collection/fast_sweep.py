@@ -40,7 +40,7 @@ from ..inductor.config_space import (
     tma_offered,
     triton_configs,
 )
-from ..types import KernelConfig, Problem, TimedConfig
+from ..types import KernelConfig, Problem, TimedConfig, problem_key
 from .operands import layout_tensors
 from .recorder import Collector
 from .sweep_state import (
@@ -52,7 +52,6 @@ from .sweep_state import (
     held_keys,
     mark,
     open_collector,
-    problem_key,
     skip_crashed,
 )
 

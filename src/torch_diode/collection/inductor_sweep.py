@@ -52,7 +52,7 @@ def compile_and_run(problem: Problem, device: str, settings: dict[str, Any]) -> 
     from torch._inductor import config as inductor_config
 
     torch._dynamo.reset()
-    if not device.startswith("cuda"):
+    if device == "cpu":
         check_cpu_isa_with_caches()
     inputs = make_inputs(problem, device)
     fn = torch.compile(op_function(problem.op), dynamic=False, fullgraph=True)

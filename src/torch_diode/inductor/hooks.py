@@ -221,10 +221,11 @@ def set_inductor_config(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_cpu_isa_with_caches() -> None:
-    """Has Inductor find the CPU's vector ISAs now, before caches go off. It builds a small C++
-    kernel per ISA once per process; with ``force_disable_caches`` it builds them in a new
-    temporary folder every time, where with caches on it keeps them in its cache folder for the
-    next process. The GEMMs measured are timed as before: only the ISA checks' builds are kept."""
+    """Has Inductor find the CPU's vector ISAs now, outside a compile. It builds a small C++ kernel
+    per ISA once per process: inside a compile with ``force_disable_caches`` it builds them in a
+    new temporary folder every time, where outside one it keeps them in its cache folder for the
+    next process. The GEMMs measured are compiled and timed as before: only the ISA checks' builds
+    are kept."""
     try:
         from torch._inductor import cpu_vec_isa
 
