@@ -10,7 +10,8 @@
 # val-v2-layouts val-v2-hidden val-v2-odd val-v2-attn-qk val-v2-attn-pv val-v2-vocab val-v2-hugek val-v2-tma val-v2-attn4 (their validation);
 # inductor-decomposek inductor-tma inductor-misaligned (stock max-autotune's own timings, to $DATA/inductor_timed);
 # remeasure-hinted (the problems whose kernels now get layout hints, measured again and merged in place);
-# remeasure-lead (the files timed without the collector's lead before each flush, measured again and merged in place);
+# remeasure-lead (the problems under LEAD_BELOW_US=30 us of the files timed without the collector's lead before each
+# flush, measured again and merged in place);
 # train-mm train-bmm val-mm val-bmm train-f32 val-f32 train-odd train-decode val-odd train-attn train-f32s train-odd2 train-f32m odd-v1
 # (default: all but odd-v1, in that order). Files go to $DATA (default data/h100); every command
 # resumes where a killed run stopped. GPUS=n runs the parts on n GPUs at once (below). Run it from
