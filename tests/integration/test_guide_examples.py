@@ -257,7 +257,7 @@ def test_integration_readme_manual_usage():
     with V.set_choices_handler(choices):
         # Use torch.compile operations...
         from torch._inductor import config
-        with config.patch(max_autotune=True, force_disable_caches=True):
+        with config.patch(max_autotune=True):  # the FX-graph cache is off (FRESH_GRAPHS_ENV)
             f = torch.compile(lambda x, y: torch.addmm(x, x, y))
             x = torch.randn(8, 8)
             torch.testing.assert_close(f(x, x), torch.addmm(x, x, x))

@@ -144,7 +144,7 @@ def test_disable_takes_the_settings_and_the_backend_out():
     config.max_autotune_gemm_backends = "DIODE"
     f = lambda a, b: torch.bmm(a, b)
     a, b = torch.randn(2, 8, 8), torch.randn(2, 8, 8)
-    with config.patch(max_autotune=True, force_disable_caches=True):
+    with config.patch(max_autotune=True, fx_graph_cache=False):
         torch.compile(f)(a, b)
         torch_diode.disable()
         print(hasattr(config, "fast_autotune"))
