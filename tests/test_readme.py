@@ -12,12 +12,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("readme_blocks", ROOT / "tests" / "readme_blocks.py")
-readme = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(readme)
-_spec = importlib.util.spec_from_file_location("guide_examples", ROOT / "tests" / "guide_examples.py")
-guide = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(guide)
+
+
+def _helper(name: str):
+    """A helper module of tests/, loaded by path (the tests are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+readme = _helper("readme_blocks")
+guide = _helper("guide_examples")
 
 SECTION_USE = "Use it with torch.compile"
 SECTION_TOOLS = "Collect, inspect, train, validate"

@@ -100,15 +100,13 @@ def launchers_for(
     templates' compiled kernels; None where ``errors`` (one per config) says it did not compile."""
     from .triton_mm import make_launcher
 
-    errors = errors if errors is not None else [None] * len(configs)
-    return [
-        untiled_launcher(problem, c, a, b, out, bias)
-        if not c.is_tiled
-        else None
-        if error is not None
-        else make_launcher(a, b, out, bias, c)
-        for c, error in zip(configs, errors)
-    ]
+    launchers: list[Callable[[], Any] | None] = []
+    for config, error in zip(configs, errors if errors is not None else [None] * len(configs)):
+        if not config.is_tiled:
+            launchers.append(untiled_launcher(problem, config, a, b, out, bias))
+        else:
+            launchers.append(None if error is not None else make_launcher(a, b, out, bias, config))
+    return launchers
 
 
 def untiled_launcher(problem: Problem, config: KernelConfig, a: Any, b: Any, out: Any, bias: Any) -> Callable[[], Any]:
