@@ -144,6 +144,15 @@ def test_merge_records_sources_and_different_software_stays_apart():
     assert [s["tool"] for s in a.metadata["sources"]] == ["a", "b"]
 
 
+def test_merge_keeps_each_source_record_once():
+    """A re-measurement merged a second time (a resumed merge) or two chunks of one collection add
+    no record the file holds already; records that differ stay, in order."""
+    a = Dataset(metadata={"sources": [{"tool": "a"}, {"tool": "r", "below_us": 30.0}]})
+    b = Dataset(metadata={"sources": [{"tool": "r", "below_us": 30.0}, {"tool": "r", "below_us": 10.0}]})
+    a.merge(b).merge(b)
+    assert a.metadata["sources"] == [{"tool": "a"}, {"tool": "r", "below_us": 30.0}, {"tool": "r", "below_us": 10.0}]
+
+
 def test_merge_joins_the_resume_records():
     """A merged collection file still says which problems are done or skipped (a skip that the
     other input measured is done), so a resumed collection into it measures none of them again."""

@@ -516,7 +516,8 @@ class Dataset:
     """Hardware -> op -> problem -> timed configs, with metadata.
 
     ``metadata`` holds ``created`` (ISO-8601) and ``sources``: one record per collection run or
-    merged file (tool, settings, date), so a merged dataset says where each part came from.
+    merged file (tool, settings, date), each record once, so a merged dataset says where each part
+    came from.
     """
 
     entries: list[HardwareEntry] = field(default_factory=list)
@@ -549,7 +550,11 @@ class Dataset:
             for ops in entry.ops.values():
                 for problem, timings in ops.items():
                     self.add(entry.hardware, problem, timings)
-        self.metadata.setdefault("sources", []).extend(other.metadata.get("sources", []))
+        sources = self.metadata.setdefault("sources", [])
+        # each record once: a file merged again (a resumed merge, chunks of one run) adds none
+        for source in other.metadata.get("sources", []):
+            if source not in sources:
+                sources.append(source)
         _merge_resume_record(self.metadata, other.metadata)
         return self
 
