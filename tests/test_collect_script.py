@@ -148,8 +148,9 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
         (tmp_path / "h100" / folder).mkdir(parents=True, exist_ok=True)
         (tmp_path / "h100" / folder / name).write_text("old")
     # the stand-in writes every output it is given, except the re-measurement of h100_b (as
-    # `diode remeasure` where no problem is hinted); the first run of h100_a stops half way with
-    # exit status 0, so it is run until a run finds nothing left to measure
+    # `diode remeasure` where no problem is hinted), and prints diode's summary line; the first run
+    # of h100_a stops half way with exit status 0, so it is run until a run's summary accounts for
+    # both of its problems (measured then or before)
     wrapper = tmp_path / "writes_outputs.sh"
     wrapper.write_text(
         'bash "$FAKE" "$@" || exit $?\n'
@@ -157,13 +158,12 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
         'case "$out" in\n'
         '  "") ;;\n'
         '  *h100_b.msgpack.gz) echo "none of its 3 problems gets a layout hint; nothing to do" ;;\n'
-        '  *h100_a.msgpack.gz) n=$(cat "$out.runs" 2>/dev/null || echo 0); mkdir -p "$(dirname "$out")"\n'
-        '    echo $((n + 1)) > "$out.runs"; [ "$n" -eq 0 ] || echo "new" > "$out"\n'
-        '    if [ "$n" -ge 2 ]; then rm "$out.runs"; echo "summary: 2 shapes: 0 problems measured, 2 already done";\n'
-        '    else echo "summary: 2 shapes: 1 problems measured"; fi ;;\n'
-        '  *) if [ -e "$out" ]; then echo "summary: 1 shapes: 0 problems measured, 1 already done";\n'
-        '    else mkdir -p "$(dirname "$out")" && echo "new" > "$out"\n'
-        '      echo "summary: 1 shapes: 1 problems measured"; fi ;;\n'
+        '  *h100_a.msgpack.gz) mkdir -p "$(dirname "$out")"\n'
+        '    if [ -e "$out.half" ]; then echo "new" > "$out"; rm "$out.half"\n'
+        '      echo "summary: 2 shapes: 1 problems measured, 1 already done, 0 skipped; 9 timed configs"\n'
+        '    else touch "$out.half"; echo "summary: 2 shapes: 1 problems measured, 0 already done, 0 skipped; 5 timed configs"; fi ;;\n'
+        '  *) mkdir -p "$(dirname "$out")" && echo "new" > "$out"\n'
+        '    echo "summary: 1 shapes: 1 problems measured, 0 already done, 0 skipped; 4 timed configs" ;;\n'
         "esac\n"
     )
     (tmp_path / "h100" / "unhinted").mkdir()  # the list of the problems to measure again
@@ -172,10 +172,11 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
     parser = build_parser()
     parsed = [parser.parse_args(hoist_global_options(parser, call.split()[1:])) for call in calls]
     remeasured = [a for a in parsed if a.command == "remeasure"]
-    twice = [name for _, name in files[:2]] + ["h100_v2_attn_qk.msgpack.gz"]
-    assert [Path(a.input).name for a in remeasured] == [n for name in twice for n in (name, name)] + [
-        "h100_a.msgpack.gz",  # half, the rest, nothing left
-        "h100_a.msgpack.gz",
+    assert [Path(a.input).name for a in remeasured] == [
+        "h100_realmodels.msgpack.gz",
+        "h100_v.msgpack.gz",
+        "h100_v2_attn_qk.msgpack.gz",
+        "h100_a.msgpack.gz",  # half, then the rest
         "h100_a.msgpack.gz",
         "h100_b.msgpack.gz",
     ]
