@@ -38,6 +38,11 @@ best of the widened set where unsure), the unsure fraction and the classifier's 
 grouped by op, dtype, operands, row alignment, attention or not, the pick's kind and the members'
 agreement: whether any group is as safe as the aligned problems.
 
+``bias``: predicted over measured time (geomean over every timed candidate), ATen choices and
+Triton configs apart, per measured-time regime (under 10 us, 10-30 us, 30 us and over), per model
+and held-out set: whether the model takes short Triton kernels for slower than cuBLAS against the
+measurements (training data timed without the collector's lead does, on the H200).
+
 ``extern-preference``: the handler's first pick per dataset for several values of
 ``extern_preference``, applied to every problem or (as the handler does) to those whose rows are
 aligned only: its slowdown against the best measured (geomean and worst; aligned and misaligned
@@ -50,6 +55,7 @@ problems apart), and how often the pick is ATen/cuBLAS (no kernel to compile).
     python -m benchmarks.selection_replay extern-preference --model NVIDIA-H200-matmul --data DIR --out pref.json
     python -m benchmarks.selection_replay unsure-pool --out benchmarks/results/unsure_pool_cpu.json
     python -m benchmarks.selection_replay learned-risk --out benchmarks/results/learned_risk_h100_cpu.json
+    python -m benchmarks.selection_replay bias --out benchmarks/results/prediction_bias_cpu.json
 """
 
 from __future__ import annotations
@@ -543,6 +549,59 @@ def ranking(args: argparse.Namespace) -> int:
     return 0
 
 
+# measured-time regimes of the bias report, in us: short kernels are where a timing's host
+# overhead weighs most (the collector's lead, data/README.md "Timed without the lead")
+BIAS_REGIMES_US = ((0.0, 10.0), (10.0, 30.0), (30.0, math.inf))
+
+
+def bias(args: argparse.Namespace) -> int:
+    """Per model and the held-out set paired with it: how the model's predicted times (the members' mean) stand to the
+    measured ones, ATen choices and Triton configs apart, by the measured time's regime: the geomean
+    of predicted / measured over every timed candidate. Grouping by measured time leans each group
+    toward over-prediction in the shortest regime (regression to the mean) for both kinds alike; a
+    ratio of the Triton figure to the ATen one over 1 there means the model takes short Triton
+    kernels for slower than cuBLAS against the measurements, and turns first picks to cuBLAS."""
+    if len(args.model) != len(args.data):
+        raise SystemExit("--model and --data pair up: give as many of each")
+    regimes = [[lo, None if math.isinf(hi) else hi] for lo, hi in BIAS_REGIMES_US]
+    rows = []
+    for model, data in zip(args.model, args.data):
+        ratios: dict[tuple[str, int], list[float]] = {}
+        for _problem, pool, members, measured in replays(model, [data]):
+            predicted = np.exp(members.mean(axis=0))
+            for kind, mask in (("aten", pool.extern), ("triton", ~pool.extern)):
+                for t, r in zip(measured[mask], predicted[mask] / measured[mask]):
+                    regime = next(i for i, (lo, hi) in enumerate(BIAS_REGIMES_US) if lo <= t < hi)
+                    ratios.setdefault((kind, regime), []).append(float(r))
+        for regime, measured_us in enumerate(regimes):
+            row = {"model": model, "data": data, "measured_us": measured_us}
+            for kind in ("aten", "triton"):
+                r = ratios.get((kind, regime), [])
+                row[f"{kind}_candidates"] = len(r)
+                row[f"{kind}_predicted_over_measured"] = _summary(r).get("geomean")
+            a, t = row["aten_predicted_over_measured"], row["triton_predicted_over_measured"]
+            row["triton_over_aten"] = t / a if a and t else None
+            rows.append(row)
+    _write(args, {"regimes_us": regimes, "rows": rows})
+    print(
+        f"{'model':28s} {'data':24s} {'measured us':>11s} {'ATen n':>7s} {'pred/meas':>9s} "
+        f"{'Triton n':>8s} {'pred/meas':>9s} {'T/A':>6s}"
+    )
+    for r in rows:
+        lo, hi = r["measured_us"]
+        print(
+            f"{r['model'][-28:]:28s} {r['data'][-24:]:24s} {f'{lo:g}-{hi:g}' if hi else f'>= {lo:g}':>11s} "
+            f"{r['aten_candidates']:7d} {_fixed(r['aten_predicted_over_measured'], 9)} {r['triton_candidates']:8d} "
+            f"{_fixed(r['triton_predicted_over_measured'], 9)} {_fixed(r['triton_over_aten'], 6)}"
+        )
+    return 0
+
+
+def _fixed(value: float | None, width: int) -> str:
+    """``value`` with three decimals in ``width`` columns, or a dash where there is none."""
+    return f"{value:{width}.3f}" if value is not None else f"{'-':>{width}s}"
+
+
 def unsure_rules(args: argparse.Namespace) -> int:
     """The unsure rules measured one by one on the held-out sets with the model's own contract:
     for each variant (every rule; every rule but one; the hand-made rules alone; the loss_risk rule
@@ -838,6 +897,16 @@ def main() -> int:
     p.add_argument("--data", nargs="+", default=HELDOUT_SETS)
     p.add_argument("--out", required=True)
     p.set_defaults(run=ranking)
+    p = sub.add_parser("bias", help="predicted over measured time, ATen and Triton apart, by measured-time regime")
+    p.add_argument("--model", nargs="+", default=["NVIDIA-H100-matmul", "NVIDIA-H200-matmul"])
+    p.add_argument(
+        "--data",
+        nargs="+",
+        default=[str(ROOT / "data" / gpu / "realmodels") for gpu in ("h100", "h200")],
+        help="one held-out set per --model, in the same order (default: the H100's and the H200's real models)",
+    )
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=bias)
     p = sub.add_parser("unsure-rules", help="each unsure rule on and off, on the held-out sets")
     p.add_argument("--model", default="NVIDIA-H100-matmul")
     p.add_argument("--data", nargs="+", default=HELDOUT_SETS)

@@ -344,6 +344,50 @@ def test_uncertainty_replay_gives_each_signal_an_auc(tmp_path):
     assert any(v is not None for r in report["rows"] for v in r["auc"].values())
 
 
+def test_bias_replay_splits_every_timed_candidate_by_kind_and_regime(tmp_path):
+    """benchmarks/selection_replay.py bias on the shipped sample: each timed candidate counted once,
+    in its kind (ATen or Triton) and its measured time's regime, and each ratio the geomean of
+    predicted over measured there."""
+    from benchmarks.selection_replay import BIAS_REGIMES_US
+    from torch_diode.features import config_rows, featurize, is_extern
+    from torch_diode.predict import load_model
+    from torch_diode.types import load_dataset
+
+    sample = ROOT / "data" / "sample" / "h100_sample.json.gz"
+    out = tmp_path / "bias.json"
+    selection_replay("bias", "--model", "NVIDIA-H100-matmul", "--data", sample, "--out", out)
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["measured_us"][0] for r in rows] == [lo for lo, _ in BIAS_REGIMES_US]
+    engine = load_model("NVIDIA-H100-matmul")
+    expected = {}
+    for hardware, problem, timings in load_dataset(sample).problems():
+        ok = [t for t in timings if not t.failed]
+        configs = [t.config for t in ok]
+        features = featurize(problem, configs, hardware)
+        predicted = np.exp(np.asarray(engine.predict_members(features)).mean(axis=0))
+        for t, p, extern in zip(ok, predicted, is_extern(config_rows(configs))):
+            regime = next(lo for lo, hi in BIAS_REGIMES_US if lo <= t.time_us < hi)
+            expected.setdefault(("aten" if extern else "triton", regime), []).append(np.log(p / t.time_us))
+    for r in rows:
+        for kind in ("aten", "triton"):
+            logs = expected.get((kind, r["measured_us"][0]), [])
+            assert r[f"{kind}_candidates"] == len(logs)
+            if logs:
+                assert r[f"{kind}_predicted_over_measured"] == pytest.approx(np.exp(np.mean(logs)), rel=1e-6)
+        if r["aten_candidates"] and r["triton_candidates"]:
+            assert r["triton_over_aten"] == pytest.approx(
+                r["triton_predicted_over_measured"] / r["aten_predicted_over_measured"]
+            )
+    assert sum(r["aten_candidates"] + r["triton_candidates"] for r in rows) == sum(len(v) for v in expected.values())
+    mismatched = subprocess.run(
+        [sys.executable, "-m", "benchmarks.selection_replay", "bias", "--data", sample, "--out", out],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert mismatched.returncode != 0 and "pair up" in mismatched.stderr
+
+
 def test_auc_counts_ties_half_and_needs_both_classes():
     from benchmarks.selection_replay import _auc
 

@@ -161,7 +161,8 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
         '  *h100_a.msgpack.gz) mkdir -p "$(dirname "$out")"\n'
         '    if [ -e "$out.half" ]; then echo "new" > "$out"; rm "$out.half"\n'
         '      echo "summary: 2 shapes: 1 problems measured, 1 already done, 0 skipped; 9 timed configs"\n'
-        '    else touch "$out.half"; echo "summary: 2 shapes: 1 problems measured, 0 already done, 0 skipped; 5 timed configs"; fi ;;\n'
+        '    else touch "$out.half"\n'
+        '      echo "summary: 2 shapes: 1 problems measured, 0 already done, 0 skipped; 5 timed configs"; fi ;;\n'
         '  *) mkdir -p "$(dirname "$out")" && echo "new" > "$out"\n'
         '    echo "summary: 1 shapes: 1 problems measured, 0 already done, 0 skipped; 4 timed configs" ;;\n'
         "esac\n"
