@@ -554,6 +554,11 @@ def ranking(args: argparse.Namespace) -> int:
 BIAS_REGIMES_US = ((0.0, 10.0), (10.0, 30.0), (30.0, math.inf))
 
 
+def _regime(time_us: float) -> int:
+    """The index of the BIAS_REGIMES_US regime holding ``time_us`` (each holds its lower bound)."""
+    return bisect.bisect_right([lo for lo, _ in BIAS_REGIMES_US[1:]], time_us)
+
+
 def bias(args: argparse.Namespace) -> int:
     """Per model and the held-out set paired with it: how the model's predicted times (the members' mean) stand to the
     measured ones, ATen choices and Triton configs apart, by the measured time's regime: the geomean
@@ -571,8 +576,7 @@ def bias(args: argparse.Namespace) -> int:
             predicted = np.exp(members.mean(axis=0))
             for kind, mask in (("aten", pool.extern), ("triton", ~pool.extern)):
                 for t, r in zip(measured[mask], predicted[mask] / measured[mask]):
-                    regime = next(i for i, (lo, hi) in enumerate(BIAS_REGIMES_US) if lo <= t < hi)
-                    ratios.setdefault((kind, regime), []).append(float(r))
+                    ratios.setdefault((kind, _regime(t)), []).append(float(r))
         for regime, measured_us in enumerate(regimes):
             row = {"model": model, "data": data, "measured_us": measured_us}
             for kind in ("aten", "triton"):

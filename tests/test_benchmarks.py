@@ -344,48 +344,35 @@ def test_uncertainty_replay_gives_each_signal_an_auc(tmp_path):
     assert any(v is not None for r in report["rows"] for v in r["auc"].values())
 
 
-def test_bias_replay_splits_every_timed_candidate_by_kind_and_regime(tmp_path):
-    """benchmarks/selection_replay.py bias on the shipped sample: each timed candidate counted once,
-    in its kind (ATen or Triton) and its measured time's regime, and each ratio the geomean of
-    predicted over measured there."""
-    from benchmarks.selection_replay import BIAS_REGIMES_US
-    from torch_diode.features import config_rows, featurize, is_extern
-    from torch_diode.predict import load_model
-    from torch_diode.types import load_dataset
+def test_bias_replay_splits_every_timed_candidate_by_kind_and_regime(tmp_path, monkeypatch):
+    """benchmarks/selection_replay.py bias: each timed candidate counted once, in its kind (ATen or
+    Triton) and its measured time's regime (a regime holds its lower bound), each ratio the geomean
+    of the members' mean prediction over the measured time there; --model and --data pair up."""
+    from benchmarks import selection_replay
+    from torch_diode.selection import Pool
 
-    sample = ROOT / "data" / "sample" / "h100_sample.json.gz"
+    extern = np.array([True, False, False, False, True, False])
+    measured = np.array([9.99, 10.0, 29.0, 30.0, 40.0, 5.0])
+    # two members; their mean over measured: 1.1, 2.0, 0.5, 1.0, 1.25, 4.0
+    mean = measured * np.array([1.1, 2.0, 0.5, 1.0, 1.25, 4.0])
+    members = np.log(np.stack([mean * 1.2, mean / 1.2]))
+    pool = Pool(np.zeros((6, 1)), extern)
+    monkeypatch.setattr(selection_replay, "replays", lambda model, data: iter([(None, pool, members, measured)]))
     out = tmp_path / "bias.json"
-    selection_replay("bias", "--model", "NVIDIA-H100-matmul", "--data", sample, "--out", out)
+    selection_replay.bias(argparse.Namespace(model=["m"], data=["d"], out=str(out)))
     rows = json.loads(out.read_text())["rows"]
-    assert [r["measured_us"][0] for r in rows] == [lo for lo, _ in BIAS_REGIMES_US]
-    engine = load_model("NVIDIA-H100-matmul")
-    expected = {}
-    for hardware, problem, timings in load_dataset(sample).problems():
-        ok = [t for t in timings if not t.failed]
-        configs = [t.config for t in ok]
-        features = featurize(problem, configs, hardware)
-        predicted = np.exp(np.asarray(engine.predict_members(features)).mean(axis=0))
-        for t, p, extern in zip(ok, predicted, is_extern(config_rows(configs))):
-            regime = next(lo for lo, hi in BIAS_REGIMES_US if lo <= t.time_us < hi)
-            expected.setdefault(("aten" if extern else "triton", regime), []).append(np.log(p / t.time_us))
-    for r in rows:
-        for kind in ("aten", "triton"):
-            logs = expected.get((kind, r["measured_us"][0]), [])
-            assert r[f"{kind}_candidates"] == len(logs)
-            if logs:
-                assert r[f"{kind}_predicted_over_measured"] == pytest.approx(np.exp(np.mean(logs)), rel=1e-6)
-        if r["aten_candidates"] and r["triton_candidates"]:
-            assert r["triton_over_aten"] == pytest.approx(
-                r["triton_predicted_over_measured"] / r["aten_predicted_over_measured"]
-            )
-    assert sum(r["aten_candidates"] + r["triton_candidates"] for r in rows) == sum(len(v) for v in expected.values())
-    mismatched = subprocess.run(
-        [sys.executable, "-m", "benchmarks.selection_replay", "bias", "--data", sample, "--out", out],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert mismatched.returncode != 0 and "pair up" in mismatched.stderr
+    assert [r["measured_us"] for r in rows] == [[0.0, 10.0], [10.0, 30.0], [30.0, None]]
+    got = [
+        (r["aten_candidates"], r["aten_predicted_over_measured"], r["triton_candidates"], r["triton_over_aten"])
+        for r in rows
+    ]
+    mean_gm = np.exp(members.mean(axis=0) - np.log(measured))  # the members' ln mean, as the handler ranks
+    assert got[0][:3] == (1, pytest.approx(mean_gm[0]), 1) and got[0][3] == pytest.approx(mean_gm[5] / mean_gm[0])
+    assert got[1] == (0, None, 2, None)
+    assert rows[1]["triton_predicted_over_measured"] == pytest.approx(np.sqrt(mean_gm[1] * mean_gm[2]))
+    assert got[2][:3] == (1, pytest.approx(mean_gm[4]), 1) and got[2][3] == pytest.approx(mean_gm[3] / mean_gm[4])
+    with pytest.raises(SystemExit, match="pair up"):
+        selection_replay.bias(argparse.Namespace(model=["m", "n"], data=["d"], out=str(out)))
 
 
 def test_auc_counts_ties_half_and_needs_both_classes():

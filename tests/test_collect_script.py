@@ -136,6 +136,7 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
     one, `diode dataset merge --replace` of the file and it, moved over the file, and the
     re-measurement removed."""
     from torch_diode.cli import build_parser, hoist_global_options
+    from torch_diode.collection.sweep_state import SweepSummary
 
     files = [
         ("realmodels", "h100_realmodels.msgpack.gz"),
@@ -150,7 +151,11 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
     # the stand-in writes every output it is given, except the re-measurement of h100_b (as
     # `diode remeasure` where no problem is hinted), and prints diode's summary line; the first run
     # of h100_a stops half way with exit status 0, so it is run until a run's summary accounts for
-    # both of its problems (measured then or before)
+    # both of its problems (measured then or before); the first run of h100_v skips a problem (one
+    # that ended two runs, counted done as well), so it is run until a run measures nothing
+    def summary(shapes: int, **counts: int) -> str:
+        return f"summary: {shapes} shapes: {SweepSummary(**counts, seconds=1.0).line()} -> out"
+
     wrapper = tmp_path / "writes_outputs.sh"
     wrapper.write_text(
         'bash "$FAKE" "$@" || exit $?\n'
@@ -158,13 +163,15 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
         'case "$out" in\n'
         '  "") ;;\n'
         '  *h100_b.msgpack.gz) echo "none of its 3 problems gets a layout hint; nothing to do" ;;\n'
-        '  *h100_a.msgpack.gz) mkdir -p "$(dirname "$out")"\n'
+        '  *h100_a.msgpack.gz|*h100_v.msgpack.gz) mkdir -p "$(dirname "$out")"\n'
         '    if [ -e "$out.half" ]; then echo "new" > "$out"; rm "$out.half"\n'
-        '      echo "summary: 2 shapes: 1 problems measured, 1 already done, 0 skipped; 9 timed configs"\n'
+        f'      case "$out" in *h100_a*) echo "{summary(2, problems_measured=1, problems_resumed=1)}" ;;\n'
+        f'        *) echo "{summary(2, problems_resumed=2, problems_skipped=1)}" ;; esac\n'
         '    else touch "$out.half"\n'
-        '      echo "summary: 2 shapes: 1 problems measured, 0 already done, 0 skipped; 5 timed configs"; fi ;;\n'
+        f'      case "$out" in *h100_a*) echo "{summary(2, problems_measured=1)}" ;;\n'
+        f'        *) echo "{summary(2, problems_measured=1, problems_resumed=1, problems_skipped=1)}" ;; esac; fi ;;\n'
         '  *) mkdir -p "$(dirname "$out")" && echo "new" > "$out"\n'
-        '    echo "summary: 1 shapes: 1 problems measured, 0 already done, 0 skipped; 4 timed configs" ;;\n'
+        f'    echo "{summary(1, problems_measured=1, timed_configs=4)}" ;;\n'
         "esac\n"
     )
     (tmp_path / "h100" / "unhinted").mkdir()  # the list of the problems to measure again
@@ -175,6 +182,7 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
     remeasured = [a for a in parsed if a.command == "remeasure"]
     assert [Path(a.input).name for a in remeasured] == [
         "h100_realmodels.msgpack.gz",
+        "h100_v.msgpack.gz",  # a problem skipped, then nothing left to measure
         "h100_v.msgpack.gz",
         "h100_v2_attn_qk.msgpack.gz",
         "h100_a.msgpack.gz",  # half, then the rest

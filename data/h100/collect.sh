@@ -305,15 +305,15 @@ for part in "${parts[@]}"; do
         dir="$DATA/remeasured/$(basename "$(dirname "$f")")"
         [ "$kind" = remeasure-lead ] && dir="$DATA/remeasured_lead/$(basename "$(dirname "$f")")"
         out="$dir/$(basename "$f")"
-        # until a run's summary accounts for every problem, measured now or before, or a run finds
-        # nothing left to measure: a partial re-measurement is never merged
+        # until a run's summary accounts for every problem (measured now or before, none skipped) or
+        # a run finds nothing left to measure: a partial re-measurement is never merged
         passes=0
         while :; do
           log=$(run_diode remeasure "$f" $WHICH --workers 14 -o "$out") || exit $?
           printf '%s\n' "$log"
           case $log in *"nothing to do"*|*"shapes: 0 problems measured"*) break ;; esac
           if [[ $log =~ summary:\ ([0-9]+)\ shapes:\ ([0-9]+)\ problems\ measured,\ ([0-9]+)\ already\ done,\ 0\ skipped ]] &&
-            [ $((BASH_REMATCH[2] + BASH_REMATCH[3])) -eq "${BASH_REMATCH[1]}" ]; then
+            ((BASH_REMATCH[2] + BASH_REMATCH[3] == BASH_REMATCH[1])); then
             break
           fi
           passes=$((passes + 1))

@@ -515,9 +515,9 @@ def _merge_resume_record(into: dict[str, Any], other: dict[str, Any]) -> None:
 class Dataset:
     """Hardware -> op -> problem -> timed configs, with metadata.
 
-    ``metadata`` holds ``created`` (ISO-8601) and ``sources``: one record per collection run or
-    merged file (tool, settings, date), each record once, so a merged dataset says where each part
-    came from.
+    ``metadata`` holds ``created`` (ISO-8601) and ``sources``: the records of the collections and
+    merged files it comes from (tool, settings), each distinct record once (runs with the same
+    settings share one), so a merged dataset says how each part was measured.
     """
 
     entries: list[HardwareEntry] = field(default_factory=list)
