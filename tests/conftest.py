@@ -2,11 +2,18 @@
 fx_cache_child.py; tests/gpu/gpu_models.py; tests/selection/selection_policies.py) are imported by
 name from every test directory."""
 
+import os
 import sys
 from pathlib import Path
 
 for helpers in ("integration", "gpu", "selection"):
     sys.path.insert(0, str(Path(__file__).resolve().parent / helpers))
+
+# Inductor's C++ builds (the CPU GEMM template's kernels, the CPU ISA checks) without optimisation,
+# in the test processes and every process they start: the tests judge what diode does, not how
+# fast CPU kernels run, and -O3 builds of the GEMM template are most of a CPU collection's time.
+# GPU kernels (Triton) are compiled as always.
+os.environ.setdefault("TORCHINDUCTOR_DEBUG_COMPILE", "1")
 
 
 def pytest_collection_modifyitems(config, items):
