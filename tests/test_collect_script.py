@@ -148,6 +148,7 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
     for folder, name in files:
         (tmp_path / "h100" / folder).mkdir(parents=True, exist_ok=True)
         (tmp_path / "h100" / folder / name).write_text("old")
+
     # the stand-in writes every output it is given, except the re-measurement of h100_b (as
     # `diode remeasure` where no problem is hinted), and prints diode's summary line; the first run
     # of h100_a stops half way with exit status 0, so it is run until a run's summary accounts for
