@@ -566,11 +566,9 @@ def bias(args: argparse.Namespace) -> int:
     toward over-prediction in the shortest regime (regression to the mean) for both kinds alike; a
     ratio of the Triton figure to the ATen one over 1 there means the model takes short Triton
     kernels for slower than cuBLAS against the measurements, and turns first picks to cuBLAS."""
-    if len(args.model) != len(args.data):
-        raise SystemExit("--model and --data pair up: give as many of each")
     regimes = [[lo, None if math.isinf(hi) else hi] for lo, hi in BIAS_REGIMES_US]
     rows = []
-    for model, data in zip(args.model, args.data):
+    for model, data in _pairs(args):
         ratios: dict[tuple[str, int], list[float]] = {}
         for _problem, pool, members, measured in replays(model, [data]):
             predicted = np.exp(members.mean(axis=0))
@@ -776,11 +774,9 @@ def unsure_pool(args: argparse.Namespace) -> int:
     hands Inductor / the best measured), the unsure fraction and the candidates benchmarked."""
     from torch_diode.selection import UNSURE_POOLS
 
-    if len(args.model) != len(args.data):
-        raise SystemExit("--model and --data pair up: give as many of each")
     base = Policy.from_config()
     rows = []
-    for model, data in zip(args.model, args.data):
+    for model, data in _pairs(args):
         contract = _contract(model)
         problems = list(replays(model, [data], with_tf32=True))
         for pool_name in UNSURE_POOLS:
@@ -868,6 +864,25 @@ def _write(args: argparse.Namespace, body: dict) -> None:
     Path(args.out).write_text(json.dumps(report, indent=1))
 
 
+def _paired_model_and_data(parser: argparse.ArgumentParser) -> None:
+    """--model and --data, one held-out set per model in the same order (default: each shipped
+    model with its GPU's real models' GEMMs); :func:`_pairs` reads them."""
+    parser.add_argument("--model", nargs="+", default=["NVIDIA-H100-matmul", "NVIDIA-H200-matmul"])
+    parser.add_argument(
+        "--data",
+        nargs="+",
+        default=[str(ROOT / "data" / gpu / "realmodels") for gpu in ("h100", "h200")],
+        help="one held-out set per --model, in the same order (default: the H100's and the H200's real models)",
+    )
+
+
+def _pairs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(model, held-out set) of :func:`_paired_model_and_data`'s options."""
+    if len(args.model) != len(args.data):
+        raise SystemExit("--model and --data pair up: give as many of each")
+    return list(zip(args.model, args.data))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -902,13 +917,7 @@ def main() -> int:
     p.add_argument("--out", required=True)
     p.set_defaults(run=ranking)
     p = sub.add_parser("bias", help="predicted over measured time, ATen and Triton apart, by measured-time regime")
-    p.add_argument("--model", nargs="+", default=["NVIDIA-H100-matmul", "NVIDIA-H200-matmul"])
-    p.add_argument(
-        "--data",
-        nargs="+",
-        default=[str(ROOT / "data" / gpu / "realmodels") for gpu in ("h100", "h200")],
-        help="one held-out set per --model, in the same order (default: the H100's and the H200's real models)",
-    )
+    _paired_model_and_data(p)
     p.add_argument("--out", required=True)
     p.set_defaults(run=bias)
     p = sub.add_parser("unsure-rules", help="each unsure rule on and off, on the held-out sets")
@@ -918,13 +927,7 @@ def main() -> int:
     p.add_argument("--out", required=True)
     p.set_defaults(run=unsure_rules)
     p = sub.add_parser("unsure-pool", help="where an unsure decision fills its places from, per model and dataset")
-    p.add_argument("--model", nargs="+", default=["NVIDIA-H100-matmul", "NVIDIA-H200-matmul"])
-    p.add_argument(
-        "--data",
-        nargs="+",
-        default=[str(ROOT / "data" / gpu / "realmodels") for gpu in ("h100", "h200")],
-        help="one dataset per --model, in the same order",
-    )
+    _paired_model_and_data(p)
     p.add_argument("--top-k", type=int, nargs="+", default=[3, 5], help="unsure_top_k values to replay")
     p.add_argument("--out", required=True)
     p.set_defaults(run=unsure_pool)
