@@ -1,0 +1,57 @@
+"""Writes data/h200/unled/h200_unled.msgpack.gz: the problems of data/h200/train whose fastest
+recorded time is under BELOW_US microseconds and whose file was timed without the fast collector's
+lead before each flush (fast_sweep.LEAD_US), with those timings.
+
+    python data/h200/make_unled.py
+
+On the H200 those short kernels' timings read slow, Triton's more than cuBLAS's (data/README.md,
+"Timed without the lead"): `diode train --exclude data/h200/unled` leaves them out until
+`collect.sh remeasure-lead` has measured them again, and `--prior-data` then takes the H100's
+timings of those it holds. A file counts as timed with the lead by the rule `diode remeasure
+--without-lead --below-us BELOW_US` reads (cli.collect._led_already), and its problems under the
+bound by the one it selects them by (cli.collect.ran_under).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TRAIN = ROOT / "data" / "h200" / "train"
+OUT = ROOT / "data" / "h200" / "unled" / "h200_unled.msgpack.gz"
+BELOW_US = 30.0  # collect.sh remeasure-lead's LEAD_BELOW_US
+
+
+def main() -> int:
+    from torch_diode.cli.collect import _led_already, ran_under
+    from torch_diode.types import Dataset, load_dataset, problem_key, save_dataset
+
+    out = Dataset()
+    files = []
+    for path in sorted(TRAIN.glob("*.msgpack.gz")):
+        dataset = load_dataset(path)
+        if _led_already(dataset, BELOW_US):
+            continue
+        short = ran_under(dataset, BELOW_US)
+        before = out.num_problems
+        for hardware, problem, timings in dataset.problems():
+            if problem_key(problem) in short:
+                out.add(hardware, problem, timings)
+        if out.num_problems > before:
+            files.append(path.name)
+    out.metadata["sources"] = [
+        {
+            "tool": "data/h200/make_unled.py",
+            "settings": {"from": "data/h200/train", "below_us": BELOW_US, "files": files},
+            "note": "copies of problems timed without the collector's lead; not a collection",
+        }
+    ]
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    save_dataset(out, OUT)
+    print(f"{out.num_problems} problems of {len(files)} files -> {OUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
