@@ -357,3 +357,21 @@ def test_row_alignment_bytes_is_the_power_of_two_that_divides_each_operands_row(
     assert problem.misaligned_operands == ("a", "b", "out")
     fp32 = Problem("mm", 1, 64, 64, 100, "float32", "float32", "float32")  # rows of 400, 256, 256 bytes
     assert fp32.row_alignment_bytes() == (16, 16, 16) and fp32.misaligned_operands == ()  # 16 at most
+
+
+def test_copy_problems_takes_what_each_files_predicate_picks(tmp_path):
+    """dataset_tools.copy_problems (data/h100/make_unhinted.py, data/h200/make_unled.py): the
+    problems each file's predicate keeps, with their timings; a file whose predicate is None gives
+    none; one source record naming the files problems came from."""
+    from torch_diode.dataset_tools import copy_problems
+
+    d = make_dataset()
+    problems = [p for _, p, _ in d.problems()]
+    save_dataset(d, tmp_path / "a.json")
+    save_dataset(d, tmp_path / "b.json")
+    picks = {"a.json": lambda p: p == problems[0], "b.json": None}
+    out = copy_problems([tmp_path / "a.json", tmp_path / "b.json"], lambda path, ds: picks[path.name], {"tool": "t"})
+    assert [p for _, p, _ in out.problems()] == [problems[0]]
+    (_, _, timings), *_ = [x for x in d.problems() if x[1] == problems[0]]
+    assert [t.samples_us for _, _, ts in out.problems() for t in ts] == [t.samples_us for t in timings]
+    assert out.metadata["sources"] == [{"tool": "t", "settings": {"files": ["a.json"]}}]

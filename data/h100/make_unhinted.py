@@ -48,31 +48,22 @@ def _measured_with_hints(path: Path, dataset) -> set[str]:
 def main() -> int:
     from torch_diode.cli.collect import _hinted_already
     from torch_diode.collection.kernel_spec import layout_hinted
-    from torch_diode.types import Dataset, load_dataset, problem_key, save_dataset
+    from torch_diode.dataset_tools import copy_problems
+    from torch_diode.types import problem_key
 
-    out = Dataset()
-    files = []
-    for path in sorted(TRAIN.glob("*.msgpack.gz")):
-        dataset = load_dataset(path)
+    def unhinted(path: Path, dataset):
         if _hinted_already(dataset):
-            continue
+            return None
         hinted_run = _measured_with_hints(path, dataset)
-        before = out.num_problems
-        for hardware, problem, timings in dataset.problems():
-            if layout_hinted(problem) and problem_key(problem) not in hinted_run:
-                out.add(hardware, problem, timings)
-        if out.num_problems > before:
-            files.append(path.name)
-    out.metadata["sources"] = [
-        {
-            "tool": "data/h100/make_unhinted.py",
-            "settings": {"from": "data/h100/train", "files": files},
-            "note": "copies of problems timed before the layout hints; not a collection",
-        }
-    ]
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    save_dataset(out, OUT)
-    print(f"{out.num_problems} problems of {len(files)} files -> {OUT.relative_to(ROOT)}")
+        return lambda problem: layout_hinted(problem) and problem_key(problem) not in hinted_run
+
+    source = {
+        "tool": "data/h100/make_unhinted.py",
+        "settings": {"from": "data/h100/train"},
+        "note": "copies of problems timed before the layout hints; not a collection",
+    }
+    out = copy_problems(sorted(TRAIN.glob("*.msgpack.gz")), unhinted, source, OUT)
+    print(f"{out.num_problems} problems -> {OUT.relative_to(ROOT)}")
     return 0
 
 

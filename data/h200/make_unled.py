@@ -25,31 +25,22 @@ BELOW_US = 30.0  # collect.sh remeasure-lead's LEAD_BELOW_US
 
 def main() -> int:
     from torch_diode.cli.collect import _led_already, ran_under
-    from torch_diode.types import Dataset, load_dataset, problem_key, save_dataset
+    from torch_diode.dataset_tools import copy_problems
+    from torch_diode.types import problem_key
 
-    out = Dataset()
-    files = []
-    for path in sorted(TRAIN.glob("*.msgpack.gz")):
-        dataset = load_dataset(path)
+    def unled(path: Path, dataset):
         if _led_already(dataset, BELOW_US):
-            continue
+            return None
         short = ran_under(dataset, BELOW_US)
-        before = out.num_problems
-        for hardware, problem, timings in dataset.problems():
-            if problem_key(problem) in short:
-                out.add(hardware, problem, timings)
-        if out.num_problems > before:
-            files.append(path.name)
-    out.metadata["sources"] = [
-        {
-            "tool": "data/h200/make_unled.py",
-            "settings": {"from": "data/h200/train", "below_us": BELOW_US, "files": files},
-            "note": "copies of problems timed without the collector's lead; not a collection",
-        }
-    ]
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    save_dataset(out, OUT)
-    print(f"{out.num_problems} problems of {len(files)} files -> {OUT.relative_to(ROOT)}")
+        return lambda problem: problem_key(problem) in short
+
+    source = {
+        "tool": "data/h200/make_unled.py",
+        "settings": {"from": "data/h200/train", "below_us": BELOW_US},
+        "note": "copies of problems timed without the collector's lead; not a collection",
+    }
+    out = copy_problems(sorted(TRAIN.glob("*.msgpack.gz")), unled, source, OUT)
+    print(f"{out.num_problems} problems -> {OUT.relative_to(ROOT)}")
     return 0
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from .errors import UserError
@@ -75,3 +77,35 @@ def split_dataset(dataset: Dataset, validation_fraction: float, seed: int) -> tu
     for part, name in ((train, "train"), (val, "validation")):
         part.metadata["split"] = {"part": name, "validation_fraction": validation_fraction, "seed": seed}
     return train, val
+
+
+def copy_problems(
+    paths: Iterable[Path],
+    select: Callable[[Path, Dataset], Callable[[Problem], bool] | None],
+    source: dict[str, Any],
+    output: Path | None = None,
+) -> Dataset:
+    """A dataset of copies of the problems (with their timings) of the dataset files ``paths`` that
+    ``select(path, dataset)`` picks (a predicate over the file's problems; None: none of it), for
+    ``diode train --exclude``, written to ``output`` where given. Its one source record is
+    ``source`` with the names of the files it took problems from added to its settings
+    (``files``): it is no collection."""
+    from .types import load_dataset, save_dataset
+
+    out, files = Dataset(), []
+    for path in paths:
+        dataset = load_dataset(path)
+        keep = select(path, dataset)
+        if keep is None:
+            continue
+        before = out.num_problems
+        for hardware, problem, timings in dataset.problems():
+            if keep(problem):
+                out.add(hardware, problem, timings)
+        if out.num_problems > before:
+            files.append(path.name)
+    out.metadata["sources"] = [{**source, "settings": {**source.get("settings", {}), "files": files}}]
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        save_dataset(out, output)
+    return out
