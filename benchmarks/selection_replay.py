@@ -560,12 +560,13 @@ def _regime(time_us: float) -> int:
 
 
 def bias(args: argparse.Namespace) -> int:
-    """Per model and the held-out set paired with it: how the model's predicted times (the members' mean) stand to the
-    measured ones, ATen choices and Triton configs apart, by the measured time's regime: the geomean
-    of predicted / measured over every timed candidate. Grouping by measured time leans each group
-    toward over-prediction in the shortest regime (regression to the mean) for both kinds alike; a
-    ratio of the Triton figure to the ATen one over 1 there means the model takes short Triton
-    kernels for slower than cuBLAS against the measurements, and turns first picks to cuBLAS."""
+    """Per model and the held-out set paired with it: how the model's predicted times (the members'
+    mean) stand to the measured ones, ATen choices and Triton configs apart, by the measured
+    time's regime: the geomean of predicted / measured over every timed candidate. Grouping by
+    measured time leans each group toward over-prediction in the shortest regime (regression to
+    the mean) for both kinds alike; a ratio of the Triton figure to the ATen one over 1 there
+    means the model takes short Triton kernels for slower than cuBLAS against the measurements,
+    and turns first picks to cuBLAS."""
     regimes = [[lo, None if math.isinf(hi) else hi] for lo, hi in BIAS_REGIMES_US]
     rows = []
     for model, data in _pairs(args):
