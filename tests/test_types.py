@@ -240,6 +240,8 @@ def _good() -> dict:
             "hardware[0].ops.mm[0].time_us[0]",
         ),
         (lambda d: d["hardware"][0]["ops"]["mm"][0]["config"].__setitem__(0, 999), "hardware[0].ops.mm[0].config[0]"),
+        (lambda d: d["hardware"][0]["ops"]["mm"][0]["config"].__setitem__(0, True), "hardware[0].ops.mm[0].config[0]"),
+        (lambda d: d["hardware"][0]["ops"]["mm"][0]["failed"].__setitem__(0, 0), "hardware[0].ops.mm[0].failed[0]"),
         (lambda d: d["hardware"][0]["ops"]["mm"][0]["failed"].pop(), "hardware[0].ops.mm[0].failed"),
         (lambda d: d["hardware"][0]["ops"].__setitem__("conv", []), "hardware[0].ops.conv"),
         (lambda d: d.pop("configs"), "configs"),
@@ -375,3 +377,29 @@ def test_copy_problems_takes_what_each_files_predicate_picks(tmp_path):
     (_, _, timings), *_ = [x for x in d.problems() if x[1] == problems[0]]
     assert [t.samples_us for _, _, ts in out.problems() for t in ts] == [t.samples_us for t in timings]
     assert out.metadata["sources"] == [{"tool": "t", "settings": {"files": ["a.json"]}}]
+
+
+def test_a_config_read_before_does_not_let_a_wrong_type_through(tmp_path):
+    """The configs read before are remembered: a config equal to a good one but for the type of a
+    value (0 for False) is still refused."""
+    data = _good()
+    load_dataset(_write_json(tmp_path / "good.json", data))
+    (aten,) = [i for i, c in enumerate(data["configs"]) if c["template_id"] == "aten::mm"]
+    data["configs"][aten]["even_k"] = 0
+    with pytest.raises(DatasetFormatError) as info:
+        load_dataset(_write_json(tmp_path / "bad.json", data))
+    assert info.value.field_path == f"configs[{aten}].even_k"
+
+
+def test_an_int_time_loads_as_a_float_and_an_infinite_one_is_refused(tmp_path):
+    data = _good()
+    row = data["hardware"][0]["ops"]["mm"][0]
+    i = row["failed"].index(False)
+    row["time_us"][i] = 7
+    loaded = load_dataset(_write_json(tmp_path / "int.json", data))
+    times = [t.time_us for _, _, timings in loaded.problems() for t in timings]
+    assert 7.0 in times and all(type(t) is float for t in times)
+    row["time_us"][i] = math.inf  # json writes Infinity, which Python's json reads back
+    with pytest.raises(DatasetFormatError) as info:
+        load_dataset(_write_json(tmp_path / "inf.json", data))
+    assert info.value.field_path == f"hardware[0].ops.mm[0].time_us[{i}]"

@@ -645,7 +645,7 @@ class Dataset:
         check_document(metadata, source, "metadata")  # free-form: it must save again in both formats
         _check_metadata(r.sub("metadata"))
         config_rows = r.get("configs", list)
-        configs = [KernelConfig.from_dict(c, f"configs[{i}]", source) for i, c in enumerate(config_rows)]
+        configs = [_config_from_dict(c, f"configs[{i}]", source) for i, c in enumerate(config_rows)]
         ds = cls(metadata=metadata)
         for h, hw_data in enumerate(r.get("hardware", list)):
             hr = _Reader(hw_data, f"hardware[{h}]", source)
@@ -664,6 +664,24 @@ class Dataset:
                         raise pr.error("problem.op", f"{problem.op!r} listed under op {op!r}")
                     ds.add(hardware, problem, _read_timings(pr, configs))  # a repeated row merges
         return ds
+
+
+_CONFIG_CACHE: dict[tuple, KernelConfig] = {}
+
+
+def _config_from_dict(data: Any, where: str, source: str | None) -> KernelConfig:
+    """KernelConfig.from_dict, remembering the configs read before: the files of a dataset folder
+    repeat one configs table. The key holds each value's type, so 1 and True stay apart."""
+    if type(data) is not dict or any(type(v) is dict or type(v) is list for v in data.values()):
+        return KernelConfig.from_dict(data, where, source)
+    key = tuple((k, type(v), v) for k, v in data.items())
+    config = _CONFIG_CACHE.get(key)
+    if config is None:
+        config = KernelConfig.from_dict(data, where, source)
+        if len(_CONFIG_CACHE) >= 1 << 16:
+            _CONFIG_CACHE.clear()
+        _CONFIG_CACHE[key] = config
+    return config
 
 
 def _check_metadata(r: _Reader) -> None:
@@ -690,21 +708,31 @@ def _read_timings(pr: _Reader, configs: list[KernelConfig]) -> list[TimedConfig]
         if column is not None and len(column) != len(idx):
             raise pr.error(name, f"has {len(column)} entries, 'config' has {len(idx)}")
     out = []
+    # the exact types pass on their own; check_type converts (an int time) or names the bad value
     for i, ci in enumerate(idx):
-        check_type(ci, int, pr.source, f"{pr.path('config')}[{i}]")
+        if type(ci) is not int:
+            check_type(ci, int, pr.source, f"{pr.path('config')}[{i}]")
         if not 0 <= ci < len(configs):
             raise pr.error(f"config[{i}]", f"index {ci} outside the configs table (size {len(configs)})")
-        is_failed = check_type(failed[i], bool, pr.source, f"{pr.path('failed')}[{i}]")
+        is_failed = failed[i]
+        if type(is_failed) is not bool:
+            check_type(is_failed, bool, pr.source, f"{pr.path('failed')}[{i}]")
         if is_failed:
             out.append(TimedConfig.failure(configs[ci]))
             continue
-        t = check_type(times[i], float, pr.source, f"{pr.path('time_us')}[{i}]")
+        t = times[i]
+        if type(t) is not float:
+            t = check_type(t, float, pr.source, f"{pr.path('time_us')}[{i}]")
         if not (t > 0 and math.isfinite(t)):
             raise pr.error(f"time_us[{i}]", f"expected a positive finite time, got {t!r}")
         s: tuple[float, ...] = ()
         if samples is not None:
-            column = check_type(samples[i], list, pr.source, f"{pr.path('samples_us')}[{i}]")
-            s = tuple(check_type(v, float, pr.source, f"{pr.path('samples_us')}[{i}]") for v in column)
+            column = samples[i]
+            if type(column) is not list:
+                column = check_type(column, list, pr.source, f"{pr.path('samples_us')}[{i}]")
+            s = tuple(column)
+            if not all(type(v) is float for v in s):
+                s = tuple(check_type(v, float, pr.source, f"{pr.path('samples_us')}[{i}]") for v in column)
             if not all(v > 0 and math.isfinite(v) for v in s):
                 raise pr.error(f"samples_us[{i}]", f"expected positive finite times, got {list(s)!r:.80}")
         out.append(TimedConfig(configs[ci], t, False, s))
@@ -788,6 +816,8 @@ def check_document(data: Any, source: str | os.PathLike | None, where: str = "")
         value, where, depth = stack.pop()
         if depth > MAX_NESTING:
             raise DatasetFormatError(source, where or "<root>", f"nested deeper than {MAX_NESTING} levels")
+        if _plain_scalars(value):
+            continue  # a dataset's columns and configs: checked whole, item by item below only to name a bad one
         if isinstance(value, dict):
             items: Iterable[tuple[Any, Any]] = value.items()
         else:
@@ -810,6 +840,30 @@ def check_document(data: Any, source: str | os.PathLike | None, where: str = "")
             else:
                 path = f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]"
                 raise DatasetFormatError(source, path.lstrip("."), f"unsupported value of type {type(item).__name__}")
+
+
+_SCALAR_TYPES = frozenset({str, bool, type(None), int, float})
+
+
+def _plain_scalars(value: Any) -> bool:
+    """Whether ``value`` is a list, or an object with string keys, of only strings, booleans,
+    nulls, 64-bit integers and finite floats."""
+    if type(value) is dict:
+        if not all(type(k) is str for k in value):
+            return False
+        values = list(value.values())
+    elif type(value) is list:
+        values = value
+    else:
+        return False
+    kinds = set(map(type, values))
+    if not kinds <= _SCALAR_TYPES:
+        return False
+    if int in kinds:
+        ints = [v for v in values if type(v) is int]
+        if min(ints) < _INT64[0] or max(ints) > _INT64[1]:
+            return False
+    return float not in kinds or all(map(math.isfinite, (v for v in values if type(v) is float)))
 
 
 def decode(path: str | os.PathLike) -> Any:
