@@ -97,3 +97,27 @@ def test_without_new_workers_the_rest_compiles_in_this_process(tmp_path):
     assert report["errors"] == ["compile timed out after 2 s", None, "CompilationError: no"]
     assert report["broken"] and report["here"] == [True, True]
     assert "no new compile workers (OSError: no more processes)" in report["stderr"]
+
+
+def test_a_resumed_sweep_with_nothing_left_starts_no_compile_workers(tmp_path, monkeypatch):
+    """The fast sweep resumed on a file that holds every problem returns before it allocates its
+    flush buffer and starts its compile workers (on a GPU machine, seconds per file of collect.sh's
+    remeasure loops). The sweep's body runs on the CPU here: with nothing to measure it needs no GPU."""
+    from torch_diode.collection import fast_sweep
+    from torch_diode.hardware import detect_hardware
+    from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig, save_dataset
+
+    problems = [Problem("mm", 1, m, 64, 64, "float16", "float16", "float16") for m in (32, 48)]
+    done = Dataset()
+    for p in problems:
+        done.add(detect_hardware("cpu"), p, [TimedConfig(KernelConfig("aten::mm"), 5.0)])
+    save_dataset(done, tmp_path / "done.json")
+
+    def not_with_nothing_to_measure(*args, **kwargs):
+        raise AssertionError("the flush buffer or the compile workers made with nothing to measure")
+
+    monkeypatch.setattr(fast_sweep, "flush_buffer", not_with_nothing_to_measure)
+    monkeypatch.setattr(fast_sweep, "KernelCompiler", not_with_nothing_to_measure)
+    sweep = fast_sweep.FastSweep(device="cpu", progress=False)
+    summary = sweep._run(problems, tmp_path / "done.json", None, None)
+    assert summary.problems_resumed == 2 and summary.problems_measured == 0

@@ -582,6 +582,9 @@ class FastSweep:
             col.release()
         todo = [(col, p) for col, left in files for p in left]
         summary.problems_resumed = len(problems) - len(todo)
+        if not todo:  # resumed with everything done: no compile workers to start
+            summary.seconds = time.perf_counter() - start
+            return summary
         plan = {problem_key(p): choices_for(p, self.exhaustive_sample, self.seed, hardware.sm_count) for _, p in todo}
         flush = flush_buffer(self.device)
         current: Collector | None = None
