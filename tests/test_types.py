@@ -380,8 +380,8 @@ def test_copy_problems_takes_what_each_files_predicate_picks(tmp_path):
 
 
 def test_a_config_read_before_does_not_let_a_wrong_type_through(tmp_path):
-    """The configs read before are remembered: a config equal to a good one but for the type of a
-    value (0 for False) is still refused."""
+    """A config equal to a good one read before but for the type of a value (0 for False) is
+    refused: the configs table checked whole lets no such value through."""
     data = _good()
     load_dataset(_write_json(tmp_path / "good.json", data))
     (aten,) = [i for i, c in enumerate(data["configs"]) if c["template_id"] == "aten::mm"]

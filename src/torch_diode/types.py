@@ -645,7 +645,7 @@ class Dataset:
         check_document(metadata, source, "metadata")  # free-form: it must save again in both formats
         _check_metadata(r.sub("metadata"))
         config_rows = r.get("configs", list)
-        configs = [_config_from_dict(c, f"configs[{i}]", source) for i, c in enumerate(config_rows)]
+        configs = [KernelConfig.from_dict(c, f"configs[{i}]", source) for i, c in enumerate(config_rows)]
         ds = cls(metadata=metadata)
         for h, hw_data in enumerate(r.get("hardware", list)):
             hr = _Reader(hw_data, f"hardware[{h}]", source)
@@ -664,24 +664,6 @@ class Dataset:
                         raise pr.error("problem.op", f"{problem.op!r} listed under op {op!r}")
                     ds.add(hardware, problem, _read_timings(pr, configs))  # a repeated row merges
         return ds
-
-
-_CONFIG_CACHE: dict[tuple, KernelConfig] = {}
-
-
-def _config_from_dict(data: Any, where: str, source: str | None) -> KernelConfig:
-    """KernelConfig.from_dict, remembering the configs read before: the files of a dataset folder
-    repeat one configs table. The key holds each value's type, so 1 and True stay apart."""
-    if type(data) is not dict or any(type(v) is dict or type(v) is list for v in data.values()):
-        return KernelConfig.from_dict(data, where, source)
-    key = tuple((k, type(v), v) for k, v in data.items())
-    config = _CONFIG_CACHE.get(key)
-    if config is None:
-        config = KernelConfig.from_dict(data, where, source)
-        if len(_CONFIG_CACHE) >= 1 << 16:
-            _CONFIG_CACHE.clear()
-        _CONFIG_CACHE[key] = config
-    return config
 
 
 def _check_metadata(r: _Reader) -> None:
