@@ -121,3 +121,28 @@ def test_a_resumed_sweep_with_nothing_left_starts_no_compile_workers(tmp_path, m
     sweep = fast_sweep.FastSweep(device="cpu", progress=False)
     summary = sweep._run(problems, tmp_path / "done.json", None, None)
     assert summary.problems_resumed == 2 and summary.problems_measured == 0
+
+
+def test_compile_workers_import_torch_diode_without_its_registration(tmp_path):
+    """The workers (spawned: each imports torch_diode to unpickle its call) start with
+    TORCH_DIODE_NO_AUTOREGISTER set, so that none registers the shipped model (on a GPU machine:
+    CUDA, the model file and Inductor's choices, in each of them); the caller's environment is as
+    it was, and the TRITON_PTXAS_PATH it set (the handler's ptxas) reaches them."""
+    report = _run(
+        tmp_path,
+        """
+        def registration(problem, config):
+            import torch_diode
+            return json.dumps([torch_diode.config.autoregister, os.environ.get("TRITON_PTXAS_PATH")])
+
+        if __name__ == "__main__":
+            os.environ["TRITON_PTXAS_PATH"] = "/opt/ptxas"
+            with KernelCompiler(2, compile_one=registration) as compiler:
+                key = compiler.submit(PROBLEM, KernelConfig("triton::mm", 64, 64, 32, 8, 2, 4))
+                worker = json.loads(compiler.result(key))
+            print(json.dumps({"worker": worker, "here": os.environ.get("TORCH_DIODE_NO_AUTOREGISTER")}))
+        """,
+        "0",
+    )
+    assert report["worker"] == [False, "/opt/ptxas"]
+    assert report["here"] is None

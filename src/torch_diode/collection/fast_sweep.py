@@ -195,6 +195,22 @@ def _warmup_one(problem: Problem, config: KernelConfig) -> str | None:
         return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
 
 
+@contextlib.contextmanager
+def _environment(**values: str):
+    """This process's environment with ``values`` set, as processes started meanwhile inherit it;
+    restored afterwards."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def _triton_cache_dir() -> str | None:
     """The Triton cache directory this process reads (None: Triton's default)."""
     try:
@@ -328,7 +344,13 @@ class KernelCompiler:
             initargs=(_triton_cache_dir(), _kernel_settings()),
         )
         try:
-            for started in [pool.submit(os.getpid) for _ in range(self.workers)]:
+            # the pool spawns a worker per call until it has them all, with this process's
+            # environment: unpickling _worker_init imports torch_diode, whose import-time
+            # registration (CUDA, the model file, Inductor's choices) a compiler has no use for.
+            # The ptxas the registration picks travels in TRITON_PTXAS_PATH, which is inherited.
+            with _environment(TORCH_DIODE_NO_AUTOREGISTER="1"):
+                calls = [pool.submit(os.getpid) for _ in range(self.workers)]
+            for started in calls:
                 started.result(timeout=WORKER_START_S)
         except BaseException:
             _kill_workers(pool)
