@@ -309,9 +309,12 @@ for part in "${parts[@]}"; do
         # a run finds nothing left to measure: a partial re-measurement is never merged
         passes=0
         while :; do
+          started=$SECONDS
           log=$(run_diode remeasure "$f" $WHICH --workers 14 -o "$out") || exit $?
           printf '%s\n' "$log"
           case $log in *"nothing to do"*|*"shapes: 0 problems measured"*) break ;; esac
+          # the whole process's time, beside the summary's for the measurements alone
+          echo "[$(date +%T)] remeasure $f: $((SECONDS - started)) s in all"
           if [[ $log =~ summary:\ ([0-9]+)\ shapes:\ ([0-9]+)\ problems\ measured,\ ([0-9]+)\ already\ done,\ 0\ skipped ]] &&
             ((BASH_REMATCH[2] + BASH_REMATCH[3] == BASH_REMATCH[1])); then
             break
@@ -324,8 +327,10 @@ for part in "${parts[@]}"; do
         done
         [ -e "$out" ] || continue  # nothing to measure again in this file
         merged="$dir/$(basename "$f" .msgpack.gz).merged.msgpack.gz"  # one per file: GPUs merge at once
+        started=$SECONDS
         run_diode dataset merge "$f" "$out" --replace -o "$merged" || exit $?
         mv "$merged" "$f" && rm "$out"
+        echo "[$(date +%T)] merged into $f in $((SECONDS - started)) s"
       done ;;
     inductor-tma) DIODE="env ENABLE_PERSISTENT_TMA_MATMUL=1 $DIODE" run_diode collect $V2_MA $V2_TMA --num-shapes ${N:-120} --seed 34 -o "$DATA/inductor_timed/${GPU}_v2_tma.msgpack.gz" ;;
     inductor-misaligned)
