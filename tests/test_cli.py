@@ -238,6 +238,32 @@ def test_remeasure_with_nothing_to_do_does_not_import_torch(tmp_path):
     assert not (tmp_path / "out.json").exists()
 
 
+def test_remeasure_dry_run_says_what_it_would_measure_and_touches_no_device(tmp_path):
+    """--dry-run (collect.sh asks each file so before it measures one): the count of problems it
+    would measure again, or "nothing to do", exit 0, with no output written, no device opened (here
+    --device cuda on a machine that may have none) and, for remeasure-lead's question (a file timed
+    without the lead), torch never imported."""
+    settings = {"mode": "fast", "exhaustive_sample": 48, "seed": 1, "reps": 6}
+    for name, lead_us in [("old", None), ("led", 100.0)]:
+        sources = [{"tool": "torch_diode.collect", "settings": {**settings, "lead_us": lead_us}}]
+        save_dataset(one_bmm(20, sources), tmp_path / f"{name}.json")  # timed 1 us
+    script = (
+        "import sys\n"
+        "from torch_diode.cli import main\n"
+        "rc = main(sys.argv[1:])\n"
+        "print('torch imported' if 'torch' in sys.modules else 'torch not imported', rc)\n"
+    )
+    would = "1 of its 1 problems to measure again (--dry-run: nothing measured)"
+    for name, says in [("old", would), ("led", "nothing to do")]:
+        args = ["remeasure", str(tmp_path / f"{name}.json"), "--without-lead", "--below-us", "30", "--dry-run"]
+        args += ["--device", "cuda"]
+        proc = subprocess.run(
+            [sys.executable, "-c", script, *args, "-o", str(tmp_path / "out.json")], capture_output=True, text=True
+        )
+        assert says in proc.stdout and "torch not imported 0" in proc.stdout, proc.stdout + proc.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
 def test_merge_replace_takes_a_later_inputs_problems_alone(tmp_path):
     from torch_diode.hardware import detect_hardware
     from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig

@@ -160,10 +160,14 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
     wrapper = tmp_path / "writes_outputs.sh"
     wrapper.write_text(
         'bash "$FAKE" "$@" || exit $?\n'
+        'echo "${TORCH_DIODE_NO_AUTOREGISTER:-0} $1" >> "$CALLS.registration"\n'
+        'dry=0; for a in "$@"; do [ "$a" = --dry-run ] && dry=1; done\n'
         'out=""; while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\n'
         'case "$out" in\n'
         '  "") ;;\n'
         '  *h100_b.msgpack.gz) echo "none of its 3 problems gets a layout hint; nothing to do" ;;\n'
+        '  *) if [ $dry = 1 ]; then echo "2 of its 2 problems to measure again"; exit 0; fi\n'
+        '    case "$out" in\n'
         '  *h100_a.msgpack.gz|*h100_v.msgpack.gz) mkdir -p "$(dirname "$out")"\n'
         '    if [ -e "$out.half" ]; then echo "new" > "$out"; rm "$out.half"\n'
         f'      case "$out" in *h100_a*) echo "{summary(2, problems_measured=1, problems_resumed=1)}" ;;\n'
@@ -173,6 +177,7 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
         f'        *) echo "{summary(2, problems_measured=1, problems_resumed=1, problems_skipped=1)}" ;; esac; fi ;;\n'
         '  *) mkdir -p "$(dirname "$out")" && echo "new" > "$out"\n'
         f'    echo "{summary(1, problems_measured=1, timed_configs=4)}" ;;\n'
+        "    esac ;;\n"
         "esac\n"
     )
     (tmp_path / "h100" / "unhinted").mkdir()  # the list of the problems to measure again
@@ -180,7 +185,19 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
     assert rc == 0, calls
     parser = build_parser()
     parsed = [parser.parse_args(hoist_global_options(parser, call.split()[1:])) for call in calls]
-    remeasured = [a for a in parsed if a.command == "remeasure"]
+    # each file is first asked whether it holds anything to measure again (--dry-run), without the
+    # import-time registration, as the merges are run; h100_b says it holds nothing and is not measured
+    registration = (tmp_path / "calls.registration").read_text().splitlines()
+    assert [r.split()[0] == "1" for r in registration] == [a.command == "dataset" or a.dry_run for a in parsed]
+    asked = [Path(a.input).name for a in parsed if a.command == "remeasure" and a.dry_run]
+    assert asked == [
+        "h100_realmodels.msgpack.gz",
+        "h100_v.msgpack.gz",
+        "h100_v2_attn_qk.msgpack.gz",
+        "h100_a.msgpack.gz",
+        "h100_b.msgpack.gz",
+    ]
+    remeasured = [a for a in parsed if a.command == "remeasure" and not a.dry_run]
     assert [Path(a.input).name for a in remeasured] == [
         "h100_realmodels.msgpack.gz",
         "h100_v.msgpack.gz",  # a problem skipped, then nothing left to measure
@@ -188,9 +205,8 @@ def test_remeasure_part_measures_every_file_again_and_merges_it_in_place(tmp_pat
         "h100_v2_attn_qk.msgpack.gz",
         "h100_a.msgpack.gz",  # half, then the rest
         "h100_a.msgpack.gz",
-        "h100_b.msgpack.gz",
     ]
-    for a in remeasured:
+    for a in [a for a in parsed if a.command == "remeasure"]:
         if part == "remeasure-hinted":
             assert a.layout_hinted and not a.without_lead and a.only == [str(tmp_path / "h100" / "unhinted")]
         else:
@@ -218,6 +234,7 @@ def test_remeasure_part_deals_its_files_to_the_gpus(tmp_path, part):
     fake = tmp_path / "fake_diode.sh"
     fake.write_text(
         'echo "$CUDA_VISIBLE_DEVICES $*" >> "$CALLS"\n'
+        'case " $* " in *" --dry-run "*) echo "1 of its 1 problems to measure again"; exit 0 ;; esac\n'
         'out=""; while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\n'
         'case "$out" in\n'
         '  *.merged.msgpack.gz) echo "new" > "$out" ;;\n'
@@ -340,7 +357,8 @@ def test_remeasure_part_never_merges_a_file_whose_runs_keep_measuring(tmp_path):
     wrapper = tmp_path / "never_done.sh"
     wrapper.write_text('bash "$FAKE" "$@" || exit $?\necho "summary: 9 shapes: 1 problems measured"\n')
     rc, calls = run_part(tmp_path, [0] * 10, 2, "remeasure-hinted", wrapper=wrapper)
-    assert rc == 1 and len(calls) == 3 and all(" remeasure " in f" {c} " for c in calls), calls
+    assert rc == 1 and len(calls) == 4 and all(" remeasure " in f" {c} " for c in calls), calls
+    assert "--dry-run" in calls[0] and not any("--dry-run" in c for c in calls[1:]), calls
     assert (tmp_path / "h100" / "train" / "h100_a.msgpack.gz").read_text() == "old"
 
 

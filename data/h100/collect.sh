@@ -313,30 +313,37 @@ for part in "${parts[@]}"; do
         dir="$DATA/remeasured/$(basename "$(dirname "$f")")"
         [ "$kind" = remeasure-lead ] && dir="$DATA/remeasured_lead/$(basename "$(dirname "$f")")"
         out="$dir/$(basename "$f")"
-        # until a run's summary accounts for every problem (measured now or before, none skipped) or
-        # a run finds nothing left to measure: a partial re-measurement is never merged
-        passes=0
-        while :; do
-          started=$SECONDS
-          log=$(run_diode remeasure "$f" $WHICH --workers 14 -o "$out") || exit $?
-          printf '%s\n' "$log"
-          case $log in *"nothing to do"*|*"shapes: 0 problems measured"*) break ;; esac
-          # the whole process's time, beside the summary's for the measurements alone
-          echo "[$(date +%T)] remeasure $f: $((SECONDS - started)) s in all"
-          if [[ $log =~ summary:\ ([0-9]+)\ shapes:\ ([0-9]+)\ problems\ measured,\ ([0-9]+)\ already\ done,\ 0\ skipped ]] &&
-            ((BASH_REMATCH[2] + BASH_REMATCH[3] == BASH_REMATCH[1])); then
-            break
-          fi
-          passes=$((passes + 1))
-          if [ $passes -gt "$RETRIES" ]; then
-            echo "remeasure $f: still measuring after $passes runs; not merged (run the part again)" >&2
-            exit 1
-          fi
-        done
+        # first asked without the import-time registration (on a GPU machine each process would
+        # start CUDA, read the model and import Inductor for it): is there anything to measure again?
+        check=$(DIODE="env TORCH_DIODE_NO_AUTOREGISTER=1 $DIODE" run_diode remeasure "$f" $WHICH --dry-run -o "$out") || exit $?
+        if [[ $check == *"nothing to do"* ]]; then
+          printf '%s\n' "$check"
+        else
+          # until a run's summary accounts for every problem (measured now or before, none skipped) or
+          # a run finds nothing left to measure: a partial re-measurement is never merged
+          passes=0
+          while :; do
+            started=$SECONDS
+            log=$(run_diode remeasure "$f" $WHICH --workers 14 -o "$out") || exit $?
+            printf '%s\n' "$log"
+            case $log in *"nothing to do"*|*"shapes: 0 problems measured"*) break ;; esac
+            # the whole process's time, beside the summary's for the measurements alone
+            echo "[$(date +%T)] remeasure $f: $((SECONDS - started)) s in all"
+            if [[ $log =~ summary:\ ([0-9]+)\ shapes:\ ([0-9]+)\ problems\ measured,\ ([0-9]+)\ already\ done,\ 0\ skipped ]] &&
+              ((BASH_REMATCH[2] + BASH_REMATCH[3] == BASH_REMATCH[1])); then
+              break
+            fi
+            passes=$((passes + 1))
+            if [ $passes -gt "$RETRIES" ]; then
+              echo "remeasure $f: still measuring after $passes runs; not merged (run the part again)" >&2
+              exit 1
+            fi
+          done
+        fi
         [ -e "$out" ] || continue  # nothing to measure again in this file
         merged="$dir/$(basename "$f" .msgpack.gz).merged.msgpack.gz"  # one per file: GPUs merge at once
         started=$SECONDS
-        run_diode dataset merge "$f" "$out" --replace -o "$merged" || exit $?
+        DIODE="env TORCH_DIODE_NO_AUTOREGISTER=1 $DIODE" run_diode dataset merge "$f" "$out" --replace -o "$merged" || exit $?
         mv "$merged" "$f" && rm "$out"
         echo "[$(date +%T)] merged into $f in $((SECONDS - started)) s"
       done ;;

@@ -520,6 +520,12 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
     # read once there is something to measure: a file of collections with different settings
     # that holds nothing to measure again is left alone, not an error
     settings = _measurement_settings(args.input, source)
+    if args.dry_run:
+        print(
+            f"remeasure {args.input}: {len(problems)} of its {source.num_problems} problems to measure again "
+            "(--dry-run: nothing measured)"
+        )
+        return 0
     _shard(args)  # the rest of _check_files (the outputs were checked above)
     _check_devices(args)
     from ..collection.sweep_state import check_measured_here
@@ -772,6 +778,13 @@ def add_collection_commands(sub: argparse._SubParsersAction) -> None:
         help="only the problems that these dataset files/folders or shapesets also hold (with --layout-hinted: "
         "a list of the hinted problems still timed without the hints, such as data/h100/unhinted, so that "
         "the file's others, measured with them, are not measured again)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="say how many of the file's problems would be measured again (or that none would) and stop: "
+        "no device is opened (collect.sh asks every file so, without the import-time registration, "
+        "before it measures one)",
     )
     _output_options(p)
     p.set_defaults(func=_cmd_remeasure)
