@@ -14,6 +14,10 @@ for helpers in ("integration", "gpu", "selection"):
 # fast CPU kernels run, and -O3 builds of the GEMM template are most of a CPU collection's time.
 # GPU kernels (Triton) are compiled as always.
 os.environ.setdefault("TORCHINDUCTOR_DEBUG_COMPILE", "1")
+# Inductor's check of the CPU's vector ISAs (a C++ build per ISA, then a new Python process that
+# loads it, in every process that compiles for the CPU) answered by the CPU's flags alone: Inductor's
+# own setting for it (config.cpp.vec_isa_ok). The kernels still build with the ISA the CPU names.
+os.environ.setdefault("TORCHINDUCTOR_VEC_ISA_OK", "1")
 
 
 def pytest_collection_modifyitems(config, items):
