@@ -160,7 +160,7 @@ def test_kill_minus_9_then_resume(tmp_path):
         "--dtypes",
         "float32",
         "--num-shapes",
-        "3",
+        "2",
         "--min-size",
         "16",
         "--max-size",
@@ -186,7 +186,7 @@ def test_kill_minus_9_then_resume(tmp_path):
     proc.wait()
     killed = load_dataset(out)  # the file is whole: writes are atomic
     done_before = killed.metadata["completed"]
-    assert 1 <= len(done_before) < 3
+    assert len(done_before) == 1
     # the writer's lock file stays after kill -9 (no process holds its lock: the resume below takes
     # it), and so may a temporary file where the kill came between a write and its rename
 
@@ -194,9 +194,9 @@ def test_kill_minus_9_then_resume(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "lock or temporary files left behind"
     final = load_dataset(out)
     assert final.metadata["completed"][: len(done_before)] == done_before
-    assert len(set(final.metadata["completed"])) == 3 == len(final.metadata["completed"])
+    assert len(set(final.metadata["completed"])) == 2 == len(final.metadata["completed"])
     keys = {problem_key(p) for _, p, _ in final.problems()}
-    assert len(keys) == 3
+    assert len(keys) == 2
     # shapes measured before the kill were not measured again: one sample per choice
     for _, p, timings in final.problems():
         if problem_key(p) in done_before:
