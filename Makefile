@@ -1,8 +1,7 @@
 # Two commands do all the set-up on a fresh machine: `make demo` and `make test`.
 # Both create .venv/ (seeing the system's packages, so an installed torch is reused, never
 # downloaded again), install torch==2.13.0 from this machine's wheel only where no torch is
-# importable, build and install the package with its C++ core, then run. Packages install without
-# byte-compiling every module (--no-compile): Python compiles those it imports, on first import.
+# importable, build and install the package with its C++ core, then run.
 #
 # Targets:
 #   make install     .venv with the package, its C++ core and the development tools (pytest, ruff)
@@ -46,8 +45,8 @@ $(PY):
 	$(PYTHON) -m venv --system-site-packages $(VENV)
 
 $(STAMP): $(PY) $(SOURCES)
-	$(PY) -c "import torch" 2>/dev/null || $(PIP) install --no-compile "torch==2.13.0"
-	$(PIP) install --no-compile "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.24" "msgpack>=1.0" "tqdm>=4.60" "matplotlib>=3.6" "pytest>=7" "tensorboard>=2.10" "hypothesis>=6" "pytest-xdist>=3.2"
+	$(PY) -c "import torch" 2>/dev/null || $(PIP) install "torch==2.13.0"
+	$(PIP) install "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.24" "msgpack>=1.0" "tqdm>=4.60" "matplotlib>=3.6" "pytest>=7" "tensorboard>=2.10" "hypothesis>=6" "pytest-xdist>=3.2"
 	$(PIP) install --no-build-isolation --no-deps .
 	$(PY) -c "import torch_diode._C"
 	touch $(STAMP)
