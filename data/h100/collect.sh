@@ -32,6 +32,9 @@ if [[ $GPU =~ ^[a-z]+[0-9]+$ ]] && command -v nvidia-smi > /dev/null; then
 fi
 PYTHON=${PYTHON:-python3}  # the interpreter with torch_diode installed
 DIODE=${DIODE:-"$PYTHON -m torch_diode.cli"}
+# diode without the import-time registration of a shipped model (CUDA, the model file, Inductor):
+# for the commands that measure nothing
+DIODE_UNREGISTERED="env TORCH_DIODE_NO_AUTOREGISTER=1 $DIODE"
 # A CUDA fault (a misaligned address, say) ends the process; the collector marks the problem in
 # flight and skips one that ended two runs. So a part that exits otherwise than 0 (done), 2 (bad
 # input), 124 (timeout) or 130 (Ctrl-C) is run again, up to RETRIES more times, and resumes.
@@ -107,7 +110,7 @@ V2_ODD="$V2_HALF --ops mm addmm bmm baddbmm --max-batch 512 --max-gflop 100 --lo
 # v2-odd's log-normal sizes mostly misalign all three (benchmarks/results/misaligned_groups_h100_cpu.json:
 # 48 of the held-out real models' 55 misaligned problems have one operand misaligned; 74 of the
 # H100 validation set's 180 have all three)
-V2_ODD1="$V2_HALF --ops mm addmm bmm baddbmm --max-batch 512 --max-gflop 100 --log-normal --log-normal-mean 6.5 --log-normal-sigma 1.3 --min-size 16 --max-size 16384 --alignment 8 --aligned-fraction 0.5"
+V2_ODD1="${V2_ODD/--min-size 1 /--min-size 16 } --alignment 8 --aligned-fraction 0.5"  # v2-odd's draw, sizes from 16
 V2_F32_SIZES="--max-gflop 20 --sizes 64 128 256 512 768 1024 1536 2048 3072 4096 5120 8192 --m-sizes 1 2 8 16 32 64 128 256 512 1024 2048 4096"
 V2_F32="--dtypes float32 --layouts NN NT TN TT --ops mm addmm bmm baddbmm --max-batch 32 $V2_F32_SIZES"
 V2_F32_ODD="--dtypes float32 --layouts NN NT TN TT --ops mm addmm bmm baddbmm --max-batch 64 --max-gflop 20 --log-normal --log-normal-mean 6.3 --log-normal-sigma 1.3 --min-size 1 --max-size 16384"
@@ -315,7 +318,7 @@ for part in "${parts[@]}"; do
         out="$dir/$(basename "$f")"
         # first asked without the import-time registration (on a GPU machine each process would
         # start CUDA, read the model and import Inductor for it): is there anything to measure again?
-        check=$(DIODE="env TORCH_DIODE_NO_AUTOREGISTER=1 $DIODE" run_diode remeasure "$f" $WHICH --dry-run -o "$out") || exit $?
+        check=$(DIODE=$DIODE_UNREGISTERED run_diode remeasure "$f" $WHICH --dry-run -o "$out") || exit $?
         if [[ $check == *"nothing to do"* ]]; then
           printf '%s\n' "$check"
         else
@@ -343,7 +346,7 @@ for part in "${parts[@]}"; do
         [ -e "$out" ] || continue  # nothing to measure again in this file
         merged="$dir/$(basename "$f" .msgpack.gz).merged.msgpack.gz"  # one per file: GPUs merge at once
         started=$SECONDS
-        DIODE="env TORCH_DIODE_NO_AUTOREGISTER=1 $DIODE" run_diode dataset merge "$f" "$out" --replace -o "$merged" || exit $?
+        DIODE=$DIODE_UNREGISTERED run_diode dataset merge "$f" "$out" --replace -o "$merged" || exit $?
         mv "$merged" "$f" && rm "$out"
         echo "[$(date +%T)] merged into $f in $((SECONDS - started)) s"
       done ;;
