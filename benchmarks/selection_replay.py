@@ -608,8 +608,10 @@ def _fixed(value: float | None, width: int) -> str:
 def unsure_rules(args: argparse.Namespace) -> int:
     """The unsure rules measured one by one on the held-out sets with the model's own contract:
     for each variant (every rule; every rule but one; the hand-made rules alone; the loss_risk rule
-    alone at several thresholds) the best measured time among what the handler hands Inductor
-    (its first pick alone where it is sure) / best measured, and the unsure fraction."""
+    alone at several thresholds; where the model records a loss calibration of its misaligned
+    problems, every rule with the held-out figure judging misaligned problems in its place) the
+    best measured time among what the handler hands Inductor (its first pick alone where it is
+    sure) / best measured, and the unsure fraction."""
     from torch_diode.selection import UNSURE_RULES
 
     contract = _contract(args.model)
@@ -627,6 +629,11 @@ def unsure_rules(args: argparse.Namespace) -> int:
         variants[f"loss_risk > {threshold:g} and misaligned"] = replace(
             base, unsure_rules=("loss_risk", "misaligned"), unsure_loss_probability=threshold
         )
+    contracts = {name: contract for name in variants}
+    if contract.misaligned_loss_calibration is not None:
+        name = "all, misaligned by the held-out figure"
+        variants[name] = variants["all"]
+        contracts[name] = replace(contract, misaligned_loss_calibration=None)
     rows = []
     for data in args.data:
         problems = list(replays(args.model, [data]))
@@ -634,7 +641,7 @@ def unsure_rules(args: argparse.Namespace) -> int:
             got, unsure, kept = [], 0, []
             for problem, pool, members, measured in problems:
                 try:
-                    decision = decide(problem, pool, members, policy, contract)
+                    decision = decide(problem, pool, members, policy, contracts[name])
                 except NoUsableCandidate:
                     continue
                 got.append(measured[list(decision.chosen)].min() / measured[decision.order].min())
@@ -658,16 +665,19 @@ def unsure_rules(args: argparse.Namespace) -> int:
         {
             "model": args.model,
             "calibration": None if contract.loss_calibration is None else contract.loss_calibration.to_dict(),
+            "misaligned_calibration": None
+            if contract.misaligned_loss_calibration is None
+            else contract.misaligned_loss_calibration.to_dict(),
             "rows": rows,
         },
     )
     print(
-        f"{'data':10s} {'variant':34s} {'n':>4s} {'geomean':>8s} {'worst':>6s} "
+        f"{'data':10s} {'variant':40s} {'n':>4s} {'geomean':>8s} {'worst':>6s} "
         f"{'>1.10':>5s} {'unsure':>7s} {'kept':>5s}"
     )
     for r in rows:
         print(
-            f"{Path(r['data']).name:10s} {r['variant']:34s} {r['problems']:4d} {r['result']['geomean']:8.4f} "
+            f"{Path(r['data']).name:10s} {r['variant']:40s} {r['problems']:4d} {r['result']['geomean']:8.4f} "
             f"{r['result']['worst']:6.2f} {r['over_1.10']:5d} {100 * r['unsure_fraction']:6.1f}% {r['kept_mean']:5.1f}"
         )
     return 0

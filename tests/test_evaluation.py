@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -291,6 +292,34 @@ def test_validate_model_reports_the_calibration_of_its_loss_estimate(tmp_path):
     assert c["brier"] == pytest.approx(((estimate - 1) ** 2 + estimate**2) / 2, rel=1e-4)
     (used,) = [b for b in c["bins"] if b["problems"]]
     assert (used["estimate_from"], used["estimate_to"], used["problems"]) == (0.1, 0.2, 2)
+    assert c["by_kind"]["aligned"]["problems"] == 2 and c["by_kind"]["misaligned"]["problems"] == 0
+    # a misaligned problem's estimate is read through the misaligned problems' own calibration
+    # (residual 3: P(Z > (1 + ln 1.05) / 3) = 0.365), the aligned ones' through the other
+    own = replace(contract, misaligned_loss_calibration=LossCalibration(0.0, 3.0, 30))
+    model = write_model(
+        tmp_path / "m.diode",
+        ModelFile(
+            member(0.1),
+            np.zeros(NUM_FEATURES, np.float32),
+            np.ones(NUM_FEATURES, np.float32),
+            0.0,
+            1.0,
+            {"training_data": own.to_dict()},
+            [member(-0.1)],
+        ),
+    )
+    odd = Problem("mm", 1, 512, 512, 500, "float16", "float16", "float16")  # 1000-byte rows of A
+    ds.add(HW, odd, [TimedConfig(KernelConfig("aten::mm"), 10.0), TimedConfig(cfg(64), 20.0)])
+    c = validate_model(model, ds)["calibration"]
+    assert c["misaligned_calibration"] == {"spread_scale": 0.0, "residual": 3.0, "problems": 30}
+    assert c["by_kind"]["aligned"]["estimate_mean"] == pytest.approx(estimate, rel=1e-4)
+    assert c["by_kind"]["misaligned"] == {
+        "problems": 1,
+        "estimate_mean": pytest.approx(
+            0.5 * math.erfc((math.log(LOSS_MARGIN) + 1.0) / (3.0 * math.sqrt(2.0))), rel=1e-4
+        ),
+        "observed_loss_fraction": 1.0,
+    }
     # a model whose contract records no calibration reports none
     plain = write_model(
         tmp_path / "p.diode",

@@ -175,7 +175,7 @@ def loss_calibration(
     if contract.loss_calibration is None:
         return None
     policy = Policy.from_config()
-    estimates, losses, aten_picks = [], [], 0
+    estimates, losses, misaligned, aten_picks = [], [], [], 0
     for hardware, problem, timings in dataset.problems():
         if not matches_hardware(hardware, hardware_name) or (op_name and problem.op != op_name):
             continue
@@ -197,7 +197,8 @@ def loss_calibration(
         measured = np.array([t.time_us for t in ok])
         estimates.append(decision.loss_risk)
         losses.append(float(measured[decision.first] > LOSS_MARGIN * measured[safe]))
-    p, y = np.array(estimates, dtype=np.float64), np.array(losses)
+        misaligned.append(bool(problem.misaligned_operands))
+    p, y, odd = np.array(estimates, dtype=np.float64), np.array(losses), np.array(misaligned, dtype=bool)
     bins = []
     for lo, hi in zip(CALIBRATION_BINS[:-1], CALIBRATION_BINS[1:]):
         inside = (p >= lo) & ((p < hi) if hi < 1.0 else (p <= hi))
@@ -218,6 +219,18 @@ def loss_calibration(
         "estimate_mean": float(p.mean()) if len(p) else None,
         "brier": float(np.mean((p - y) ** 2)) if len(p) else None,
         "calibration": contract.loss_calibration.to_dict(),
+        "misaligned_calibration": None
+        if contract.misaligned_loss_calibration is None
+        else contract.misaligned_loss_calibration.to_dict(),
+        # each kind's risk is read through its own calibration where the model records one
+        "by_kind": {
+            kind: {
+                "problems": int(rows.sum()),
+                "estimate_mean": float(p[rows].mean()) if rows.any() else None,
+                "observed_loss_fraction": float(y[rows].mean()) if rows.any() else None,
+            }
+            for kind, rows in (("aligned", ~odd), ("misaligned", odd))
+        },
         "bins": bins,
     }
 

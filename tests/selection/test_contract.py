@@ -44,7 +44,12 @@ def test_the_shipped_models_record_reads_and_is_calibrated():
 def test_round_trip_and_an_empty_record():
     contract = Confidence.from_dict(model_metadata(VERSION_1)["training_data"])
     assert contract.loss_calibration is None
-    calibrated = replace(contract, loss_calibration=LossCalibration(1.5, 0.2, 40), version=CONFIDENCE_VERSION)
+    calibrated = replace(
+        contract,
+        loss_calibration=LossCalibration(1.5, 0.2, 40),
+        misaligned_loss_calibration=LossCalibration(2.0, 0.3, 25),
+        version=CONFIDENCE_VERSION,
+    )
     assert Confidence.from_dict(calibrated.to_dict()) == calibrated
     written = contract.to_dict()
     assert written["confidence_version"] == CONFIDENCE_VERSION
@@ -68,6 +73,10 @@ def test_round_trip_and_an_empty_record():
         ({"misaligned_problems": 1.5}, "misaligned_problems"),
         ({"loss_calibration": {"spread_scale": -1, "residual": 0.1, "problems": 3}}, "loss_calibration.spread_scale"),
         ({"loss_calibration": {"spread_scale": 1, "residual": 0.1}}, "loss_calibration.problems"),
+        (
+            {"misaligned_loss_calibration": {"spread_scale": 1, "residual": "x", "problems": 3}},
+            "misaligned_loss_calibration.residual",
+        ),
     ],
 )
 def test_malformed_fields_are_named(record, field):

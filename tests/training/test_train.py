@@ -429,3 +429,36 @@ def test_clip_slowdown_caps_each_problems_slow_rows_and_trains_on_them():
     for bad in (1.0, 0.5, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="clip_slowdown"):
             TrainConfig(clip_slowdown=bad).resolved()
+
+
+def test_training_fits_a_loss_calibration_of_the_misaligned_problems_alone():
+    """diode train records two loss calibrations: one of every held-out problem, and one of the
+    held-out problems with a misaligned operand alone, which the handler reads for those."""
+    from torch_diode.selection import Policy
+    from torch_diode.training.model import Ensemble
+    from torch_diode.training.train import fit_loss_calibration, loss_cases
+    from torch_diode.types import Dataset, Hardware, KernelConfig, Problem, TimedConfig
+
+    hardware = Hardware("NVIDIA H100 80GB HBM3", (9, 0), 132, 80 * 2**30, 232448, "2.11.0", "3.6.0", "13.0")
+    rng = np.random.default_rng(0)
+    ds = Dataset()
+    for i in range(200):
+        k = 256 + 16 * i if i % 2 else 257 + 2 * i  # every other K odd: rows of A of 2K bytes, misaligned
+        base_us = 0.01 * k
+        aten_us = base_us * (rng.uniform(0.8, 1.3) if k % 2 else rng.uniform(1.3, 1.8))  # aligned: templates win
+        timings = [TimedConfig(KernelConfig("aten::mm"), aten_us)]
+        for block_m in (16, 32, 64, 128):
+            config = KernelConfig("triton::mm", block_m, 64, 32, 8, 3, 4, even_k=True, acc_type="tl.float32")
+            timings.append(TimedConfig(config, base_us * rng.uniform(0.7, 1.5)))
+        ds.add(hardware, Problem("mm", 1, 512, 512, k, "float16", "float16", "float16"), timings)
+    config = TrainConfig(num_epochs=5, validation_fraction=0.5, seed=0, ensemble=2)
+    model, _ = train_model(ds, config, progress=False)
+    training = model.metadata["training_data"]
+    arrays = build_arrays(ds)
+    held = np.flatnonzero(split_groups(arrays.num_problems, 0.5, 0))
+    misaligned = np.array([g for g in held if arrays.problems[g][1].misaligned_operands])
+    assert 0 < len(misaligned) < len(held)
+    ensemble, policy = Ensemble.from_model_file(model), Policy.from_config()
+    expected = fit_loss_calibration(loss_cases(ensemble, arrays, misaligned, policy))
+    assert expected is not None and expected.problems < training["loss_calibration"]["problems"]
+    assert training["misaligned_loss_calibration"] == expected.to_dict()

@@ -203,6 +203,13 @@ def _cmd_validate_model(args: argparse.Namespace) -> int:
                     f"  estimate {b['estimate_from']:.2f}-{b['estimate_to']:.2f}: {b['problems']:4d} problems, "
                     f"mean estimate {b['estimate_mean']:.3f}, observed {b['observed_loss_fraction']:.3f}"
                 )
+        for kind, k in c["by_kind"].items():
+            if k["problems"]:
+                own = " (its own calibration)" if kind == "misaligned" and c["misaligned_calibration"] else ""
+                print(
+                    f"  {kind}{own}: {k['problems']:4d} problems, mean estimate {k['estimate_mean']:.3f}, "
+                    f"observed {k['observed_loss_fraction']:.3f}"
+                )
     if r["worst_predictions"]:
         print(f"\nTop {len(r['worst_predictions'])} worst predictions:")
         for i, w in enumerate(r["worst_predictions"], 1):

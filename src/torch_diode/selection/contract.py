@@ -71,6 +71,10 @@ class Confidence:
     # training data: a candidate of another kind is never chosen unbenchmarked (selection.decide)
     template_kinds: tuple[str, ...] = KNOWN_BEFORE_V2
     loss_calibration: LossCalibration | None = None
+    # the same fitted on the held-out problems with a misaligned operand alone: where it exists a
+    # misaligned problem's risk is read through it, and the blanket ``misaligned`` rule of the
+    # held-out figure gives way to it (selection.unsure_reason)
+    misaligned_loss_calibration: LossCalibration | None = None
     version: int = CONFIDENCE_VERSION
 
     @classmethod
@@ -86,6 +90,13 @@ class Confidence:
             return None
         return (by_dtype or {}).get(dtype) or self.feature_ranges
 
+    def calibration_for(self, misaligned: bool) -> LossCalibration | None:
+        """The loss calibration a problem's risk is read through: the misaligned problems' own
+        where the problem is misaligned and the model records one, else the one of all problems."""
+        if misaligned and self.misaligned_loss_calibration is not None:
+            return self.misaligned_loss_calibration
+        return self.loss_calibration
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "confidence_version": CONFIDENCE_VERSION,  # every field of this version is written
@@ -99,6 +110,9 @@ class Confidence:
             "heldout_top1_slowdown": {k: v.to_dict() for k, v in self.heldout_top1_slowdown.items()},
             "template_kinds": list(self.template_kinds),
             "loss_calibration": None if self.loss_calibration is None else self.loss_calibration.to_dict(),
+            "misaligned_loss_calibration": None
+            if self.misaligned_loss_calibration is None
+            else self.misaligned_loss_calibration.to_dict(),
         }
 
     @classmethod
@@ -133,7 +147,10 @@ class Confidence:
                 for k, v in _mapping(data.get("heldout_top1_slowdown") or {}, "heldout_top1_slowdown").items()
             },
             template_kinds=_kinds(data.get("template_kinds"), version),
-            loss_calibration=_calibration(data.get("loss_calibration")),
+            loss_calibration=_calibration(data.get("loss_calibration"), "loss_calibration"),
+            misaligned_loss_calibration=_calibration(
+                data.get("misaligned_loss_calibration"), "misaligned_loss_calibration"
+            ),
             version=version,
         )
 
@@ -186,16 +203,14 @@ def _heldout(value: Any, name: str) -> HeldoutSlowdown:
     )
 
 
-def _calibration(value: Any) -> LossCalibration | None:
+def _calibration(value: Any, key: str) -> LossCalibration | None:
     if value is None:
         return None
-    value = _mapping(value, "loss_calibration")
+    value = _mapping(value, key)
     numbers = {}
     for name in ("spread_scale", "residual"):
         v = value.get(name)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise ValueError(f"training_data.loss_calibration.{name}: expected a number >= 0, got {v!r}")
+            raise ValueError(f"training_data.{key}.{name}: expected a number >= 0, got {v!r}")
         numbers[name] = float(v)
-    return LossCalibration(
-        numbers["spread_scale"], numbers["residual"], _int(value.get("problems"), "loss_calibration.problems")
-    )
+    return LossCalibration(numbers["spread_scale"], numbers["residual"], _int(value.get("problems"), f"{key}.problems"))

@@ -236,17 +236,19 @@ def unsure_reason(
       lies more than one unit (2x) beyond what the training data of its element type held;
     - ``few_examples``: its element type had fewer than ``min_dtype_problems`` training problems;
     - ``misaligned``: an operand's rows are not 16-byte aligned (cuBLAS and the Triton templates
-      lose their vector loads) and the training data held no such problem, or the model's first
-      picks of held-out misaligned problems were on geometric mean more than
-      ``unsure_heldout_slowdown`` times slower than the best (judged where training's validation
-      split held at least ``min_heldout_problems`` of them; that split also chose the early stop,
-      so the figure leans optimistic);
+      lose their vector loads) and the training data held no such problem, or, for a model that
+      records no loss calibration of its own for misaligned problems, the model's first picks of
+      held-out misaligned problems were on geometric mean more than ``unsure_heldout_slowdown``
+      times slower than the best (judged where training's validation split held at least
+      ``min_heldout_problems`` of them; that split also chose the early stop, so the figure leans
+      optimistic). Where the model records that calibration, ``loss_risk`` judges each misaligned
+      problem through it instead;
     - ``tf32``: fp32 with TF32 allowed (``tf32``) and the training data timed none so, or fewer
       than ``min_dtype_problems`` (cuBLAS and Triton run other kernels under TF32: the same bar
       as for an element type);
-    - ``loss_risk``: the estimated probability (``risk``, :func:`loss_probability`) that the
-      first pick is more than LOSS_MARGIN times slower than the best ATen choice exceeds
-      ``unsure_loss_probability``.
+    - ``loss_risk``: the estimated probability (``risk``, :func:`loss_probability`, through
+      :meth:`Confidence.calibration_for` the problem) that the first pick is more than LOSS_MARGIN
+      times slower than the best ATen choice exceeds ``unsure_loss_probability``.
 
     Only the rules in ``policy.unsure_rules`` apply. ``features``: the problem's feature rows
     (the range features are the same in every row)."""
@@ -275,6 +277,7 @@ def unsure_reason(
     if (
         "misaligned" in rules
         and misaligned
+        and contract.misaligned_loss_calibration is None
         and heldout
         and heldout.problems >= policy.min_heldout_problems
         and heldout.geomean > policy.unsure_heldout_slowdown
@@ -332,7 +335,8 @@ def decide(
     widened: list[int] = []
     risk = None
     if contract is not None:
-        risk = loss_probability(members, int(order[0]), safe_choice(order, extern), contract.loss_calibration)
+        calibration = contract.calibration_for(bool(problem.misaligned_operands))
+        risk = loss_probability(members, int(order[0]), safe_choice(order, extern), calibration)
     if unsure is None and contract is not None:
         unsure = unsure_reason(problem, candidates.features, contract, policy, tf32, risk)
     if unsure:

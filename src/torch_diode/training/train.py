@@ -123,7 +123,10 @@ def _mse(model: Regressor, x: torch.Tensor, y: torch.Tensor, batch: int = 65536)
 
 
 def _contract(
-    arrays: TrainingArrays, heldout: dict[str, HeldoutSlowdown], calibration: LossCalibration | None = None
+    arrays: TrainingArrays,
+    heldout: dict[str, HeldoutSlowdown],
+    calibration: LossCalibration | None = None,
+    misaligned_calibration: LossCalibration | None = None,
 ) -> Confidence:
     """The confidence contract of a training run (what the handler reads, see selection.Confidence)."""
 
@@ -148,6 +151,7 @@ def _contract(
         tf32_problems=len(np.unique(arrays.group[arrays.features[:, FEATURE_NAMES.index("allow_tf32")] > 0.5])),
         heldout_top1_slowdown=heldout,
         loss_calibration=calibration,
+        misaligned_loss_calibration=misaligned_calibration,
         template_kinds=tuple(
             k for k in template_kind_names() if arrays.features[:, FEATURE_NAMES.index(f"template_is_{k}")].max() > 0.5
         ),
@@ -487,9 +491,13 @@ def train_model(
     # the handler is unsure of a kind whose held-out first picks are slow (selection.unsure_reason)
     policy = Policy.from_config()
     heldout = heldout_top1_slowdown(model, arrays, np.flatnonzero(val_problem), policy)
-    # the handler reads the model's uncertainty through this (selection.loss_probability)
-    calibration = fit_loss_calibration(loss_cases(model, arrays, np.flatnonzero(val_problem), policy))
-    summary = _summary(arrays, _contract(arrays, heldout, calibration))
+    # the handler reads the model's uncertainty through these (selection.loss_probability): one of
+    # all held-out problems, and one of the misaligned ones alone, which the handler reads for them
+    validation = np.flatnonzero(val_problem)
+    calibration = fit_loss_calibration(loss_cases(model, arrays, validation, policy))
+    misaligned = np.array([g for g in validation if arrays.problems[g][1].misaligned_operands], dtype=np.int64)
+    misaligned_calibration = fit_loss_calibration(loss_cases(model, arrays, misaligned, policy))
+    summary = _summary(arrays, _contract(arrays, heldout, calibration, misaligned_calibration))
 
     metadata = {
         "model_family": config.model_type,
