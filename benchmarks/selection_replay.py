@@ -299,8 +299,9 @@ def _auc(score: np.ndarray, positive: np.ndarray) -> float | None:
 
 
 # what an ensemble's members say of the first pick: each member's predicted regret (its ln time of
-# the pick over its own best), their mean and spread, and the share of members whose best is the pick
-UNCERTAINTY_SIGNALS = ("regret_mean", "regret_spread", "disagreement")
+# the pick over its own best), their mean and spread, the share of members whose best is the pick,
+# and how many other usable candidates their mean predicts within 5% of the pick (near ties)
+UNCERTAINTY_SIGNALS = ("regret_mean", "regret_spread", "disagreement", "near_ties")
 
 
 def uncertainty(args: argparse.Namespace) -> int:
@@ -320,12 +321,15 @@ def uncertainty(args: argparse.Namespace) -> int:
                 usable = np.asarray(decision.order)
                 regret = predicted[:, decision.first] - predicted[:, usable].min(axis=1)
                 best_is_pick = usable[np.argmin(predicted[:, usable], axis=1)] == decision.first
+                mean = predicted.mean(axis=0)
+                near_ties = int(np.sum(mean[usable] - mean[decision.first] < math.log(1.05))) - 1
                 cases["misaligned" if problem.misaligned_operands else "aligned"].append(
                     (
                         float(measured[decision.first] / measured.min()),
                         float(regret.mean()),
                         float(regret.std(ddof=1)) if len(regret) > 1 else 0.0,
                         float(1.0 - best_is_pick.mean()),
+                        float(near_ties),
                     )
                 )
             for kind, values in cases.items():
@@ -344,7 +348,9 @@ def uncertainty(args: argparse.Namespace) -> int:
                         "slow": int(slow.sum()),
                         "members": members,
                         "auc": {
-                            name: _auc(table[:, i + 1], slow) if i == 0 or spread_signals else None
+                            name: _auc(table[:, i + 1], slow)
+                            if name in ("regret_mean", "near_ties") or spread_signals
+                            else None
                             for i, name in enumerate(UNCERTAINTY_SIGNALS)
                         },
                     }
@@ -609,7 +615,7 @@ def unsure_rules(args: argparse.Namespace) -> int:
     """The unsure rules measured one by one on the held-out sets with the model's own contract:
     for each variant (every rule; every rule but one; the hand-made rules alone; the loss_risk rule
     alone at several thresholds; where the model records a loss calibration of its misaligned
-    problems, every rule with the held-out figure judging misaligned problems in its place) the
+    problems, every rule but ``misaligned`` with their risk read through the one of all problems) the
     best measured time among what the handler hands Inductor (its first pick alone where it is
     sure) / best measured, and the unsure fraction."""
     from torch_diode.selection import UNSURE_RULES
@@ -631,8 +637,10 @@ def unsure_rules(args: argparse.Namespace) -> int:
         )
     contracts = {name: contract for name in variants}
     if contract.misaligned_loss_calibration is not None:
-        name = "all, misaligned by the held-out figure"
-        variants[name] = variants["all"]
+        # the misaligned problems judged each by its loss risk, read through the calibration of all
+        # problems ("all but misaligned" reads it through theirs)
+        name = "all but misaligned, one calibration"
+        variants[name] = variants["all but misaligned"]
         contracts[name] = replace(contract, misaligned_loss_calibration=None)
     rows = []
     for data in args.data:

@@ -335,7 +335,7 @@ def test_uncertainty_replay_gives_each_signal_an_auc(tmp_path):
     )
     assert run.returncode == 0, run.stderr
     report = json.loads(out.read_text())
-    assert report["signals"] == ["regret_mean", "regret_spread", "disagreement"]
+    assert report["signals"] == ["regret_mean", "regret_spread", "disagreement", "near_ties"]
     assert sum(r["problems"] for r in report["rows"]) == 12
     for r in report["rows"]:
         assert 0 <= r["slow"] <= r["problems"]

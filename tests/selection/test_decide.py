@@ -275,10 +275,11 @@ def test_a_risky_first_pick_is_unsure_and_the_rules_can_be_switched_off():
     assert decide(problem, pool, members[1], policy).first == 0
 
 
-def test_a_misaligned_problem_is_judged_by_its_own_calibration_where_the_model_records_one():
-    """The held-out figure of misaligned problems (1.2x, over the 1.05 bar) makes every misaligned
-    problem unsure only for a model without a calibration of misaligned problems; with one, each
-    misaligned problem's risk is read through it, and an aligned problem's through the other."""
+def test_a_misaligned_problems_risk_is_read_through_its_own_calibration():
+    """A misaligned problem's loss risk is read through the calibration of the held-out misaligned
+    problems where the model records one, an aligned problem's through the one of all problems;
+    the held-out figure of misaligned problems (1.2x, over the 1.05 bar) still makes every
+    misaligned problem unsure."""
     from dataclasses import replace
 
     from torch_diode.selection import Confidence, HeldoutSlowdown, LossCalibration, Pool, decide
@@ -289,23 +290,22 @@ def test_a_misaligned_problem_is_judged_by_its_own_calibration_where_the_model_r
     members = np.log([[1.0, 0.7, 2.0], [1.0, 0.75, 2.0]])  # the template ~27% faster, the members close
     policy = make_policy(top_k=1, unsure_loss_probability=0.2)
     narrow, wide = LossCalibration(1.0, 0.05, 40), LossCalibration(1.0, 1.0, 40)
-    blanket = Confidence(
+    contract = Confidence(
         misaligned_problems=30,
-        heldout_top1_slowdown={"misaligned": HeldoutSlowdown(1.2, 30)},
         loss_calibration=narrow,
+        misaligned_loss_calibration=wide,
         template_kinds=("aten_mm", "triton_mm"),
     )
-    assert decide(misaligned, pool, members, policy, blanket).unsure == "misaligned"
-    assert decide(aligned, pool, members, policy, blanket).unsure is None
-    own = replace(blanket, misaligned_loss_calibration=narrow)
-    assert decide(misaligned, pool, members, policy, own).unsure is None
-    doubtful = replace(blanket, misaligned_loss_calibration=wide)
-    decision = decide(misaligned, pool, members, policy, doubtful)
+    assert contract.calibration_for(True) is wide and contract.calibration_for(False) is narrow
+    decision = decide(misaligned, pool, members, policy, contract)
     assert decision.unsure == "loss_risk" and decision.loss_risk > 0.3
-    assert decide(aligned, pool, members, policy, doubtful).unsure is None  # read through the narrow one
-    assert doubtful.calibration_for(True) is wide and doubtful.calibration_for(False) is narrow
-    # the rule of a model that saw no misaligned problem at all stays
-    assert decide(misaligned, pool, members, policy, replace(own, misaligned_problems=0)).unsure == "misaligned"
+    assert decide(aligned, pool, members, policy, contract).unsure is None  # read through the narrow one
+    assert decide(misaligned, pool, members, policy, replace(contract, misaligned_loss_calibration=None)).unsure is None
+    slow = replace(
+        contract, heldout_top1_slowdown={"misaligned": HeldoutSlowdown(1.2, 30)}, misaligned_loss_calibration=narrow
+    )
+    assert decide(misaligned, pool, members, policy, slow).unsure == "misaligned"
+    assert decide(aligned, pool, members, policy, slow).unsure is None
 
 
 def test_no_extern_preference_where_rows_are_misaligned():

@@ -72,8 +72,7 @@ class Confidence:
     template_kinds: tuple[str, ...] = KNOWN_BEFORE_V2
     loss_calibration: LossCalibration | None = None
     # the same fitted on the held-out problems with a misaligned operand alone: where it exists a
-    # misaligned problem's risk is read through it, and the blanket ``misaligned`` rule of the
-    # held-out figure gives way to it (selection.unsure_reason)
+    # misaligned problem's risk is read through it (selection.decide)
     misaligned_loss_calibration: LossCalibration | None = None
     version: int = CONFIDENCE_VERSION
 

@@ -236,13 +236,13 @@ def unsure_reason(
       lies more than one unit (2x) beyond what the training data of its element type held;
     - ``few_examples``: its element type had fewer than ``min_dtype_problems`` training problems;
     - ``misaligned``: an operand's rows are not 16-byte aligned (cuBLAS and the Triton templates
-      lose their vector loads) and the training data held no such problem, or, for a model that
-      records no loss calibration of its own for misaligned problems, the model's first picks of
-      held-out misaligned problems were on geometric mean more than ``unsure_heldout_slowdown``
-      times slower than the best (judged where training's validation split held at least
-      ``min_heldout_problems`` of them; that split also chose the early stop, so the figure leans
-      optimistic). Where the model records that calibration, ``loss_risk`` judges each misaligned
-      problem through it instead;
+      lose their vector loads) and the training data held no such problem, or the model's first
+      picks of held-out misaligned problems were on geometric mean more than
+      ``unsure_heldout_slowdown`` times slower than the best (judged where training's validation
+      split held at least ``min_heldout_problems`` of them; that split also chose the early stop,
+      so the figure leans optimistic). All such problems at once: nothing the model gives tells
+      its slow first picks of them apart, ``loss_risk`` through their own calibration included
+      (docs/handler.md);
     - ``tf32``: fp32 with TF32 allowed (``tf32``) and the training data timed none so, or fewer
       than ``min_dtype_problems`` (cuBLAS and Triton run other kernels under TF32: the same bar
       as for an element type);
@@ -277,7 +277,6 @@ def unsure_reason(
     if (
         "misaligned" in rules
         and misaligned
-        and contract.misaligned_loss_calibration is None
         and heldout
         and heldout.problems >= policy.min_heldout_problems
         and heldout.geomean > policy.unsure_heldout_slowdown
