@@ -269,19 +269,22 @@ def test_validate_model_reports_the_calibration_of_its_loss_estimate(tmp_path):
         w[0, FEATURE_NAMES.index("is_tiled")] = -1.0
         return [(w, np.array([bias], np.float32))]
 
+    def two_members(name, contract):
+        return write_model(
+            tmp_path / name,
+            ModelFile(
+                member(0.1),
+                np.zeros(NUM_FEATURES, np.float32),
+                np.ones(NUM_FEATURES, np.float32),
+                0.0,
+                1.0,
+                {"training_data": contract.to_dict()},
+                [member(-0.1)],
+            ),
+        )
+
     contract = Confidence(loss_calibration=LossCalibration(1.0, 1.0, 50), template_kinds=("aten_mm", "triton_mm"))
-    model = write_model(
-        tmp_path / "e.diode",
-        ModelFile(
-            member(0.1),
-            np.zeros(NUM_FEATURES, np.float32),
-            np.ones(NUM_FEATURES, np.float32),
-            0.0,
-            1.0,
-            {"training_data": contract.to_dict()},
-            [member(-0.1)],
-        ),
-    )
+    model = two_members("e.diode", contract)
     ds = Dataset()
     ds.add(HW, P1, [TimedConfig(KernelConfig("aten::mm"), 10.0), TimedConfig(cfg(64), 20.0)])
     ds.add(HW, P2, [TimedConfig(KernelConfig("aten::mm"), 10.0), TimedConfig(cfg(64), 5.0)])
@@ -295,19 +298,7 @@ def test_validate_model_reports_the_calibration_of_its_loss_estimate(tmp_path):
     assert c["by_kind"]["aligned"]["problems"] == 2 and c["by_kind"]["misaligned"]["problems"] == 0
     # a misaligned problem's estimate is read through the misaligned problems' own calibration
     # (residual 3: P(Z > (1 + ln 1.05) / 3) = 0.365), the aligned ones' through the other
-    own = replace(contract, misaligned_loss_calibration=LossCalibration(0.0, 3.0, 30))
-    model = write_model(
-        tmp_path / "m.diode",
-        ModelFile(
-            member(0.1),
-            np.zeros(NUM_FEATURES, np.float32),
-            np.ones(NUM_FEATURES, np.float32),
-            0.0,
-            1.0,
-            {"training_data": own.to_dict()},
-            [member(-0.1)],
-        ),
-    )
+    model = two_members("m.diode", replace(contract, misaligned_loss_calibration=LossCalibration(0.0, 3.0, 30)))
     odd = Problem("mm", 1, 512, 512, 500, "float16", "float16", "float16")  # 1000-byte rows of A
     ds.add(HW, odd, [TimedConfig(KernelConfig("aten::mm"), 10.0), TimedConfig(cfg(64), 20.0)])
     c = validate_model(model, ds)["calibration"]
