@@ -300,7 +300,7 @@ def _auc(score: np.ndarray, positive: np.ndarray) -> float | None:
 
 # what an ensemble's members say of the first pick: each member's predicted regret (its ln time of
 # the pick over its own best), their mean and spread, the share of members whose best is the pick,
-# and how many other usable candidates their mean predicts within 5% of the pick (near ties)
+# and how many other usable candidates their mean predicts within 5% of the pick, either way (near ties)
 UNCERTAINTY_SIGNALS = ("regret_mean", "regret_spread", "disagreement", "near_ties")
 
 
@@ -322,7 +322,7 @@ def uncertainty(args: argparse.Namespace) -> int:
                 regret = predicted[:, decision.first] - predicted[:, usable].min(axis=1)
                 best_is_pick = usable[np.argmin(predicted[:, usable], axis=1)] == decision.first
                 mean = predicted.mean(axis=0)
-                near_ties = int(np.sum(mean[usable] - mean[decision.first] < math.log(1.05))) - 1
+                near_ties = int(np.sum(np.abs(mean[usable] - mean[decision.first]) < math.log(1.05))) - 1
                 cases["misaligned" if problem.misaligned_operands else "aligned"].append(
                     (
                         float(measured[decision.first] / measured.min()),
@@ -617,7 +617,9 @@ def unsure_rules(args: argparse.Namespace) -> int:
     alone at several thresholds; where the model records a loss calibration of its misaligned
     problems, every rule but ``misaligned`` with their risk read through the one of all problems) the
     best measured time among what the handler hands Inductor (its first pick alone where it is
-    sure) / best measured, and the unsure fraction."""
+    sure) / best measured, and the unsure fraction. A misaligned problem's loss_risk is read through
+    the misaligned problems' own calibration where the model records one, in every variant but the
+    last: files of models without it are comparable with those of models before it."""
     from torch_diode.selection import UNSURE_RULES
 
     contract = _contract(args.model)

@@ -257,7 +257,7 @@ def _solution(tmp_path):
     return solution
 
 
-def test_validate_model_reports_the_calibration_of_its_loss_estimate(tmp_path):
+def test_validate_model_reports_the_calibration_of_its_loss_estimate(tmp_path, capsys):
     """Two members predicting the Triton config e^-1 times the ATen choice's time (their biases
     differ, their difference does not): with the recorded calibration (spread_scale 1, residual 1)
     the estimated probability of a > 5% loss is P(Z > 1 + ln 1.05) = 0.147 on both problems; one
@@ -297,7 +297,7 @@ def test_validate_model_reports_the_calibration_of_its_loss_estimate(tmp_path):
     assert (used["estimate_from"], used["estimate_to"], used["problems"]) == (0.1, 0.2, 2)
     assert c["by_kind"]["aligned"]["problems"] == 2 and c["by_kind"]["misaligned"]["problems"] == 0
     # a misaligned problem's estimate is read through the misaligned problems' own calibration
-    # (residual 3: P(Z > (1 + ln 1.05) / 3) = 0.365), the aligned ones' through the other
+    # (residual 3: P(Z > (1 + ln 1.05) / 3) = 0.363), the aligned ones' through the other
     model = two_members("m.diode", replace(contract, misaligned_loss_calibration=LossCalibration(0.0, 3.0, 30)))
     odd = Problem("mm", 1, 512, 512, 500, "float16", "float16", "float16")  # 1000-byte rows of A
     ds.add(HW, odd, [TimedConfig(KernelConfig("aten::mm"), 10.0), TimedConfig(cfg(64), 20.0)])
@@ -311,6 +311,14 @@ def test_validate_model_reports_the_calibration_of_its_loss_estimate(tmp_path):
         ),
         "observed_loss_fraction": 1.0,
     }
+    from torch_diode.cli import main
+    from torch_diode.types import save_dataset
+
+    data = save_dataset(ds, tmp_path / "calibration.json")
+    assert main(["validate-model", "--model", str(model), "--dataset", str(data)]) == 0
+    printed = capsys.readouterr().out
+    assert "  aligned:    2 problems, mean estimate 0.147, observed 0.500" in printed
+    assert "  misaligned (its own calibration):    1 problems, mean estimate 0.363, observed 1.000" in printed
     # a model whose contract records no calibration reports none
     plain = write_model(
         tmp_path / "p.diode",

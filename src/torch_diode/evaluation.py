@@ -163,8 +163,11 @@ def loss_calibration(
     order, measured more than LOSS_MARGIN times slower than the best ATen choice:
     :func:`torch_diode.selection.loss_probability`) matches what was measured: per bin of the
     estimate, the problems, the mean estimate and the observed fraction of losses; the Brier
-    score over all. Problems whose pick is the ATen choice (estimate 0) are counted apart. None
-    where the model's contract records no calibration (a model trained before it)."""
+    score over all; the same means by kind (``by_kind``: aligned, misaligned), each problem's
+    estimate read through the calibration of its kind (``Confidence.calibration_for``: the
+    misaligned problems' own, ``misaligned_calibration``, where the model records one). Problems
+    whose pick is the ATen choice (estimate 0) are counted apart. None where the model's contract
+    records no calibration (a model trained before it)."""
     import json as _json
 
     from .features import config_rows, featurize, is_extern

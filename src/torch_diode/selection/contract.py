@@ -4,7 +4,9 @@ handler reads to judge whether the model's ranking of a problem can be trusted a
 ``diode train`` writes :meth:`Confidence.to_dict` into the model file's ``training_data``
 metadata (beside other, descriptive fields); the handler reads it back with
 :meth:`Confidence.from_dict`. A field a model file does not record (older files) is None and
-the rule that needs it does not apply.
+the rule that needs it does not apply. ``misaligned_loss_calibration`` came within version 2: a
+torch-diode before it reads a file that records it as if it did not (the misaligned problems'
+risk through the calibration of all problems).
 """
 
 from __future__ import annotations
@@ -71,8 +73,9 @@ class Confidence:
     # training data: a candidate of another kind is never chosen unbenchmarked (selection.decide)
     template_kinds: tuple[str, ...] = KNOWN_BEFORE_V2
     loss_calibration: LossCalibration | None = None
-    # the same fitted on the held-out problems with a misaligned operand alone: where it exists a
-    # misaligned problem's risk is read through it (selection.decide)
+    # the same fitted on the held-out problems with a misaligned operand alone (None with fewer than
+    # 20 of them whose first pick is not the ATen choice): where it exists a misaligned problem's
+    # risk is read through it (selection.decide)
     misaligned_loss_calibration: LossCalibration | None = None
     version: int = CONFIDENCE_VERSION
 
