@@ -619,3 +619,30 @@ def test_learned_risk_replay_judges_a_classifier_against_the_shipped_rules(tmp_p
         real["outcome_worst"]
     )
     assert shipped["unsure_fraction"] == pytest.approx(real["unsure_fraction"])
+
+
+def test_unsure_rules_replays_each_rule_and_the_misaligned_calibration_against_the_general_one(tmp_path):
+    """benchmarks/selection_replay.py unsure-rules on the shipped sample: one row per variant, each
+    unsure fraction a fraction; a model whose contract records a calibration of its misaligned
+    problems adds the variant that reads their risk through the calibration of all problems."""
+    from dataclasses import replace
+
+    from torch_diode.model_file import model_metadata, read_model, write_model
+    from torch_diode.registry import resolve_model
+
+    sample = ROOT / "data" / "sample" / "h100_sample.json.gz"
+    shipped = resolve_model("NVIDIA-H100-matmul")
+    training = model_metadata(shipped)["training_data"]
+    assert training.get("misaligned_loss_calibration") is None
+    own = {**training, "misaligned_loss_calibration": {"spread_scale": 1.0, "residual": 0.3, "problems": 40}}
+    model = read_model(shipped)
+    calibrated = write_model(tmp_path / "m.diode", replace(model, metadata={**model.metadata, "training_data": own}))
+    for path, variant in ((shipped, False), (calibrated, True)):
+        out = tmp_path / f"{variant}.json"
+        selection_replay("unsure-rules", "--model", path, "--data", sample, "--out", out)
+        report = json.loads(out.read_text())
+        names = [r["variant"] for r in report["rows"]]
+        assert "all" in names and "all but misaligned" in names
+        assert ("all but misaligned, one calibration" in names) == variant
+        assert (report["misaligned_calibration"] is not None) == variant
+        assert all(0.0 <= r["unsure_fraction"] <= 1.0 and r["problems"] == 12 for r in report["rows"])
