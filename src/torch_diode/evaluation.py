@@ -202,18 +202,18 @@ def loss_calibration(
         losses.append(float(measured[decision.first] > LOSS_MARGIN * measured[safe]))
         misaligned.append(bool(problem.misaligned_operands))
     p, y, odd = np.array(estimates, dtype=np.float64), np.array(losses), np.array(misaligned, dtype=bool)
-    bins = []
-    for lo, hi in zip(CALIBRATION_BINS[:-1], CALIBRATION_BINS[1:]):
-        inside = (p >= lo) & ((p < hi) if hi < 1.0 else (p <= hi))
-        bins.append(
-            {
-                "estimate_from": lo,
-                "estimate_to": hi,
-                "problems": int(inside.sum()),
-                "estimate_mean": float(p[inside].mean()) if inside.any() else None,
-                "observed_loss_fraction": float(y[inside].mean()) if inside.any() else None,
-            }
-        )
+
+    def among(rows: np.ndarray) -> dict[str, Any]:
+        return {
+            "problems": int(rows.sum()),
+            "estimate_mean": float(p[rows].mean()) if rows.any() else None,
+            "observed_loss_fraction": float(y[rows].mean()) if rows.any() else None,
+        }
+
+    bins = [
+        {"estimate_from": lo, "estimate_to": hi, **among((p >= lo) & ((p < hi) if hi < 1.0 else (p <= hi)))}
+        for lo, hi in zip(CALIBRATION_BINS[:-1], CALIBRATION_BINS[1:])
+    ]
     return {
         "margin": LOSS_MARGIN,
         "problems": len(p),
@@ -226,14 +226,7 @@ def loss_calibration(
         if contract.misaligned_loss_calibration is None
         else contract.misaligned_loss_calibration.to_dict(),
         # each kind's risk is read through its own calibration where the model records one
-        "by_kind": {
-            kind: {
-                "problems": int(rows.sum()),
-                "estimate_mean": float(p[rows].mean()) if rows.any() else None,
-                "observed_loss_fraction": float(y[rows].mean()) if rows.any() else None,
-            }
-            for kind, rows in (("aligned", ~odd), ("misaligned", odd))
-        },
+        "by_kind": {"aligned": among(~odd), "misaligned": among(odd)},
         "bins": bins,
     }
 

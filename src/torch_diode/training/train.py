@@ -494,9 +494,11 @@ def train_model(
     # the handler reads the model's uncertainty through these (selection.loss_probability): one of
     # all held-out problems, and one of the misaligned ones alone, which the handler reads for them
     validation = np.flatnonzero(val_problem)
-    calibration = fit_loss_calibration(loss_cases(model, arrays, validation, policy))
-    misaligned = np.array([g for g in validation if arrays.problems[g][1].misaligned_operands], dtype=np.int64)
-    misaligned_calibration = fit_loss_calibration(loss_cases(model, arrays, misaligned, policy))
+    odd = np.array([bool(arrays.problems[g][1].misaligned_operands) for g in validation], dtype=bool)
+    aligned_cases = loss_cases(model, arrays, validation[~odd], policy)
+    misaligned_cases = loss_cases(model, arrays, validation[odd], policy)
+    calibration = fit_loss_calibration(np.concatenate([aligned_cases, misaligned_cases]))
+    misaligned_calibration = fit_loss_calibration(misaligned_cases)
     summary = _summary(arrays, _contract(arrays, heldout, calibration, misaligned_calibration))
 
     metadata = {
