@@ -149,7 +149,7 @@ def reference_features(problem: Problem, config: KernelConfig, hardware: Hardwar
         for name in tiled_names:
             f[name] = 0.0
         f["allow_tf32"] = float(config.allow_tf32 and problem.dtype_a == "float32")
-        return split_features(f, problem, config)
+        return load_features(split_features(f, problem, config), None, {})
 
     bm, bn, bk = config.block_m, config.block_n, config.block_k
     stages, warps = config.num_stages, config.num_warps
@@ -197,7 +197,8 @@ def reference_features(problem: Problem, config: KernelConfig, hardware: Hardwar
     operand_regs = smem_stage / (4.0 * warps * 32)
     f["log2_operand_regs_per_thread"] = lg(operand_regs)
     f["log2_regs_per_thread"] = lg(operand_regs + bm * bn / (warps * 32))
-    return split_features(f, problem, config)
+    tiles = {"a": (bm * bk, ba, lds["a"]), "b": (bk * bn, bb, lds["b"])}
+    return load_features(split_features(f, problem, config), warps * 32, tiles)
 
 
 def split_features(f: OrderedDict[str, float], problem: Problem, config: KernelConfig) -> OrderedDict[str, float]:
@@ -207,6 +208,23 @@ def split_features(f: OrderedDict[str, float], problem: Problem, config: KernelC
     f["log2_k_split"] = lg(split) if split else 0.0
     f["log2_k_per_split"] = lg(ceil_div(problem.K, split)) if split else 0.0
     f["log2_split_partial_bytes"] = lg(4.0 * problem.B * split * problem.M * problem.N) if split else 0.0
+    return f
+
+
+def load_features(f: OrderedDict[str, float], threads: int | None, tiles: dict) -> OrderedDict[str, float]:
+    """Version 4: each operand's loads per thread for one K step of its tile, at the widest vector
+    (<= 16 bytes) its row alignment allows, and whether that vector is under 32 bits; zero for a
+    choice that is not tiled (threads None)."""
+    for x in ("a", "b"):
+        if threads is None:
+            f[f"log2_loads_per_thread_{x}"] = 0.0
+            continue
+        tile_elems, elem_bytes, ld = tiles[x]
+        vector_bytes = math.gcd(ld * elem_bytes, 16)
+        per_thread = tile_elems / (threads * max(vector_bytes / elem_bytes, 1.0))
+        f[f"log2_loads_per_thread_{x}"] = math.log2(max(per_thread, 1.0))
+    for x in ("a", "b"):
+        f[f"sub_word_loads_{x}"] = float(threads is not None and math.gcd(tiles[x][2] * tiles[x][1], 16) < 4)
     return f
 
 
@@ -530,11 +548,11 @@ def test_untiled_row_with_zero_stages_is_fine():
 # ----------------------------------------------------------------------------------------------
 def test_empty_config_list():
     out = featurize(PROBLEMS[0], [], H100)
-    assert out.shape == (0, NUM_FEATURES) == (0, 65) and out.dtype == np.float32
+    assert out.shape == (0, NUM_FEATURES) == (0, 69) and out.dtype == np.float32
     out = _C.compute_features(GOOD_PROBLEM, np.zeros((0, 11), np.int64), HW)
-    assert out.shape == (0, 65) and out.dtype == np.float32
+    assert out.shape == (0, 69) and out.dtype == np.float32
     out = featurize_many(PROBLEMS[:2], np.zeros(0, np.int64), [], H100)
-    assert out.shape == (0, 65) and out.dtype == np.float32
+    assert out.shape == (0, 69) and out.dtype == np.float32
 
 
 # ----------------------------------------------------------------------------------------------

@@ -271,6 +271,16 @@ void compute_features(std::span<const int64_t> problems, std::span<const int64_t
       const double operand_regs = smem_stage / (4.0 * threads);
       f[kFLog2OperandRegsPerThread] = lg(operand_regs);
       f[kFLog2RegsPerThread] = lg(operand_regs + static_cast<double>(bm * bn) / threads);
+      const auto loads = [&](int64_t tile_elems, int64_t ld, int elem_bytes, int loads_col,
+                             int sub_word_col) {
+        const int vector_bytes = 1 << row_alignment_log2(ld, elem_bytes);
+        const double vector_elems = std::max(1.0, static_cast<double>(vector_bytes) / elem_bytes);
+        const double per_thread = static_cast<double>(tile_elems) / (threads * vector_elems);
+        f[loads_col] = static_cast<float>(std::log2(std::max(per_thread, 1.0)));
+        f[sub_word_col] = vector_bytes < 4 ? 1.f : 0.f;
+      };
+      loads(bm * bk, p[kPLdA], ba, kFLog2LoadsPerThreadA, kFSubWordLoadsA);
+      loads(bk * bn, p[kPLdB], bb, kFLog2LoadsPerThreadB, kFSubWordLoadsB);
     } else {
       // Not tiled (ATen/cuBLAS, ...): every block-derived feature is zero but TF32 (set above);
       // the template one-hot and the problem features carry the information.

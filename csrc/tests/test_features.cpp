@@ -37,7 +37,7 @@ TEST(Features, SpecTablesAreConsistent) {
   EXPECT_EQ(diode::config_columns().size(), static_cast<size_t>(diode::kNumConfigColumns));
   EXPECT_EQ(diode::dtype_names().size(), static_cast<size_t>(diode::kNumDTypes));
   EXPECT_EQ(diode::template_kind_names().size(), static_cast<size_t>(diode::kNumTemplateKinds));
-  EXPECT_EQ(diode::num_features(), 65);
+  EXPECT_EQ(diode::num_features(), 69);
 }
 
 TEST(Features, TemplateKinds) {
@@ -48,6 +48,31 @@ TEST(Features, TemplateKinds) {
   EXPECT_EQ(diode::template_kind("triton::mm_persistent_tma"), diode::TemplateKind::triton_tma);
   EXPECT_EQ(diode::template_kind("decompose_k"), diode::TemplateKind::decompose_k);
   EXPECT_EQ(diode::template_kind("something_new"), diode::TemplateKind::other);
+}
+
+TEST(Features, LoadsPerThreadFollowTheRowAlignment) {
+  // fp16 NN mm, K=1500: A's rows are 3,000 bytes, 8-byte aligned, so A loads 4 halves at a time:
+  // a 64x32 tile over 4 warps is 2,048 / (128 x 4) = 4 loads per thread. B's rows (N=1024) are
+  // 16-byte aligned: 32x128 / (128 x 8) = 4 loads.
+  std::vector<int64_t> cfg = {3, 64, 128, 32, 8, 3, 4, 1, 0, 0, 0};
+  auto f = run(problem(0, 1, 512, 1024, 1500), cfg);
+  EXPECT_FLOAT_EQ(f[col("log2_loads_per_thread_a")], 2.0f);
+  EXPECT_FLOAT_EQ(f[col("log2_loads_per_thread_b")], 2.0f);
+  EXPECT_EQ(f[col("sub_word_loads_a")], 0.f);
+  // K=1501: A's rows are 2-byte aligned, one half per load (16 loads), too narrow for cp.async.
+  f = run(problem(0, 1, 512, 1024, 1501), cfg);
+  EXPECT_FLOAT_EQ(f[col("log2_loads_per_thread_a")], 4.0f);
+  EXPECT_EQ(f[col("sub_word_loads_a")], 1.f);
+  EXPECT_EQ(f[col("sub_word_loads_b")], 0.f);
+  // A tile smaller than one vector per thread counts as one load (log2 0); ATen rows are all 0.
+  cfg = {3, 16, 16, 16, 8, 2, 8, 1, 0, 0, 0, /*ATen*/ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  f = run(problem(0, 1, 512, 1024, 1501), cfg);
+  EXPECT_FLOAT_EQ(f[col("log2_loads_per_thread_b")], 0.0f);
+  EXPECT_EQ(f[col("sub_word_loads_a")], 1.f);
+  const size_t nf = diode::num_features();
+  for (const char* name : {"log2_loads_per_thread_a", "log2_loads_per_thread_b", "sub_word_loads_a",
+                           "sub_word_loads_b"})
+    EXPECT_EQ(f[nf + col(name)], 0.f) << name;
 }
 
 TEST(Features, TileGeometryOfAnUnevenShape) {

@@ -401,7 +401,7 @@ def test_extern_weight_fits_the_aten_rows_closer():
             pred = model(torch.from_numpy(arrays.features)).numpy()
         return float(np.mean((pred[extern] - arrays.log_time_us[extern]) ** 2))
 
-    assert aten_mse(50.0) < 0.7 * aten_mse(1.0)
+    assert aten_mse(50.0) < 0.8 * aten_mse(1.0)  # ignored, the weight would give about 1.0
     for bad in (0.0, -1.0, float("nan")):
         with pytest.raises(ValueError, match="extern_weight"):
             TrainConfig(extern_weight=bad).resolved()

@@ -22,10 +22,12 @@ namespace diode {
 // register estimates (log2_operand_regs_per_thread, log2_regs_per_thread).
 // Version 3 added decompose_k's split of K (the k_split config column; the log2_k_split,
 // log2_k_per_split and log2_split_partial_bytes features).
+// Version 4 added each operand's loads per thread and K step at the vector width its row
+// alignment allows (log2_loads_per_thread_a/_b, sub_word_loads_a/_b).
 // From version 2 on, a version only appends features: a model of version v reads the first
 // features_of_version(v) features of every row, so the engine still runs models of older
 // versions down to kOldestFeatureVersion.
-inline constexpr int kFeatureVersion = 3;
+inline constexpr int kFeatureVersion = 4;
 inline constexpr int kOldestFeatureVersion = 2;
 
 enum class Op : int32_t { mm = 0, addmm = 1, bmm = 2, baddbmm = 3 };
@@ -183,6 +185,15 @@ enum Feature : int {
   kFLog2KSplit,
   kFLog2KPerSplit,
   kFLog2SplitPartialBytes,
+  // feature version 4: the load instructions each thread issues for one K step of an operand's
+  // tile (BLOCK_M x BLOCK_K of A, BLOCK_K x BLOCK_N of B), at the widest vector the operand's
+  // row alignment allows along its contiguous dimension (16 bytes at most), and whether that
+  // vector is narrower than 32 bits (too narrow for cp.async, so the loads are not pipelined).
+  // 0 for choices that are not tiled.
+  kFLog2LoadsPerThreadA,
+  kFLog2LoadsPerThreadB,
+  kFSubWordLoadsA,
+  kFSubWordLoadsB,
   kNumFeatures
 };
 
@@ -257,6 +268,10 @@ inline constexpr std::array<FeatureSpec, kNumFeatures> kFeatures = {{
     {kFLog2KSplit, "log2_k_split"},
     {kFLog2KPerSplit, "log2_k_per_split"},
     {kFLog2SplitPartialBytes, "log2_split_partial_bytes"},
+    {kFLog2LoadsPerThreadA, "log2_loads_per_thread_a"},
+    {kFLog2LoadsPerThreadB, "log2_loads_per_thread_b"},
+    {kFSubWordLoadsA, "sub_word_loads_a"},
+    {kFSubWordLoadsB, "sub_word_loads_b"},
 }};
 
 // How many features (the first ones of a row) a model of feature version `version` reads; 0 for
@@ -266,6 +281,8 @@ constexpr int features_of_version(int version) {
     case 2:
       return kFLog2KSplit;
     case 3:
+      return kFLog2LoadsPerThreadA;
+    case 4:
       return kNumFeatures;
     default:
       return 0;
@@ -288,7 +305,7 @@ consteval bool feature_table_is_consistent() {
   return true;
 }
 }  // namespace detail
-static_assert(kFeatures.size() == kNumFeatures && kNumFeatures == 65,
+static_assert(kFeatures.size() == kNumFeatures && kNumFeatures == 69,
               "the feature count is part of kFeatureVersion");
 static_assert(features_of_version(kFeatureVersion) == kNumFeatures &&
                   features_of_version(kOldestFeatureVersion) == 62,
