@@ -215,16 +215,17 @@ def load_features(f: OrderedDict[str, float], threads: int | None, tiles: dict) 
     """Version 4: each operand's loads per thread for one K step of its tile, at the widest vector
     (<= 16 bytes) its row alignment allows, and whether that vector is under 32 bits; zero for a
     choice that is not tiled (threads None)."""
+    sub_word = {}
     for x in ("a", "b"):
-        if threads is None:
-            f[f"log2_loads_per_thread_{x}"] = 0.0
-            continue
-        tile_elems, elem_bytes, ld = tiles[x]
-        vector_bytes = math.gcd(ld * elem_bytes, 16)
-        per_thread = tile_elems / (threads * max(vector_bytes / elem_bytes, 1.0))
-        f[f"log2_loads_per_thread_{x}"] = math.log2(max(per_thread, 1.0))
+        f[f"log2_loads_per_thread_{x}"], sub_word[x] = 0.0, 0.0
+        if threads is not None:
+            tile_elems, elem_bytes, ld = tiles[x]
+            vector_bytes = math.gcd(ld * elem_bytes, 16)
+            per_thread = tile_elems / (threads * max(vector_bytes / elem_bytes, 1.0))
+            f[f"log2_loads_per_thread_{x}"] = math.log2(max(per_thread, 1.0))
+            sub_word[x] = float(vector_bytes < 4)
     for x in ("a", "b"):
-        f[f"sub_word_loads_{x}"] = float(threads is not None and math.gcd(tiles[x][2] * tiles[x][1], 16) < 4)
+        f[f"sub_word_loads_{x}"] = sub_word[x]
     return f
 
 
