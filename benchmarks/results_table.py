@@ -182,7 +182,7 @@ def heldout_realmodels(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
         f"held-out real models' GEMMs, {report['model']} ({report['num_problems']}): first pick / best measured "
         f"(geomean, worst); handler's outcome; unsure",
         f"{_x(report['first_pick_geomean'])}, {_x(report['first_pick_worst'])}; "
-        f"{_x(report['outcome_geomean'])}, {_x(report['outcome_worst'])}; {report['unsure_fraction']:.0%}",
+        f"{_x(report['outcome_geomean'])}, {_x(report['outcome_worst'])}; {report['unsure_fraction']:.1%}",
     )
 
 
