@@ -6,6 +6,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 for helpers in ("integration", "gpu", "selection"):
     sys.path.insert(0, str(Path(__file__).resolve().parent / helpers))
 
@@ -25,3 +27,20 @@ def pytest_collection_modifyitems(config, items):
     the queue, which pytest-xdist's idle workers steal from the end of, so the workers finish
     close together."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture
+def diode_cli(capsys):
+    """``diode ARGV...`` in this process, for commands that measure nothing (no interpreter to
+    start): a callable returning (exit code, stdout, stderr)."""
+    from torch_diode.cli import main
+
+    def run(*argv) -> tuple[int, str, str]:
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as e:  # argparse's usage errors
+            code = e.code
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run

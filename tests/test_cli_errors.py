@@ -26,16 +26,6 @@ MODEL = next(iter(shipped_models().values()))
 DIODE = [sys.executable, "-m", "torch_diode.cli"]
 
 
-def run(capsys, *argv) -> tuple[int, str, str]:
-    """``diode argv`` in this process: (exit code, stdout, stderr)."""
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as e:  # argparse's usage errors
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def assert_user_error(code: int, err: str, *names: str) -> None:
     assert code == 2, err
     lines = [line for line in err.splitlines() if line.strip()]
@@ -183,7 +173,7 @@ def _all_failed(tmp_path: Path) -> Path:
     ],
     ids=lambda case: " ".join(case[0][:3]),
 )
-def test_user_errors_are_one_line_naming_the_culprit(capsys, data, case):
+def test_user_errors_are_one_line_naming_the_culprit(diode_cli, data, case):
     tmp_path, sample = data
     (tmp_path / "bad.json").write_text(
         '{"format": "torch-diode-dataset", "schema_version": 1, "metadata": {}, "configs": [], "hardware": [{}]}'
@@ -191,24 +181,24 @@ def test_user_errors_are_one_line_naming_the_culprit(capsys, data, case):
     args, names = case
     fill = {"d": tmp_path, "s": sample, "failed": _all_failed(tmp_path) if "{failed}" in args else ""}
     before = sample.read_bytes()
-    code, _, err = run(capsys, *[a.format(**fill) for a in args])
+    code, _, err = diode_cli(*[a.format(**fill) for a in args])
     assert_user_error(code, err, *[n.format(**fill) for n in names])
     assert sample.read_bytes() == before  # no input was touched
     assert not (tmp_path / "c.json").exists()  # no collection started
 
 
-def test_split_refusals_lose_nothing(capsys, data):
+def test_split_refusals_lose_nothing(diode_cli, data):
     """`split --train X --validation X` used to keep only the validation part in X; `--train IN`
     replaced the input."""
     tmp_path, sample = data
     before = sample.read_bytes()
     out = tmp_path / "x.json"
-    code, _, err = run(capsys, "dataset", "split", sample, "--train", out, "--validation", out)
+    code, _, err = diode_cli("dataset", "split", sample, "--train", out, "--validation", out)
     assert_user_error(code, err, "--validation")
     assert not out.exists()
     # the same file by another name (a symlink) is the same file
     (tmp_path / "link.json.gz").symlink_to(sample)
-    code, _, err = run(capsys, "dataset", "split", sample, "--train", tmp_path / "link.json.gz", "--validation", out)
+    code, _, err = diode_cli("dataset", "split", sample, "--train", tmp_path / "link.json.gz", "--validation", out)
     assert_user_error(code, err, "--train")
     assert sample.read_bytes() == before
 
@@ -238,7 +228,7 @@ def test_a_bug_keeps_its_traceback(capsys, monkeypatch):
         main(["dataset", "stats", str(SAMPLE)])
 
 
-def test_global_options_go_to_the_subcommand(capsys, tmp_path):
+def test_global_options_go_to_the_subcommand(diode_cli, tmp_path):
     parser = build_parser()
     for argv, command, expected in (
         (["--format", "msgpack", "--seed", "42", "collect", "-o", "x"], "collect", {"format": "msgpack", "seed": 42}),
@@ -264,8 +254,7 @@ def test_global_options_go_to_the_subcommand(capsys, tmp_path):
         assert args.command == command
         assert {k: getattr(args, k) for k in expected} == expected
     # and a real run, as the seeds wrote it
-    code, out, err = run(
-        capsys,
+    code, out, err = diode_cli(
         "--seed",
         "42",
         "validate-model",
@@ -317,13 +306,11 @@ def test_ctrl_c_during_training_leaves_no_partial_file(tmp_path):
     assert not model.exists() and not list(tmp_path.iterdir())
 
 
-def test_merge_keeps_both_rows_of_a_problem_listed_twice(capsys, tmp_path):
+def test_merge_keeps_both_rows_of_a_problem_listed_twice(diode_cli, tmp_path):
     dataset = load_dataset(SAMPLE)
     save_dataset(dataset, tmp_path / "a.json")
     save_dataset(dataset, tmp_path / "b.msgpack")
-    code, _, err = run(
-        capsys, "dataset", "merge", tmp_path / "a.json", tmp_path / "b.msgpack", "-o", tmp_path / "m.json"
-    )
+    code, _, err = diode_cli("dataset", "merge", tmp_path / "a.json", tmp_path / "b.msgpack", "-o", tmp_path / "m.json")
     assert code == 0, err
     merged = {p: ts for _, p, ts in load_dataset(tmp_path / "m.json").problems()}
     for _, problem, timings in dataset.problems():

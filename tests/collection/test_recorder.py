@@ -334,7 +334,7 @@ def test_a_problem_that_kills_two_runs_is_skipped_on_the_next(tmp_path):
     assert "in_flight" not in load_dataset(path).metadata
 
 
-def test_remeasure_measures_the_hinted_problems_again_and_merge_replace_puts_them_in_place(tmp_path):
+def test_remeasure_measures_the_hinted_problems_again_and_merge_replace_puts_them_in_place(tmp_path, diode_cli):
     """`diode remeasure FILE --layout-hinted`: the problems whose kernels get layout hints,
     measured again as the file records (here Inductor's CPP,ATEN max-autotune on the CPU), into a
     new file that resumes; `diode dataset merge --replace` takes those problems from it alone."""
@@ -394,9 +394,10 @@ def test_remeasure_measures_the_hinted_problems_again_and_merge_replace_puts_the
     assert not {"only", "below_us"} & set(new.metadata["sources"][0]["settings"])
     again = subprocess.run(remeasure, capture_output=True, text=True)
     assert again.returncode == 0 and "1 already done" in again.stdout, again.stdout
-    merge = [*cli, "dataset", "merge", str(tmp_path / "old.json"), str(tmp_path / "new.json"), "--replace"]
-    proc = subprocess.run([*merge, "-o", str(tmp_path / "merged.json")], capture_output=True, text=True)
-    assert proc.returncode == 0 and "1 problem(s) taken from a later input alone" in proc.stdout, proc.stderr
+    # the rest measures nothing: the command line in this process
+    merge = ["dataset", "merge", tmp_path / "old.json", tmp_path / "new.json", "--replace"]
+    code, out, err = diode_cli(*merge, "-o", tmp_path / "merged.json")
+    assert code == 0 and "1 problem(s) taken from a later input alone" in out, err
     merged = {problem_key(p): ts for _, p, ts in load_dataset(tmp_path / "merged.json").problems()}
     assert set(merged) == {problem_key(p) for p in [hinted, *others]}
     assert all(t.time_us != 12345.0 for t in merged[problem_key(hinted)]) and len(merged[problem_key(hinted)]) >= 2
@@ -405,28 +406,27 @@ def test_remeasure_measures_the_hinted_problems_again_and_merge_replace_puts_the
     # the merged file records its hinted re-measurement, so the part that loops over every file
     # leaves it alone (no output written); a file without hinted problems writes none either
     def again(source: str) -> str:
-        args = [*cli, "remeasure", str(tmp_path / source), "--layout-hinted", "--device", "cpu"]
-        proc = subprocess.run([*args, "-o", str(tmp_path / "again.json")], capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        return proc.stdout
+        code, out, err = diode_cli(
+            "remeasure", tmp_path / source, "--layout-hinted", "--device", "cpu", "-o", tmp_path / "again.json"
+        )
+        assert code == 0, err[-2000:]
+        return out
 
     assert "measured with the layout hints; nothing to do" in again("merged.json")
     assert "measured with the layout hints; nothing to do" in again("new.json")
     save_dataset(old.subset(lambda hw, p: not layout_hinted(p)), tmp_path / "plain.json")
     assert "none of its 2 problems gets a layout hint" in again("plain.json")
     # --only: the hinted problems that another dataset lists (those still timed without the hints)
-    args = [*cli, "remeasure", str(tmp_path / "old.json"), "--layout-hinted", "--device", "cpu"]
-    only = [*args, "--only", str(tmp_path / "plain.json"), "-o", str(tmp_path / "again.json")]
-    proc = subprocess.run(only, capture_output=True, text=True)
-    assert proc.returncode == 0 and "none of its problems in" in proc.stdout, proc.stdout + proc.stderr[-2000:]
-    assert "gets a layout hint; nothing to do" in proc.stdout
+    args = ["remeasure", tmp_path / "old.json", "--layout-hinted", "--device", "cpu", "-o", tmp_path / "again.json"]
+    code, out, err = diode_cli(*args, "--only", tmp_path / "plain.json")
+    assert code == 0 and "none of its problems in" in out, out + err[-2000:]
+    assert "gets a layout hint; nothing to do" in out
     assert not (tmp_path / "again.json").exists()
-    only = [*args, "--only", str(tmp_path / "missing.json"), "-o", str(tmp_path / "again.json")]
-    proc = subprocess.run(only, capture_output=True, text=True)
-    assert proc.returncode == 2 and "missing.json" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    code, out, err = diode_cli(*args, "--only", tmp_path / "missing.json")
+    assert code == 2 and "missing.json" in err, err
 
 
-def test_remeasure_below_us_takes_the_problems_that_ran_under_it(tmp_path):
+def test_remeasure_below_us_takes_the_problems_that_ran_under_it(tmp_path, diode_cli):
     """`diode remeasure FILE --below-us US`: only the problems whose fastest recorded time is under
     US microseconds (a problem whose choices all failed has none), measured again as the file
     records (Inductor's CPP,ATEN max-autotune on the CPU here), the new file's record naming the
@@ -455,11 +455,12 @@ def test_remeasure_below_us_takes_the_problems_that_ran_under_it(tmp_path):
         args = [*cli, "--below-us", below, "-o", str(tmp_path / "new.json")]
         return subprocess.run(args, capture_output=True, text=True)
 
-    proc = remeasure("5")
-    assert proc.returncode == 0 and "none of its problems ran under 5 us; nothing to do" in proc.stdout, proc.stdout
-    proc = remeasure("0")
-    assert proc.returncode == 2 and "--below-us: 0: give a time in microseconds above 0" in proc.stderr, proc.stderr
-    assert "Traceback" not in proc.stderr and not (tmp_path / "new.json").exists()
+    # nothing to measure, or a bad bound: the command line in this process
+    code, out, _ = diode_cli(*cli[3:], "--below-us", "5", "-o", tmp_path / "new.json")
+    assert code == 0 and "none of its problems ran under 5 us; nothing to do" in out, out
+    code, _, err = diode_cli(*cli[3:], "--below-us", "0", "-o", tmp_path / "new.json")
+    assert code == 2 and "--below-us: 0: give a time in microseconds above 0" in err, err
+    assert not (tmp_path / "new.json").exists()
     proc = remeasure("10")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "1 of its 3 problems (those whose fastest recorded time is under 10 us)" in proc.stdout, proc.stdout
@@ -468,7 +469,7 @@ def test_remeasure_below_us_takes_the_problems_that_ran_under_it(tmp_path):
     assert new.metadata["sources"][0]["settings"]["below_us"] == 10
 
 
-def test_remeasure_without_lead_leaves_the_files_timed_with_the_lead(tmp_path):
+def test_remeasure_without_lead_leaves_the_files_timed_with_the_lead(tmp_path, diode_cli):
     """`diode remeasure FILE --without-lead` measures again only a file whose fast-collector timings
     had no lead before each flush: a file collected with the lead, or of Inductor's own timings, or
     into which a whole re-measurement with the lead was merged, is left as it is. A merged
@@ -506,18 +507,19 @@ def test_remeasure_without_lead_leaves_the_files_timed_with_the_lead(tmp_path):
     assert not _led_already(dataset(fast, {**remeasured, "below_us": 10.0}), below_us=30.0)
     assert not _led_already(dataset(fast, {**remeasured, "below_us": 30.0}))  # all its problems
     assert _led_already(dataset(fast, remeasured), below_us=30.0)
-    cli = [sys.executable, "-m", "torch_diode.cli", "remeasure"]
     for name, d in (("led", dataset(led)), ("inductor", dataset({"mode": "inductor", "tf32": False}))):
         save_dataset(d, tmp_path / f"{name}.json")
-        args = [*cli, str(tmp_path / f"{name}.json"), "--without-lead", "--device", "cpu"]
-        proc = subprocess.run([*args, "-o", str(tmp_path / "o.json")], capture_output=True, text=True)
-        assert proc.returncode == 0 and "takes none); nothing to do" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+        code, out, err = diode_cli(
+            "remeasure", tmp_path / f"{name}.json", "--without-lead", "--device", "cpu", "-o", tmp_path / "o.json"
+        )
+        assert code == 0 and "takes none); nothing to do" in out, out + err[-2000:]
         assert not (tmp_path / "o.json").exists()
     # a collection's placeholder chunk (shapes not yet measured) holds nothing to measure again
     save_dataset(
         Dataset(metadata={"sources": [{"tool": "torch_diode.collect", "settings": fast}]}), tmp_path / "empty.json"
     )
-    args = [*cli, str(tmp_path / "empty.json"), "--without-lead", "--device", "cpu", "-o", str(tmp_path / "o.json")]
-    proc = subprocess.run(args, capture_output=True, text=True)
-    assert proc.returncode == 0 and "holds no problem; nothing to do" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+    code, out, err = diode_cli(
+        "remeasure", tmp_path / "empty.json", "--without-lead", "--device", "cpu", "-o", tmp_path / "o.json"
+    )
+    assert code == 0 and "holds no problem; nothing to do" in out, out + err[-2000:]
     assert not (tmp_path / "o.json").exists()
