@@ -5,11 +5,11 @@
 #
 # Targets:
 #   make install     .venv with the package, its C++ core and the development tools (pytest, ruff)
-#   make test-fast   the Python tests not marked `slow`, one pytest-xdist worker per core: what to
-#                    run while editing
+#   make test-fast   the Python tests not marked `slow`, pytest-xdist workers one more than the
+#                    cores: what to run while editing
 #   make test-slow   the Python tests marked `slow` (real torch.compile runs, workflows end to end),
-#                    one pytest-xdist worker per core (idle ones steal queued tests)
-#   make test-python the whole Python suite in one pytest-xdist run, one worker per core, the slow
+#                    the same workers (idle ones steal queued tests)
+#   make test-python the whole Python suite in one pytest-xdist run, the same workers, the slow
 #                    tests queued first (tests/conftest.py): the short ones even out the workers' ends
 #   make test-cpp    the C++ unit tests under AddressSanitizer and UBSan
 #   make lint        ruff (lint and format check) over Python, clang-format over csrc/
@@ -27,6 +27,9 @@ STAMP := $(VENV)/.diode-installed
 SOURCES := $(shell find src csrc -type f \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.json' -o -name '*.diode' \)) CMakeLists.txt pyproject.toml
 CPP_SOURCES = $(shell find csrc -type f \( -name '*.cpp' -o -name '*.h' \))
 JOBS := $(shell nproc 2>/dev/null || echo 2)
+# pytest-xdist workers: one more than the cores, as many tests wait on the processes they start
+# (the command line, workflows, Inductor's compile workers) and another worker fills that time
+TEST_JOBS := $(shell echo $$(( $(JOBS) + 1 )))
 CPP_BUILD := build/cpp-tests
 # pytest exits 5 when a selection holds no test: not a failure here.
 PYTEST = $(PY) -m pytest tests
@@ -64,14 +67,14 @@ demo: $(STAMP)
 test: lint test-python test-cpp test-lib
 
 test-python: $(STAMP)
-	$(PYTEST) -n $(JOBS) --dist worksteal $(PYTEST_OK)
+	$(PYTEST) -n $(TEST_JOBS) --dist worksteal $(PYTEST_OK)
 
 test-fast: $(STAMP)
-	$(PYTEST) -m "not slow" -n $(JOBS) --dist worksteal $(PYTEST_OK)
+	$(PYTEST) -m "not slow" -n $(TEST_JOBS) --dist worksteal $(PYTEST_OK)
 
 test-slow: $(STAMP)
 	@echo "test-slow: real torch.compile runs and whole workflows; minutes, not seconds (make test-fast skips them)"
-	$(PYTEST) -m slow -n $(JOBS) --dist worksteal $(PYTEST_OK)
+	$(PYTEST) -m slow -n $(TEST_JOBS) --dist worksteal $(PYTEST_OK)
 
 # C++ unit tests under AddressSanitizer and UBSan (test_fuzz.cpp: seeded random inputs, longer with
 # DIODE_FUZZ_ITERATIONS=N): GoogleTest from Debian's libgtest-dev, installed here where it is

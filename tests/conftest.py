@@ -22,6 +22,18 @@ os.environ.setdefault("TORCHINDUCTOR_DEBUG_COMPILE", "1")
 os.environ.setdefault("TORCHINDUCTOR_VEC_ISA_OK", "1")
 
 
+@pytest.fixture(autouse=True)
+def _environment_as_found():
+    """Each test leaves the environment as it found it: importing a script that sets a variable
+    at import (benchmarks/e2e.py sets TORCH_DIODE_NO_AUTOREGISTER) would otherwise reach every
+    process that later tests of the same worker start, whichever tests those are."""
+    before = dict(os.environ)
+    yield
+    if dict(os.environ) != before:
+        os.environ.clear()
+        os.environ.update(before)
+
+
 def pytest_collection_modifyitems(config, items):
     """The slow tests first (a stable sort keeps each group's order): the short ones come last in
     the queue, which pytest-xdist's idle workers steal from the end of, so the workers finish
