@@ -1,8 +1,8 @@
 """Does one ATen GEMM run alike in default mode, in the max-autotune path handed the ATen choice
 alone, in diode's and eagerly, inside one process? For GEMMs where e2e.py's workers (one process
 each) disagree on a choice they share: each way is compiled with cold caches, then the four are
-timed in turns (``do_bench_cudagraph`` medians, ``--reps`` rounds), with the generated call and
-the CUDA kernels the profiler sees.
+timed in turns (``do_bench_cudagraph`` medians as benchmarks.e2e takes them, ``--reps`` rounds),
+with the generated call and the CUDA kernels the profiler sees.
 
     python -m benchmarks.extern_call --match "Falcon-7B self_attention.query_key_value (prefill" \\
         "DINOv2 ViT-B/14 mlp.fc2 (batch 1" --out benchmarks/results/extern_call_h200.json
@@ -21,19 +21,18 @@ os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"
 
 from benchmarks.common import load_shapes, report_header, stage  # noqa: E402
 
-
-def ways() -> dict[str, tuple[dict[str, Any], bool]]:
-    """name -> (Inductor settings, whether diode decides)."""
-    autotune = {"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN"}
-    return {
-        "default": ({}, False),
-        "aten_only_autotune": (autotune, False),
-        "diode": ({"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN,TRITON"}, True),
-    }
+# name -> (Inductor settings, whether diode decides); diode's as benchmarks.e2e compiles it
+WAYS: dict[str, tuple[dict[str, Any], bool]] = {
+    "default": ({}, False),
+    "aten_only_autotune": ({"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN"}, False),
+    "diode": ({"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN,TRITON"}, True),
+}
 
 
 def compiled(fn: Any, inputs: tuple, settings: dict[str, Any], diode: bool, model: str) -> tuple[Any, list[str]]:
     """The compiled function (compiled on its first call here) and its generated GEMM call lines."""
+    import contextlib
+
     import torch
     from torch._inductor import config as inductor_config
     from torch._inductor.utils import run_and_get_code
@@ -43,10 +42,7 @@ def compiled(fn: Any, inputs: tuple, settings: dict[str, Any], diode: bool, mode
     torch._dynamo.reset()
     compiled_fn = torch.compile(fn, dynamic=False)
     with inductor_config.patch({"force_disable_caches": True, **settings}), torch.no_grad():
-        if diode:
-            with diode_choices(model):
-                _, code = run_and_get_code(compiled_fn, *inputs)
-        else:
+        with diode_choices(model) if diode else contextlib.nullcontext():
             _, code = run_and_get_code(compiled_fn, *inputs)
     calls = [
         line.strip()
@@ -88,7 +84,7 @@ def main() -> int:
 
     if not torch.cuda.is_available():
         raise SystemExit("extern_call.py measures on a CUDA GPU; none is available here")
-    import triton
+    from benchmarks.e2e import bench_cudagraph_us
 
     rows = []
     for label, problem, _ in load_shapes(args.shapes):
@@ -99,14 +95,12 @@ def main() -> int:
         fn = op_function(problem.op)
         fns: dict[str, Any] = {"eager": fn}
         calls = {}
-        for name, (settings, diode) in ways().items():
+        for name, (settings, diode) in WAYS.items():
             fns[name], calls[name] = compiled(fn, inputs, settings, diode, args.model)
         us: dict[str, list[float]] = {name: [] for name in fns}
         for _ in range(args.reps):
             for name, f in fns.items():
-                us[name].append(
-                    1000 * triton.testing.do_bench_cudagraph(lambda f=f, x=inputs: f(*x), rep=200, return_mode="median")
-                )
+                us[name].append(bench_cudagraph_us(lambda f=f, x=inputs: f(*x)))
         row = {
             "label": label,
             "problem": problem.short(),
