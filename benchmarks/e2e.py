@@ -35,7 +35,12 @@ Inductor's worker pool, which compiles every kernel after it (until the pool is 
 compiles in the worker itself, so the first item measured would pay for the pool's start). Compile
 time is the wall time of the first call. Runtime (``runtime_us``, the summary's ratios) is
 ``triton.testing.do_bench_cudagraph`` of the compiled function: its median over replays of a CUDA
-graph, the way mode="max-autotune" runs compiled functions, so it is the kernels' time. The plain
+graph, the way mode="max-autotune" runs compiled functions, so it is the kernels' time. The graph
+calls it on several copies of the inputs in turn (``input_copies``: together over twice the L2
+cache; ``input_copies`` in the row says how many), so each call reads its operands from memory as
+a layer of a model does; a model's weights are its own and not copied. ``runtime_cudagraph_warm_l2_us``
+is the same replayed on one copy: operands that fit in L2 stay there, and for those that nearly
+fill it the figure depends on where in memory they lie (benchmarks/l2_residency.py). The plain
 ``triton.testing.do_bench`` median (same warm-up and repetitions for every method) is kept as
 ``runtime_do_bench_us`` (summary keys ``*_do_bench``), with ``wall_us_per_call``: do_bench times
 one host call after a cache flush, and where the host's cost of calling a compiled function
@@ -80,7 +85,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +123,7 @@ WORKERS = (("diode_top1",), ("default", "max_autotune", "exhaustive"), ("diode_t
 DEFAULT_METHODS = METHODS[:-1]
 GUIDE_MODE = "diode_max_autotune_mode"  # compiled as the integration guide compiles
 WARMUP_MS, REP_MS = 25, 100
+MAX_INPUT_COPIES = 256  # input_copies: enough for inputs of 400 KB or more to leave a 50 MB L2 cold
 PAD_PASS_LIMIT_S = 240  # the pad_mm pass: every item compiled once in default mode
 
 
@@ -196,13 +202,44 @@ def bench_us(fn: Callable) -> float:
     return 1000 * triton.testing.do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode="median")
 
 
-def bench_cudagraph_us(fn: Callable) -> float:
+def bench_cudagraph_us(fn: Callable, inputs: Sequence[tuple] = ((),)) -> float:
     """The same function replayed from a CUDA graph: kernel time without the host's launch cost
     (mode="max-autotune" runs compiled functions this way). do_bench times one launch after a
-    cache flush, so a host cost longer than the flush lands in its figure."""
+    cache flush, so a host cost longer than the flush lands in its figure. The graph calls ``fn``
+    on each of ``inputs`` in turn (copies from ``input_copies``: then no call finds its operands
+    in the L2 cache); the figure is per call."""
     import triton
 
-    return 1000 * triton.testing.do_bench_cudagraph(fn, rep=REP_MS, return_mode="median")
+    def calls() -> None:
+        for x in inputs:
+            fn(*x)
+
+    return 1000 * triton.testing.do_bench_cudagraph(calls, rep=REP_MS, return_mode="median") / len(inputs)
+
+
+def input_copies(inputs: tuple, l2_bytes: int, max_copies: int = MAX_INPUT_COPIES) -> list[tuple]:
+    """``inputs`` and copies of it (each tensor in a storage of its own, with its size, strides,
+    offset and values), enough that calls on each in turn read more than twice ``l2_bytes``
+    between two calls on the same copy, at most ``max_copies``; inputs of that size or more are
+    not copied. Replayed back to back on one copy, a GEMM whose operands fit in L2 reads them from
+    L2, and one whose operands nearly fill it runs at a speed that depends on where they lie in
+    memory (benchmarks/l2_residency.py); in a model the other layers' traffic evicts them, and
+    the collector flushes L2 before each timing."""
+    import torch
+
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    footprint = sum(t.untyped_storage().nbytes() for t in tensors)
+    if not tensors or footprint >= 2 * l2_bytes:
+        return [inputs]
+    count = min(max_copies, math.ceil(2 * l2_bytes / max(footprint, 1)) + 1)
+
+    def copy(x: Any) -> Any:
+        if not isinstance(x, torch.Tensor):
+            return x
+        storage = torch.empty(x.untyped_storage().nbytes() // x.element_size(), dtype=x.dtype, device=x.device)
+        return storage.as_strided(x.size(), x.stride(), x.storage_offset()).copy_(x)
+
+    return [inputs] + [tuple(copy(x) for x in inputs) for _ in range(count - 1)]
 
 
 def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, Any]:
@@ -254,7 +291,11 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
             first_call()
         record["runtime_do_bench_us"] = bench_us(lambda: compiled(*inputs))
         try:
-            record["runtime_cudagraph_us"] = bench_cudagraph_us(lambda: compiled(*inputs))
+            copies = input_copies(inputs, torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size)
+            record["input_copies"] = len(copies)
+            record["runtime_cudagraph_us"] = bench_cudagraph_us(compiled, copies)
+            record["runtime_cudagraph_warm_l2_us"] = bench_cudagraph_us(compiled, [inputs])
+            del copies
         except Exception as e:  # reported; this method then has no runtime_us (do_bench's figure is kept)
             record["runtime_cudagraph_error"] = f"{type(e).__name__}: {str(e)[:200]}"
         if "runtime_cudagraph_us" in record:  # never a do_bench figure: ratios compare like with like

@@ -557,6 +557,32 @@ def test_parts_cover_the_draw_once_in_order():
             part_arg(bad)
 
 
+def test_input_copies_fill_twice_the_l2_cache_with_copies_laid_out_as_the_inputs():
+    """e2e's runtime replays calls over copies of the inputs so that no call finds its operands in
+    L2: each copy in a storage of its own, with the original's sizes, strides, offset and values."""
+    import torch
+
+    from benchmarks.e2e import input_copies
+
+    base = torch.randn(3 * 64 * 40 + 5)
+    a = base[5:].as_strided((3, 64, 40), (2560, 1, 64), 5)  # transposed batches, at an offset
+    bias, scale = torch.randn(40), 2
+    inputs = (bias, a, scale)
+    footprint = base.untyped_storage().nbytes() + bias.untyped_storage().nbytes()
+    copies = input_copies(inputs, l2_bytes=10 * footprint)
+    assert copies[0] is inputs and len(copies) == 21  # ceil(2 * 10) + 1
+    pointers = {x.untyped_storage().data_ptr() for c in copies for x in c if isinstance(x, torch.Tensor)}
+    assert len(pointers) == 2 * len(copies)
+    for c in copies[1:]:
+        assert c[2] == scale
+        for x, y in zip(c[:2], inputs[:2]):
+            assert (x.size(), x.stride(), x.storage_offset()) == (y.size(), y.stride(), y.storage_offset())
+            assert torch.equal(x, y)
+    assert len(input_copies(inputs, l2_bytes=footprint // 2)) == 1  # over twice L2 already: not copied
+    assert len(input_copies(inputs, l2_bytes=10**9, max_copies=7)) == 7
+    assert input_copies((scale,), l2_bytes=1 << 20) == [(scale,)]
+
+
 def test_combine_joins_the_parts_of_one_draw(tmp_path):
     """Reports of --part 1/2 and 2/2 combine into one of the whole draw; each run keeps its part."""
     shipped = json.loads(REPORT.read_text())
