@@ -90,7 +90,8 @@ def main() -> int:
             row["error"] = f"{type(e).__name__}: {str(e)[:200]}"
         nan = float("nan")
         stage(
-            f"{label}: spread {row.get('warm_spread', nan):.3f}, rotating {row.get('rotating_over_fastest_warm', nan):.3f}"
+            f"{label}: spread {row.get('warm_spread', nan):.3f}, "
+            f"rotating {row.get('rotating_over_fastest_warm', nan):.3f}"
         )
         rows.append(row)
         torch.cuda.empty_cache()
