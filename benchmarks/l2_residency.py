@@ -28,6 +28,7 @@ from typing import Any
 os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"  # nothing here is compiled; the import stays inert
 
 from benchmarks.common import load_shapes, report_header, stage  # noqa: E402
+from torch_diode.types import atomic_write_bytes  # noqa: E402
 
 
 def measure(problem: Any, copies: int, reps: int, seed: int) -> dict[str, Any]:
@@ -64,6 +65,18 @@ def measure(problem: Any, copies: int, reps: int, seed: int) -> dict[str, Any]:
     }
 
 
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [r for r in rows if "error" not in r]
+    return {
+        "gemms": len(rows),
+        "warm_spread_over_1_05": sum(r["warm_spread"] > 1.05 for r in ok),
+        "warm_spread_worst": max((r["warm_spread"] for r in ok), default=None),
+        "rotating_over_fastest_warm_median": (
+            statistics.median(r["rotating_over_fastest_warm"] for r in ok) if ok else None
+        ),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shapes", default="realmodels_heldout", help="as benchmarks.e2e (default: %(default)s)")
@@ -79,7 +92,8 @@ def main() -> int:
 
     if not torch.cuda.is_available():
         raise SystemExit("l2_residency.py measures on a CUDA GPU; none is available here")
-    rows = []
+    rows: list[dict[str, Any]] = []
+    summary: dict[str, Any] = {}
     for label, problem, _ in load_shapes(args.shapes, args.per_model, args.seed):
         if args.match and not any(m in label for m in args.match):
             continue
@@ -95,16 +109,11 @@ def main() -> int:
         )
         rows.append(row)
         torch.cuda.empty_cache()
+        summary = summarize(rows)
+        # after every GEMM, so that a run stopped at a time limit keeps what it measured
+        report = {**report_header(), "summary": summary, "rows": rows}
+        atomic_write_bytes(Path(args.out), json.dumps(report, indent=1).encode())
     ok = [r for r in rows if "error" not in r]
-    summary = {
-        "gemms": len(rows),
-        "warm_spread_over_1_05": sum(r["warm_spread"] > 1.05 for r in ok),
-        "warm_spread_worst": max((r["warm_spread"] for r in ok), default=None),
-        "rotating_over_fastest_warm_median": (
-            statistics.median(r["rotating_over_fastest_warm"] for r in ok) if ok else None
-        ),
-    }
-    Path(args.out).write_text(json.dumps({**report_header(), "summary": summary, "rows": rows}, indent=1))
     header = ("GEMM", "MB", "copies", "warm us (per copy)", "spread", "rot us", "rot/warm")
     print("{:70s} {:>7s} {:>6s} {:>40s} {:>6s} {:>8s} {:>8s}".format(*header))
     for r in sorted(ok, key=lambda r: -r["warm_spread"]):
