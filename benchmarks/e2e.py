@@ -48,6 +48,8 @@ exceeds the flush its figure is the host's, not the kernel's (the report's rows 
 worker that outlives its time limit is stopped; its finished items are kept. The report is
 written after each worker (``complete``: false until the last has run), so a run stopped between
 two keeps the finished workers' rows; the results table takes only a complete report.
+``--combine`` joins reports of one device, torch, Triton and model, and refuses to join rows timed
+over input copies with rows timed on one copy (reports written before the copies).
 
 Each measurement also records ``pad_mm`` (benchmarks/pad_mm.py): what Inductor's shape-padding
 pass (torch/_inductor/fx_passes/pad_mm.py) did during the compile, which can make a row slower under
@@ -551,12 +553,25 @@ def draw_of(shapes: list) -> dict | str | None:
     return json.loads(draws.pop()) if len(draws) == 1 and covered else differ
 
 
+def timed_over_input_copies(rows: list[dict]) -> bool | None:
+    """Whether ``rows``' runtimes were timed over input copies (``input_copies`` in each measured
+    method's record) or on one copy, as reports before it were; None where no method has a runtime."""
+    timed = [m for row in rows for m in row["methods"].values() if "runtime_cudagraph_us" in m]
+    return None if not timed else all("input_copies" in m for m in timed)
+
+
 def combine(args: argparse.Namespace) -> int:
     """One report from several runs' reports: their rows, a summary over all of them."""
     parts = [json.loads(Path(p).read_text()) for p in args.combine]
     for key in ("device", "torch", "triton", "model"):
         if len({part.get(key) for part in parts}) > 1:
             raise SystemExit(f"--combine: the reports differ in {key!r}: {[part.get(key) for part in parts]}")
+    timings = {timed_over_input_copies(part["rows"]) for part in parts} - {None}
+    if len(timings) > 1:
+        raise SystemExit(
+            "--combine: some reports time the runtime over input copies and some on one copy "
+            "(runtime_cudagraph_warm_l2_us); their rows do not compare"
+        )
     per_run = ("command", "date", "device", "torch", "triton", "workers", "note", "pad_mm", "pad_mm_pass", "shapes")
     dropped = ("command", "date", "workers", "pad_mm_pass", "rows", "summary", "runs", "note")
     report = {k: v for k, v in parts[0].items() if k not in dropped}
@@ -680,7 +695,8 @@ def main() -> int:
     report: dict[str, Any] = {
         **report_header(),
         "model": args.model,
-        "runtime": "do_bench_cudagraph median (runtime_us); do_bench median (runtime_do_bench_us)",
+        "runtime": "do_bench_cudagraph median over input copies (runtime_us), on one copy "
+        "(runtime_cudagraph_warm_l2_us); do_bench median (runtime_do_bench_us)",
         "do_bench": {"warmup_ms": WARMUP_MS, "rep_ms": REP_MS, "return_mode": "median"},
         "settings": {
             "max_autotune": inductor_settings("DEFAULT", "ATEN,TRITON"),

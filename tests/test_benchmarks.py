@@ -63,6 +63,21 @@ def test_combine_refuses_reports_of_other_devices(tmp_path):
     assert done.returncode != 0 and "differ in 'device'" in done.stderr
 
 
+def test_combine_refuses_to_join_runtimes_over_input_copies_with_one_copy_runtimes(tmp_path):
+    shipped = json.loads(REPORT.read_text())  # timed on one copy
+    copied = json.loads(REPORT.read_text())
+    for row in copied["rows"]:
+        for record in row["methods"].values():
+            if "runtime_cudagraph_us" in record:
+                record["input_copies"] = 3
+    (tmp_path / "copied.json").write_text(json.dumps(copied))
+    done = combine(REPORT, tmp_path / "copied.json", out=tmp_path / "mixed.json")
+    assert done.returncode != 0 and "input copies" in done.stderr
+    done = combine(tmp_path / "copied.json", tmp_path / "copied.json", out=tmp_path / "same.json")
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads((tmp_path / "same.json").read_text())["rows"]) == len(shipped["rows"])
+
+
 def test_heldout_selection_judges_the_handlers_order_on_measured_data(tmp_path):
     """benchmarks/selection_replay.py heldout on the shipped sample: the widened set holds the first
     pick, so its best is never slower; both are ratios to the best measured time."""
