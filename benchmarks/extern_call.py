@@ -1,7 +1,8 @@
 """Does one ATen GEMM run alike in default mode, in the max-autotune path handed the ATen choice
 alone, in diode's and eagerly, inside one process? For GEMMs where e2e.py's workers (one process
 each) disagree on a choice they share: each way is compiled with cold caches, then the four are
-timed in turns (``do_bench_cudagraph`` medians as benchmarks.e2e takes them, ``--reps`` rounds),
+timed in turns (``do_bench_cudagraph`` medians on one copy of the inputs, benchmarks.e2e's
+``runtime_cudagraph_warm_l2_us``, ``--reps`` rounds),
 with the generated call and the CUDA kernels the profiler sees.
 
     python -m benchmarks.extern_call --match "Falcon-7B self_attention.query_key_value (prefill" \\
