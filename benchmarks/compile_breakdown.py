@@ -186,9 +186,9 @@ def compile_once(
             {k: torch._dynamo.utils.counters["inductor"][k] - pool_before[k] for k in POOL_COUNTERS}
         )
         if runtime:
-            from benchmarks.e2e import bench_cudagraph_us
+            from benchmarks.e2e import bench_cudagraph_us, input_copies
 
-            record["runtime_us"] = bench_cudagraph_us(lambda: compiled(*inputs))
+            record["runtime_us"] = bench_cudagraph_us(compiled, input_copies(inputs))  # as e2e.py times
     after = {k: sum(v) for k, v in torch._dynamo.utils.compilation_time_metrics.items()}
     record["phases_s"] = {
         k: round(v - before.get(k, 0.0), 4)

@@ -219,15 +219,19 @@ def bench_cudagraph_us(fn: Callable, inputs: Sequence[tuple] = ((),)) -> float:
     return 1000 * triton.testing.do_bench_cudagraph(calls, rep=REP_MS, return_mode="median") / len(inputs)
 
 
-def input_copies(inputs: tuple, l2_bytes: int, max_copies: int = MAX_INPUT_COPIES) -> list[tuple]:
+def input_copies(inputs: tuple, l2_bytes: int | None = None, max_copies: int = MAX_INPUT_COPIES) -> list[tuple]:
     """``inputs`` and copies of it (each tensor in a storage of its own, with its size, strides,
     offset and values), enough that calls on each in turn read more than twice ``l2_bytes``
     between two calls on the same copy, at most ``max_copies``; inputs of that size or more are
     not copied. Replayed back to back on one copy, a GEMM whose operands fit in L2 reads them from
     L2, and one whose operands nearly fill it runs at a speed that depends on where they lie in
     memory (benchmarks/l2_residency.py); in a model the other layers' traffic evicts them, and
-    the collector flushes L2 before each timing."""
+    the collector flushes L2 before each timing. ``l2_bytes``: the current CUDA device's L2 size
+    where not given."""
     import torch
+
+    if l2_bytes is None:
+        l2_bytes = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
 
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
     footprint = sum(t.untyped_storage().nbytes() for t in tensors)
@@ -293,7 +297,7 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
             first_call()
         record["runtime_do_bench_us"] = bench_us(lambda: compiled(*inputs))
         try:
-            copies = input_copies(inputs, torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size)
+            copies = input_copies(inputs)
             record["input_copies"] = len(copies)
             record["runtime_cudagraph_us"] = bench_cudagraph_us(compiled, copies)
             record["runtime_cudagraph_warm_l2_us"] = bench_cudagraph_us(compiled, [inputs])
