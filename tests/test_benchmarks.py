@@ -75,7 +75,8 @@ def test_combine_refuses_to_join_runtimes_over_input_copies_with_one_copy_runtim
     assert done.returncode != 0 and "input copies" in done.stderr
     done = combine(tmp_path / "copied.json", tmp_path / "copied.json", out=tmp_path / "same.json")
     assert done.returncode == 0, done.stderr
-    assert len(json.loads((tmp_path / "same.json").read_text())["rows"]) == len(shipped["rows"])
+    same = json.loads((tmp_path / "same.json").read_text())
+    assert len(same["rows"]) == len(shipped["rows"]) and "over input copies" in same["runtime"]
 
 
 def test_heldout_selection_judges_the_handlers_order_on_measured_data(tmp_path):
