@@ -84,6 +84,8 @@ from benchmarks.common import (  # noqa: E402
     wait_for_compile_pool,
     warm_up_function,
 )
+from benchmarks.e2e import DIODE_SETTINGS, bench_cudagraph_us, input_copies  # noqa: E402
+from benchmarks.e2e import models as e2e_models  # noqa: E402
 from torch_diode import config  # noqa: E402
 from torch_diode.collection.inductor_sweep import make_inputs, op_function  # noqa: E402
 from torch_diode.integration.install import diode_choices  # noqa: E402
@@ -153,9 +155,7 @@ def compile_once(
         else:
             with (
                 inductor_config.patch(
-                    max_autotune_gemm=True,
-                    max_autotune_gemm_backends="ATEN,TRITON",
-                    **({"benchmark_epilogue_fusion": False} if method == NO_EPILOGUE else {}),
+                    **DIODE_SETTINGS, **({"benchmark_epilogue_fusion": False} if method == NO_EPILOGUE else {})
                 ),
                 diode_choices(model) as choices,
                 config.patch(**diode_settings(method)),
@@ -186,8 +186,6 @@ def compile_once(
             {k: torch._dynamo.utils.counters["inductor"][k] - pool_before[k] for k in POOL_COUNTERS}
         )
         if runtime:
-            from benchmarks.e2e import bench_cudagraph_us, input_copies
-
             record["runtime_us"] = bench_cudagraph_us(compiled, input_copies(inputs))  # as e2e.py times
     after = {k: sum(v) for k, v in torch._dynamo.utils.compilation_time_metrics.items()}
     record["phases_s"] = {
@@ -202,8 +200,6 @@ def items(models: bool, shapes: str) -> list[tuple]:
     """(label, function, inputs, problem or None) to compile: the GEMMs of ``shapes``, or with
     ``models`` the whole-model rows of benchmarks.e2e (their GEMMs decided as in one model)."""
     if models:
-        from benchmarks.e2e import models as e2e_models
-
         return [(label, module, inputs, None) for label, module, inputs in e2e_models("cuda")]
     return [
         (label, op_function(problem.op), make_inputs(problem, "cuda"), problem.short())

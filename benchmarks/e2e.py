@@ -126,6 +126,8 @@ DEFAULT_METHODS = METHODS[:-1]
 GUIDE_MODE = "diode_max_autotune_mode"  # compiled as the integration guide compiles
 WARMUP_MS, REP_MS = 25, 100
 MAX_INPUT_COPIES = 256  # input_copies: enough for inputs of 400 KB or more to leave a 50 MB L2 cold
+# Inductor's GEMM path in default mode, where diode's choice handler decides (the diode methods)
+DIODE_SETTINGS: dict[str, Any] = {"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN,TRITON"}
 RUNTIME = (  # the report's description of its runtimes
     "do_bench_cudagraph median over input copies (runtime_us), on one copy (runtime_cudagraph_warm_l2_us); "
     "do_bench median (runtime_do_bench_us)"
@@ -223,6 +225,13 @@ def bench_cudagraph_us(fn: Callable, inputs: Sequence[tuple] = ((),)) -> float:
     return 1000 * triton.testing.do_bench_cudagraph(calls, rep=REP_MS, return_mode="median") / len(inputs)
 
 
+def operand_bytes(inputs: tuple) -> int:
+    """Bytes of the storages of the tensors among ``inputs``."""
+    import torch
+
+    return sum(x.untyped_storage().nbytes() for x in inputs if isinstance(x, torch.Tensor))
+
+
 def input_copies(inputs: tuple, l2_bytes: int | None = None, max_copies: int = MAX_INPUT_COPIES) -> list[tuple]:
     """``inputs`` and copies of it (each tensor in a storage of its own, with its size, strides,
     offset and values), enough that calls on each in turn read more than twice ``l2_bytes``
@@ -236,10 +245,8 @@ def input_copies(inputs: tuple, l2_bytes: int | None = None, max_copies: int = M
 
     if l2_bytes is None:
         l2_bytes = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
-
-    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-    footprint = sum(t.untyped_storage().nbytes() for t in tensors)
-    if not tensors or footprint >= 2 * l2_bytes:
+    footprint = operand_bytes(inputs)
+    if not footprint or footprint >= 2 * l2_bytes:
         return [inputs]
     count = min(max_copies, math.ceil(2 * l2_bytes / max(footprint, 1)) + 1)
 
@@ -266,7 +273,7 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
         add_settings()  # the guide's settings (this script imports torch_diode without registration)
         settings.update(max_autotune_gemm_backends="DIODE", fast_autotune=True)
     elif method.startswith("diode"):
-        settings.update(max_autotune_gemm=True, max_autotune_gemm_backends="ATEN,TRITON")
+        settings.update(DIODE_SETTINGS)
     compiled = torch.compile(fn, dynamic=False, mode="max-autotune" if method == GUIDE_MODE else None)
     record: dict[str, Any] = {}
 

@@ -21,12 +21,13 @@ from typing import Any
 os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"
 
 from benchmarks.common import load_shapes, report_header, stage  # noqa: E402
+from benchmarks.e2e import DIODE_SETTINGS, bench_cudagraph_us  # noqa: E402
 
 # name -> (Inductor settings, whether diode decides); diode's as benchmarks.e2e compiles it
 WAYS: dict[str, tuple[dict[str, Any], bool]] = {
     "default": ({}, False),
     "aten_only_autotune": ({"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN"}, False),
-    "diode": ({"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN,TRITON"}, True),
+    "diode": (DIODE_SETTINGS, True),
 }
 
 
@@ -85,8 +86,6 @@ def main() -> int:
 
     if not torch.cuda.is_available():
         raise SystemExit("extern_call.py measures on a CUDA GPU; none is available here")
-    from benchmarks.e2e import bench_cudagraph_us
-
     rows = []
     for label, problem, _ in load_shapes(args.shapes):
         if not any(m in label for m in args.match):

@@ -34,7 +34,7 @@ from torch_diode.types import atomic_write_bytes  # noqa: E402
 def measure(problem: Any, copies: int, reps: int, seed: int) -> dict[str, Any]:
     import torch
 
-    from benchmarks.e2e import bench_cudagraph_us, input_copies
+    from benchmarks.e2e import bench_cudagraph_us, input_copies, operand_bytes
     from torch_diode.collection.inductor_sweep import make_inputs, op_function
 
     fn = op_function(problem.op)
@@ -53,9 +53,8 @@ def measure(problem: Any, copies: int, reps: int, seed: int) -> dict[str, Any]:
                 warm_us[i].append(bench_cudagraph_us(fn, [x]))
             rotating_us.append(bench_cudagraph_us(fn, rotating))
     medians = [statistics.median(t) for t in warm_us]
-    tensors = [t for t in sets[0] if isinstance(t, torch.Tensor)]
     return {
-        "operand_bytes": sum(t.untyped_storage().nbytes() for t in tensors),
+        "operand_bytes": operand_bytes(sets[0]),
         "l2_bytes": l2_bytes,
         "input_copies": len(rotating),
         "warm_us": warm_us,
