@@ -33,7 +33,11 @@ Each worker first compiles a small throwaway GEMM followed by a ReLU (CUDA, Indu
 compiler and Inductor's compile workers start up, as in any real model's compile) and waits for
 Inductor's worker pool, which compiles every kernel after it (until the pool is up Inductor
 compiles in the worker itself, so the first item measured would pay for the pool's start). Compile
-time is the wall time of the first call. Runtime (``runtime_us``, the summary's ratios) is
+time is the wall time of the first call; one compile of a model varies by a few tenths of a second
+between processes, so ``--compile-repeats N`` compiles the models N times with default mode and
+diode_top1, each time in new workers (new caches) in alternating order, and reports the median as
+``compile_s`` (every time in ``compile_s_repeats``; the runtimes are the first worker's). Runtime
+(``runtime_us``, the summary's ratios) is
 ``triton.testing.do_bench_cudagraph`` of the compiled function: its median over replays of a CUDA
 graph, the way mode="max-autotune" runs compiled functions, so it is the kernels' time. The graph
 calls it on several copies of the inputs in turn (``input_copies``: together over twice the L2
@@ -84,6 +88,7 @@ import json
 import logging
 import math
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -678,6 +683,14 @@ def main() -> int:
         help=f"seconds for the diode_top1, stock, diode_top3 and {GUIDE_MODE} workers "
         "(default 120 420 240 330; a fourth value may be left out)",
     )
+    parser.add_argument(
+        "--compile-repeats",
+        type=int,
+        default=1,
+        metavar="N",
+        help="compile each model N times with default mode and diode_top1, each in a worker of its own "
+        "with new caches, in alternating order; compile_s is the median (default: %(default)s)",
+    )
     parser.add_argument("--out", required=True, help="JSON report")
     parser.add_argument("--plot", help="PNG of runtime vs compile time")
     parser.add_argument(
@@ -697,6 +710,8 @@ def main() -> int:
     if args.worker:
         return worker(args)
 
+    if args.compile_repeats < 1 or (args.compile_repeats > 1 and args.only == "gemms"):
+        raise SystemExit("--compile-repeats: give N >= 1; it repeats the models' compiles, not with --only gemms")
     part = "/".join(map(str, args.part)) if args.part else None
     if part and args.only != "gemms":
         raise SystemExit("--part slices the GEMMs: give --only gemms (and measure the models in a run of their own)")
@@ -742,31 +757,79 @@ def main() -> int:
     if len(args.time_limits) not in (3, 4):
         raise SystemExit(f"--time-limits: give 3 or 4 values, got {len(args.time_limits)}")
     limits = list(args.time_limits) + [330.0] * (len(WORKERS) - len(args.time_limits))
+    if args.compile_repeats > 1:
+        report["compile_repeats"] = args.compile_repeats
     with tempfile.TemporaryDirectory(prefix="e2e_pad_mm_") as pad_dir:
         pad_decisions = Path(pad_dir) / "decisions.json"
-        for worker_methods, limit in [(("pad_mm",), PAD_PASS_LIMIT_S), *zip(WORKERS, limits)]:
+        for worker_methods, limit, only in worker_plan(args, limits):
             pad_pass = worker_methods == ("pad_mm",)
-            methods = ("default",) if pad_pass else tuple(m for m in worker_methods if m in args.methods)
-            if not methods:
-                continue
             worker_args = (
-                ["--worker", ",".join(methods), "--shapes", args.shapes, "--model", args.model]
+                ["--worker", "default" if pad_pass else ",".join(worker_methods), "--shapes", args.shapes]
+                + ["--model", args.model]
                 + ["--per-model", str(args.per_model), "--seed", str(args.seed)]
                 + (["--part", part] if part else [])
-                + (["--only", args.only] if args.only else [])
+                + (["--only", only] if only else [])
                 + (["--no-exhaustive"] if args.no_exhaustive else [])
                 + ["--pad-decisions", str(pad_decisions)]
                 + (["--pad-pass"] if pad_pass else [])
             )
-            stage(f"worker {'pad_mm pass' if pad_pass else ','.join(methods)} (limit {limit:.0f} s)")
+            stage(f"worker {'pad_mm pass' if pad_pass else ','.join(worker_methods)} (limit {limit:.0f} s)")
             done, code, seconds = run_worker("e2e", worker_args, limit)
             if pad_pass:
                 report["pad_mm_pass"] = {"exit": code, "seconds": seconds}
                 continue
-            report["workers"].append({"methods": list(methods), "exit": code, "seconds": seconds, "items": len(done)})
+            report["workers"].append(
+                {"methods": list(worker_methods), "exit": code, "seconds": seconds, "items": len(done)}
+                | ({"only": only} if only != args.only else {})
+            )
             rows.extend(done)
-            write_report(report, rows, args.out, complete=False)
-    return finish(report, rows, args)
+            write_report(report, merge_compile_repeats(rows), args.out, complete=False)
+    return finish(report, merge_compile_repeats(rows), args)
+
+
+REPEATED = ("diode_top1", "default")  # the methods whose models' compile time --compile-repeats repeats
+
+
+def worker_plan(args: argparse.Namespace, limits: list[float]) -> list[tuple[tuple[str, ...], float, str | None]]:
+    """The workers in order, each as (methods, time limit, --only): the pad_mm pass, the methods'
+    workers, then --compile-repeats' extra rounds (models only, diode_top1 and default in
+    alternating order, each worker with new caches)."""
+    plan: list[tuple[tuple[str, ...], float, str | None]] = [(("pad_mm",), PAD_PASS_LIMIT_S, args.only)]
+    for worker_methods, limit in zip(WORKERS, limits):
+        methods = tuple(m for m in worker_methods if m in args.methods)
+        if methods:
+            plan.append((methods, limit, args.only))
+    limit_of = {m: limit for worker_methods, limit in zip(WORKERS, limits) for m in worker_methods}
+    repeated = [m for m in REPEATED if m in args.methods]
+    for round_ in range(1, args.compile_repeats):
+        for method in repeated[::-1] if round_ % 2 else repeated:
+            plan.append(((method,), limit_of[method], "models"))
+    return plan
+
+
+def merge_compile_repeats(rows: list[dict]) -> list[dict]:
+    """``rows`` with each model's repeated measurements of a method (rows of --compile-repeats'
+    rounds) folded into its first: ``compile_s`` becomes the median of every round's compile time,
+    listed in ``compile_s_repeats``; runtimes stay the first round's."""
+    records: dict[tuple[str, str], list[dict]] = {}
+    out: list[dict] = []
+    for row in rows:
+        methods: dict[str, dict] = {}
+        for method, m in row["methods"].items():
+            key = (row["label"], method)
+            if row["kind"] == "model" and key in records:
+                records[key].append(m)
+            else:
+                methods[method] = dict(m)
+                records[key] = [methods[method]]
+        if methods:
+            out.append({**row, "methods": methods})
+    for first, *repeats in records.values():
+        times = [m["compile_s"] for m in (first, *repeats) if "compile_s" in m]
+        if repeats and "compile_s" in first:
+            first["compile_s_repeats"] = times
+            first["compile_s"] = statistics.median(times)
+    return out
 
 
 if __name__ == "__main__":

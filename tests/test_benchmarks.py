@@ -573,6 +573,53 @@ def test_parts_cover_the_draw_once_in_order():
             part_arg(bad)
 
 
+def test_compile_repeats_alternate_new_workers_and_report_the_median_compile_time(monkeypatch):
+    """--compile-repeats N: N-1 more rounds of models-only workers for default and diode_top1 in
+    alternating order; each model's compile_s becomes the median of its rounds, runtimes the first's."""
+    from benchmarks.e2e import main, merge_compile_repeats, worker_plan
+
+    args = argparse.Namespace(methods=["default", "diode_top1", "max_autotune"], only=None, compile_repeats=3)
+    plan = worker_plan(args, [90.0, 400.0, 240.0, 330.0])
+    assert [(m, only) for m, _, only in plan] == [
+        (("pad_mm",), None),
+        (("diode_top1",), None),
+        (("default", "max_autotune"), None),
+        (("default",), "models"),
+        (("diode_top1",), "models"),
+        (("diode_top1",), "models"),
+        (("default",), "models"),
+    ]
+    assert [limit for _, limit, _ in plan][1:] == [90.0, 400.0, 400.0, 90.0, 90.0, 400.0]
+    assert len(worker_plan(argparse.Namespace(**{**vars(args), "compile_repeats": 1}), [90.0, 400.0, 240.0])) == 3
+
+    def rec(compile_s, runtime_us):
+        return {"compile_s": compile_s, "runtime_us": runtime_us}
+
+    rows = [
+        {"kind": "gemm", "label": "g", "methods": {"diode_top1": rec(0.2, 5.0)}},
+        {"kind": "model", "label": "m", "methods": {"diode_top1": rec(3.0, 100.0)}},
+        {"kind": "model", "label": "m", "methods": {"default": rec(2.0, 110.0), "max_autotune": rec(90.0, 99.0)}},
+        {"kind": "model", "label": "m", "methods": {"default": rec(2.4, 120.0)}},
+        {"kind": "model", "label": "m", "methods": {"diode_top1": rec(2.1, 130.0)}},
+        {"kind": "model", "label": "m", "methods": {"diode_top1": {"error": "stopped"}}},
+        {"kind": "model", "label": "m", "methods": {"default": rec(1.9, 140.0)}},
+    ]
+    merged = merge_compile_repeats(rows)
+    assert [r["label"] for r in merged] == ["g", "m", "m"]
+    diode, default = merged[1]["methods"]["diode_top1"], merged[2]["methods"]["default"]
+    assert (diode["compile_s"], diode["compile_s_repeats"], diode["runtime_us"]) == (2.55, [3.0, 2.1], 100.0)
+    assert (default["compile_s"], default["compile_s_repeats"], default["runtime_us"]) == (2.0, [2.0, 2.4, 1.9], 110.0)
+    assert merged[2]["methods"]["max_autotune"] == rec(90.0, 99.0) and merged[0] == rows[0]
+    assert rows[1]["methods"]["diode_top1"] == rec(3.0, 100.0)  # the input rows are left as they were
+
+    import torch
+
+    monkeypatch.setattr(sys, "argv", ["e2e", "--out", "x.json", "--only", "gemms", "--compile-repeats", "3"])
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    with pytest.raises(SystemExit, match="--compile-repeats"):
+        main()
+
+
 def test_input_copies_fill_twice_the_l2_cache_with_copies_laid_out_as_the_inputs():
     """e2e's runtime replays calls over copies of the inputs so that no call finds its operands in
     L2: each copy in a storage of its own, with the original's sizes, strides, offset and values."""
