@@ -592,8 +592,20 @@ def combine(args: argparse.Namespace) -> int:
             "--combine: some reports time the runtime over input copies and some on one copy "
             "(runtime_cudagraph_warm_l2_us); their rows do not compare"
         )
-    per_run = ("command", "date", "device", "torch", "triton", "workers", "note", "pad_mm", "pad_mm_pass", "shapes")
-    dropped = ("command", "date", "workers", "pad_mm_pass", "rows", "summary", "runs", "note")
+    per_run = (
+        "command",
+        "date",
+        "device",
+        "torch",
+        "triton",
+        "workers",
+        "note",
+        "pad_mm",
+        "pad_mm_pass",
+        "shapes",
+        "compile_repeats",
+    )
+    dropped = ("command", "date", "workers", "pad_mm_pass", "rows", "summary", "runs", "note", "compile_repeats")
     report = {k: v for k, v in parts[0].items() if k not in dropped}
     if timings == {True}:  # reports of the first runs over input copies describe their runtime as before
         report["runtime"] = RUNTIME
