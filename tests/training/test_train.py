@@ -329,6 +329,12 @@ def test_the_loss_calibration_recovers_a_known_noise():
     fitted = fit_loss_calibration(np.stack([mean, np.zeros(4000), lost], axis=1))
     assert fitted.problems == 4000 and fitted.residual == pytest.approx(0.2, abs=0.03)
     assert fit_loss_calibration(np.zeros((19, 3))) is None
+    # four losses among 290 cases: no fit (it would be a residual of 0.01, sure of every pick)
+    few = np.stack([rng.uniform(-0.6, -0.1, 290), np.full(290, 0.05), np.zeros(290)], axis=1)
+    few[:4, 2] = 1.0
+    assert fit_loss_calibration(few) is None
+    few[4, 2] = 1.0
+    assert fit_loss_calibration(few) is not None
 
 
 def test_prior_data_adds_the_problems_the_gpus_own_data_lacks(tmp_path):

@@ -235,12 +235,18 @@ def loss_cases(model: Regressor | Ensemble, arrays: TrainingArrays, problems: np
     return np.array(cases, dtype=np.float64).reshape(-1, 3)
 
 
+MIN_CALIBRATION_CASES = 20  # a loss calibration fits two numbers: no fit from fewer cases
+MIN_CALIBRATION_LOSSES = 5  # nor from fewer losses, whose log loss a residual near 0 minimises
+
+
 def fit_loss_calibration(cases: np.ndarray) -> LossCalibration | None:
     """The LossCalibration of least log loss on ``cases`` (:func:`loss_cases`), on a grid; None
-    with fewer than 20 cases (too few to fit two numbers)."""
-    if len(cases) < 20:
+    with fewer than MIN_CALIBRATION_CASES cases or fewer than MIN_CALIBRATION_LOSSES losses among
+    them (with one loss the fit narrows the residual to the grid's least, a contract sure of every
+    pick that it has seen once go wrong; the misaligned problems then read the calibration of all)."""
+    mean, spread, lost = cases.reshape(-1, 3).T
+    if len(cases) < MIN_CALIBRATION_CASES or lost.sum() < MIN_CALIBRATION_LOSSES:
         return None
-    mean, spread, lost = cases.T
     best = (math.inf, 1.0, 0.1)
     for scale in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0) if spread.any() else (1.0,):
         for residual in np.linspace(0.01, 0.6, 60):
