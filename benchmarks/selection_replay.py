@@ -43,6 +43,11 @@ Triton configs apart, per measured-time regime (under 10 us, 10-30 us, 30 us and
 and held-out set: whether the model takes short Triton kernels for slower than cuBLAS against the
 measurements (training data timed without the collector's lead does, on the H200).
 
+``config-coverage``: the handler's first picks grouped by how often the training data timed each
+problem's fastest measured config (the same template, block sizes, stages and warps, among the
+training problems of its op): whether the slow first picks are those whose fastest config the
+data rarely holds.
+
 ``extern-preference``: the handler's first pick per dataset for several values of
 ``extern_preference``, applied to every problem or (as the handler does) to those whose rows are
 aligned only: its slowdown against the best measured (geomean and worst; aligned and misaligned
@@ -56,6 +61,7 @@ problems apart), and how often the pick is ATen/cuBLAS (no kernel to compile).
     python -m benchmarks.selection_replay unsure-pool --out benchmarks/results/unsure_pool_cpu.json
     python -m benchmarks.selection_replay learned-risk --out benchmarks/results/learned_risk_h100_cpu.json
     python -m benchmarks.selection_replay bias --out benchmarks/results/prediction_bias_cpu.json
+    python -m benchmarks.selection_replay config-coverage --out benchmarks/results/config_coverage_cpu.json
 """
 
 from __future__ import annotations
@@ -873,6 +879,64 @@ def deciding_configs(args: argparse.Namespace) -> int:
     return 0
 
 
+CONFIG_SHARE_GROUPS = ((0.0, 0.02), (0.02, 0.1), (0.1, math.inf))  # share of the op's training problems
+
+
+def _config_key(config) -> tuple:
+    """What makes two tiled configs the same kernel design: template, block sizes, stages, warps."""
+    return (config.template_id, config.block_m, config.block_n, config.block_k, config.num_stages, config.num_warps)
+
+
+def _share_group(lo: float, hi: float) -> str:
+    share = f"{lo:.0%} and more" if math.isinf(hi) else f"[{lo:.0%}, {hi:.0%})"
+    return f"fastest config timed in {share} of the op's training problems"
+
+
+def config_coverage(args: argparse.Namespace) -> int:
+    """The first picks grouped by how often the training data timed each problem's fastest
+    measured config: ATen fastest, or the fastest Triton config timed in under 2%, 2-10% or 10% and
+    more of the training problems of its op."""
+    if len(args.train_data) != len(args.model):
+        raise SystemExit("--train-data: give one training set per --model, in the same order")
+    policy = Policy.from_config()
+    results = []
+    for (model, data), train in zip(_pairs(args), args.train_data):
+        problems_of_op: dict[str, int] = {}
+        timed: dict[tuple, int] = {}
+        for _, problem, timings in load_datasets([train]).problems():
+            problems_of_op[problem.op] = problems_of_op.get(problem.op, 0) + 1
+            for key in {_config_key(t.config) for t in timings if not t.failed and t.config.is_tiled}:
+                timed[(problem.op, key)] = timed.get((problem.op, key), 0) + 1
+        configs = {p: [t.config for t in ts if not t.failed] for _, p, ts in load_datasets([data]).problems()}
+        contract = _contract(model)
+        groups: dict[str, list[float]] = {}
+        for problem, pool, predicted, measured in replays(model, [data]):
+            try:
+                decision = decide(problem, pool, predicted, policy, contract)
+            except NoUsableCandidate:
+                continue
+            fastest = configs[problem][int(np.argmin(measured))]
+            if not fastest.is_tiled:
+                name = "ATen fastest"
+            else:
+                share = timed.get((problem.op, _config_key(fastest)), 0) / problems_of_op.get(problem.op, 1)
+                name = next(_share_group(lo, hi) for lo, hi in CONFIG_SHARE_GROUPS if lo <= share < hi)
+            groups.setdefault(name, []).append(float(measured[decision.first] / measured.min()))
+        order = ["ATen fastest", *(_share_group(lo, hi) for lo, hi in CONFIG_SHARE_GROUPS)]
+        for name, first in sorted(groups.items(), key=lambda g: order.index(g[0])):
+            slow = sum(x > args.slow for x in first)
+            results.append(
+                {"model": model, "data": data, "train_data": train, "group": name, "problems": len(first)}
+                | {"first_pick": _summary(first), "slow_first_picks": slow}
+            )
+            print(
+                f"{model[-22:]:22s} {Path(data).name:12s} {name:66s} {len(first):4d} "
+                f"{results[-1]['first_pick']['geomean']:6.3f} {results[-1]['first_pick']['worst']:6.2f} {slow:3d}"
+            )
+    _write(args, {"slow": args.slow, "results": results})
+    return 0
+
+
 def _write(args: argparse.Namespace, body: dict) -> None:
     import platform
 
@@ -977,6 +1041,17 @@ def main() -> int:
     p.add_argument("--thresholds", type=float, nargs="+", default=[0.1, 0.2, 0.3, 0.4, 0.5])
     p.add_argument("--out", required=True)
     p.set_defaults(run=learned_risk)
+    p = sub.add_parser("config-coverage", help="first picks by how often training timed the fastest config")
+    _paired_model_and_data(p)
+    p.add_argument(
+        "--train-data",
+        nargs="+",
+        default=[str(ROOT / "data" / gpu / "train") for gpu in ("h100", "h200")],
+        help="one training set per --model, in the same order (default: the H100's and the H200's)",
+    )
+    p.add_argument("--slow", type=float, default=1.1, help="a first pick this many times the best is slow")
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=config_coverage)
     p = sub.add_parser(
         "deciding-configs", help="a dataset of the configs that decide each first pick, to time again on the GPU"
     )

@@ -463,6 +463,35 @@ def test_misaligned_groups_of_data_without_aligned_problems_has_no_aligned_row(t
     assert all(r["problems"] == 2 for r in rows if r["grouping"] == "op")
 
 
+def test_config_coverage_groups_first_picks_by_how_often_training_timed_the_fastest_config(tmp_path):
+    """benchmarks/selection_replay.py config-coverage on the shipped sample: judged against itself as
+    the training data, every fastest Triton config was timed at least by its own problem (never under
+    2% of a dozen); against the sample's ATen choices alone, none was timed."""
+    from torch_diode.types import Dataset, load_dataset, save_dataset
+
+    sample_path = ROOT / "data" / "sample" / "h100_sample.json.gz"
+    sample = load_dataset(sample_path)
+    aten_only = Dataset()
+    for hardware, problem, timings in sample.problems():
+        aten_only.add(hardware, problem, [t for t in timings if not t.config.is_tiled])
+    save_dataset(aten_only, tmp_path / "aten.json")
+    groups = {}
+    for train in (sample_path, tmp_path / "aten.json"):
+        out = tmp_path / "coverage.json"
+        selection_replay(
+            "config-coverage", "--model", "NVIDIA-H100-matmul", "--data", sample_path, "--train-data", train,
+            "--out", out,
+        )  # fmt: skip
+        rows = json.loads(out.read_text())["results"]
+        assert sum(r["problems"] for r in rows) == sample.num_problems
+        assert all(r["first_pick"]["geomean"] >= 1.0 and 0 <= r["slow_first_picks"] <= r["problems"] for r in rows)
+        groups[train] = {r["group"]: r["problems"] for r in rows}
+    rare = "fastest config timed in [0%, 2%) of the op's training problems"
+    tiled = sample.num_problems - groups[sample_path].get("ATen fastest", 0)
+    assert tiled > 0 and rare not in groups[sample_path]
+    assert groups[tmp_path / "aten.json"] == {"ATen fastest": sample.num_problems - tiled, rare: tiled}
+
+
 def test_deciding_configs_keeps_what_decides_the_first_pick_and_the_replay_decides_alike(tmp_path):
     """benchmarks/selection_replay.py deciding-configs on the shipped sample: each problem keeps its
     ATen choices, its fastest recorded config and the handler's first pick with their recorded
