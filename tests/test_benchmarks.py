@@ -475,13 +475,13 @@ def test_config_coverage_groups_first_picks_by_how_often_training_timed_the_fast
     for hardware, problem, timings in sample.problems():
         aten_only.add(hardware, problem, [t for t in timings if not t.config.is_tiled])
     save_dataset(aten_only, tmp_path / "aten.json")
+    from benchmarks.selection_replay import config_coverage
+
     groups = {}
     for train in (sample_path, tmp_path / "aten.json"):
         out = tmp_path / "coverage.json"
-        selection_replay(
-            "config-coverage", "--model", "NVIDIA-H100-matmul", "--data", sample_path, "--train-data", train,
-            "--out", out,
-        )  # fmt: skip
+        args = {"model": ["NVIDIA-H100-matmul"], "data": [str(sample_path)], "train_data": [str(train)]}
+        config_coverage(argparse.Namespace(**args, slow=1.1, out=str(out)))
         rows = json.loads(out.read_text())["results"]
         assert sum(r["problems"] for r in rows) == sample.num_problems
         assert all(r["first_pick"]["geomean"] >= 1.0 and 0 <= r["slow_first_picks"] <= r["problems"] for r in rows)
