@@ -33,7 +33,8 @@ def replay(paths: list[str], samples: tuple[int, ...]) -> dict:
         sources = dataset.metadata.get("sources") or [{}]
         settings = sources[0].get("settings") or {}
         seed, collected = int(settings.get("seed", 0)), int(settings.get("exhaustive_sample", -1))
-        files.append({"path": path, "seed": seed, "exhaustive_sample": collected})
+        rotations = int(settings.get("exhaustive_rotations") or 1)
+        files.append({"path": path, "seed": seed, "exhaustive_sample": collected, "exhaustive_rotations": rotations})
         for _hardware, problem, timed in dataset.problems():
             if problem.dtype_a == "float32":
                 continue  # fp32 configs depend on the TF32 setting of the run
@@ -44,7 +45,7 @@ def replay(paths: list[str], samples: tuple[int, ...]) -> dict:
             for k in samples:
                 if k > collected >= 0:
                     continue
-                kept = [times[c] for c in choices_for(problem, k, seed) if c in times]
+                kept = [times[c] for c in choices_for(problem, k, seed, rotations=rotations) if c in times]
                 ratios[k].append(min(kept) / best if kept else math.inf)
     rows = []
     for k in samples:

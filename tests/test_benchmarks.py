@@ -764,3 +764,20 @@ def test_unsure_rules_replays_each_rule_and_the_misaligned_calibration_against_t
         assert ("all but misaligned, one calibration" in names) == variant
         assert (report["misaligned_calibration"] is not None) == variant
         assert all(0.0 <= r["unsure_fraction"] <= 1.0 and r["problems"] == 12 for r in report["rows"])
+
+
+def test_sample_rotation_counts_kernels_and_untimed_configs_per_number_of_draws():
+    """benchmarks/sample_rotation.py: more draws never compile fewer kernels nor leave more of the
+    EXHAUSTIVE list untimed; with a draw per problem, a part of odd-sized problems times more of it
+    and compiles no fewer kernels than with one draw."""
+    from benchmarks.sample_rotation import part_rows
+    from torch_diode.types import Problem
+
+    problems = [Problem("bmm", 4, 101 + 6 * i, 64, 203 + 10 * i, "float16", "float16", "float16") for i in range(30)]
+    rows = {r["rotations"]: r for r in part_rows("odd", problems, 24, 0, (1, 4, 0))}
+    assert rows[1]["list_configs"] == rows[0]["list_configs"] > 0
+    assert rows[1]["kernel_variants"] <= rows[4]["kernel_variants"] <= rows[0]["kernel_variants"]
+    assert (
+        rows[1]["list_configs_never_timed"] > rows[4]["list_configs_never_timed"] > rows[0]["list_configs_never_timed"]
+    )
+    assert 0 <= rows[0]["rare_pair_share"] < rows[1]["rare_pair_share"] <= 1

@@ -194,6 +194,24 @@ def test_remeasure_names_what_it_cannot_read(tmp_path):
     assert not (tmp_path / "out.json").exists()
 
 
+def test_remeasure_reads_the_samples_rotations_a_file_recorded(tmp_path):
+    """A file's collections that drew their EXHAUSTIVE sample with other rotations measured other
+    configs: remeasure refuses to take them as one; one from before rotations were recorded drew
+    one sample (rotations 1) and agrees with a later run of 1."""
+    settings = {"mode": "fast", "exhaustive_sample": 48, "seed": 1, "reps": 6}
+    for name, rotations, code in [("older", 1, 0), ("rotated", 8, 2)]:
+        sources = [
+            {"tool": "torch_diode.collect", "settings": settings},
+            {"tool": "torch_diode.collect", "settings": {**settings, "exhaustive_rotations": rotations}},
+        ]
+        save_dataset(one_bmm(20, sources), tmp_path / f"{name}.json")
+        proc = diode("remeasure", tmp_path / f"{name}.json", "--dry-run", "-o", tmp_path / "out.json", check=False)
+        assert proc.returncode == code and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+        assert code == 0 or ("different settings" in proc.stderr and f"{name}.json" in proc.stderr)
+    proc = diode("collect", "--exhaustive-rotations", "-1", "-o", tmp_path / "x.json", check=False)
+    assert proc.returncode == 2 and "--exhaustive-rotations" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_remeasure_on_another_gpu_is_refused(tmp_path):
     """A file is measured again on the GPU that measured it: elsewhere (an H100's file on an H200,
     or here on the CPU) it is one line naming the file and both devices, exit 2, nothing written."""

@@ -91,6 +91,12 @@ ALIGNED="--search-mode fast --exhaustive-sample 150 $V2_TIMING"
 SAMPLED="--search-mode fast --exhaustive-sample 48 $V2_TIMING"
 V2_ALIGNED="$ALIGNED --exclude $HELD_OUT"
 V2_SAMPLED="$SAMPLED --exclude $HELD_OUT"
+# The parts below that take $PER_PROBLEM draw each problem's 48 configs apart instead of one draw
+# for the part: odd sizes and attention specialise their kernels per problem anyway, so the part's
+# problems time nearly all of the EXHAUSTIVE list between them for 4-12% more kernels to compile
+# (python -m benchmarks.sample_rotation, data/README.md "Configs per problem"). The H200's files
+# of those parts were collected with one draw before the option existed (each file records it).
+PER_PROBLEM="--exhaustive-rotations 0"
 V2_HALF="--dtypes float16 bfloat16 --layouts NN NT TN TT"
 V2_SIZES="--sizes 64 128 256 512 768 1024 1536 2048 2560 3072 4096 5120 6144 8192 11008 14336"
 V2_M="--m-sizes 1 2 4 8 16 32 64 128 256 512 1024 2048 4096 8192"
@@ -239,10 +245,10 @@ for part in "${parts[@]}"; do
     v2-batch)  run_diode collect $V2_ALIGNED $V2_BATCH --num-shapes ${N:-300} --seed 25 -o "$DATA/train/${GPU}_v2_batch.msgpack.gz" ;;
     v2-attn-qk) run_diode collect $V2_SAMPLED $V2_ATTN_QK --num-shapes ${N:-300} --seed 26 -o "$DATA/train/${GPU}_v2_attn_qk.msgpack.gz" ;;
     v2-attn-pv) run_diode collect $V2_SAMPLED $V2_ATTN_PV --num-shapes ${N:-300} --seed 27 -o "$DATA/train/${GPU}_v2_attn_pv.msgpack.gz" ;;
-    v2-attn-qk4) run_diode collect $V2_SAMPLED $V2_ATTN_QK $V2_ATTN4 --num-shapes ${N:-150} --seed 49 -o "$DATA/train/${GPU}_v2_attn_qk4.msgpack.gz" ;;
-    v2-attn-pv4) run_diode collect $V2_SAMPLED $V2_ATTN_PV $V2_ATTN4 --num-shapes ${N:-150} --seed 50 -o "$DATA/train/${GPU}_v2_attn_pv4.msgpack.gz" ;;
+    v2-attn-qk4) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_QK $V2_ATTN4 --num-shapes ${N:-150} --seed 49 -o "$DATA/train/${GPU}_v2_attn_qk4.msgpack.gz" ;;
+    v2-attn-pv4) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_PV $V2_ATTN4 --num-shapes ${N:-150} --seed 50 -o "$DATA/train/${GPU}_v2_attn_pv4.msgpack.gz" ;;
     v2-odd)    run_diode collect $V2_SAMPLED $V2_ODD --num-shapes ${N:-600} --seed 28 -o "$DATA/train/${GPU}_v2_odd.msgpack.gz" ;;
-    v2-odd1)   run_diode collect $V2_SAMPLED $V2_ODD1 --num-shapes ${N:-400} --seed 51 -o "$DATA/train/${GPU}_v2_odd1.msgpack.gz" ;;
+    v2-odd1)   run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ODD1 --num-shapes ${N:-400} --seed 51 -o "$DATA/train/${GPU}_v2_odd1.msgpack.gz" ;;
     v2-f32)    run_diode collect $V2_SAMPLED $V2_F32 --float32-matmul-precision highest --num-shapes ${N:-200} --seed 29 -o "$DATA/train/${GPU}_v2_f32.msgpack.gz" ;;
     v2-tf32)   run_diode collect $V2_SAMPLED $V2_F32 --float32-matmul-precision high --num-shapes ${N:-200} --seed 30 -o "$DATA/train/${GPU}_v2_tf32.msgpack.gz" ;;
     v2-f32-odd) run_diode collect $V2_SAMPLED $V2_F32_ODD --float32-matmul-precision highest --num-shapes ${N:-100} --seed 31 -o "$DATA/train/${GPU}_v2_f32_odd.msgpack.gz" ;;
@@ -268,10 +274,10 @@ for part in "${parts[@]}"; do
     val-v2-layouts) run_diode $VAL $ALIGNED $V2_LAYOUTS --num-shapes ${N:-150} --seed 121 -o "$DATA/validation/${GPU}_v2_layouts.msgpack.gz" ;;
     val-v2-hidden) run_diode $VAL $ALIGNED $V2_HIDDEN --num-shapes ${N:-80} --seed 141 -o "$DATA/validation/${GPU}_v2_hidden.msgpack.gz" ;;
     val-v2-odd) run_diode $VAL $SAMPLED $V2_ODD --num-shapes ${N:-120} --seed 128 -o "$DATA/validation/${GPU}_v2_odd.msgpack.gz" ;;
-    val-v2-odd1) run_diode $VAL $SAMPLED $V2_ODD1 --num-shapes ${N:-80} --seed 154 -o "$DATA/validation/${GPU}_v2_odd1.msgpack.gz" ;;
+    val-v2-odd1) run_diode $VAL $SAMPLED $PER_PROBLEM $V2_ODD1 --num-shapes ${N:-80} --seed 154 -o "$DATA/validation/${GPU}_v2_odd1.msgpack.gz" ;;
     val-v2-attn-qk) run_diode $VAL $SAMPLED $V2_ATTN_QK --num-shapes ${N:-60} --seed 126 -o "$DATA/validation/${GPU}_v2_attn_qk.msgpack.gz" ;;
     val-v2-attn-pv) run_diode $VAL $SAMPLED $V2_ATTN_PV --num-shapes ${N:-60} --seed 127 -o "$DATA/validation/${GPU}_v2_attn_pv.msgpack.gz" ;;
-    val-v2-attn4) run_diode $VAL $SAMPLED $V2_ATTN_QK $V2_ATTN4 --num-shapes ${N:-40} --seed 149 -o "$DATA/validation/${GPU}_v2_attn4.msgpack.gz" ;;
+    val-v2-attn4) run_diode $VAL $SAMPLED $PER_PROBLEM $V2_ATTN_QK $V2_ATTN4 --num-shapes ${N:-40} --seed 149 -o "$DATA/validation/${GPU}_v2_attn4.msgpack.gz" ;;
     val-v2-vocab) run_diode $VAL $ALIGNED $V2_VOCAB --num-shapes ${N:-40} --seed 123 -o "$DATA/validation/${GPU}_v2_vocab.msgpack.gz" ;;
     val-v2-hugek) run_diode $VAL $ALIGNED $V2_HUGEK --num-shapes ${N:-40} --seed 122 -o "$DATA/validation/${GPU}_v2_hugek.msgpack.gz" ;;
     inductor-decomposek) run_diode collect $V2_MA $V2_DECOMPOSEK --num-shapes ${N:-120} --seed 33 -o "$DATA/inductor_timed/${GPU}_v2_decomposek.msgpack.gz" ;;

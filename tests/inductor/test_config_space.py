@@ -348,3 +348,24 @@ def test_layout_hints_say_what_a_constant_stride_tells_the_compiler():
     hints = layout_hints(*_meta_layout(odd_n)[:3])
     assert (hints["C_HINT_DIM"], hints["C_HINT_DIV"], hints["N_RUN"], hints["K_RUN"]) == (1, 4, 4, 0)
     assert hints["B_HINT_DIM"] == -1  # B stored as 700 rows of K = 1024
+
+
+def test_rotations_spread_the_exhaustive_sample_over_a_runs_problems():
+    """--exhaustive-rotations R: each problem takes one of R draws by a hash of it, always the same
+    one; one rotation is the single draw every problem shares; R draws time more of the list."""
+    from torch_diode.collection.fast_sweep import sample_draw
+
+    problems = [Problem("bmm", 8, 100 + 7 * i, 64, 300 + 5 * i, "float16", "float16", "float16") for i in range(40)]
+    key = lambda c: (c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps, c.group_m)
+
+    def timed(rotations: int) -> set:
+        return {key(c) for p in problems for c in choices_for(p, 48, 0, rotations=rotations) if c.is_tiled}
+
+    p = problems[0]
+    assert choices_for(p, 48, 0, rotations=1) == choices_for(p, 48, 0) and sample_draw(p, 0, 1) == 0
+    assert choices_for(p, 48, 0, rotations=8) == choices_for(p, 48, 0, rotations=8)
+    assert len(choices_for(p, 48, 0, rotations=8)) == len(choices_for(p, 48, 0))
+    assert len({sample_draw(q, 0, 8) for q in problems}) > 4 and sample_draw(p, 0, 8) != sample_draw(p, 1, 8)
+    one, eight, each = timed(1), timed(8), timed(0)
+    assert len(eight) > 3 * len(one) and len(each) > len(eight)
+    assert len({sample_draw(q, 0, 0) for q in problems}) == len(problems)

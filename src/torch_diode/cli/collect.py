@@ -159,6 +159,7 @@ def _run(problems: Sequence[Problem], args: argparse.Namespace, record: dict, fa
 
         sweep = FastSweep(
             exhaustive_sample=args.exhaustive_sample,
+            exhaustive_rotations=args.exhaustive_rotations,
             seed=getattr(args, "seed", 0),
             reps=args.reps,
             workers=args.workers,
@@ -371,6 +372,7 @@ def _cmd_create_validation(args: argparse.Namespace) -> int:
 _MEASUREMENT_SETTINGS = (
     "mode",
     "exhaustive_sample",
+    "exhaustive_rotations",
     "seed",
     "reps",
     "tf32",
@@ -450,6 +452,8 @@ def _measurement_settings(path: str, dataset) -> dict:
             {
                 **{k: s.get(k) for k in _MEASUREMENT_SETTINGS},
                 "persistent_tma": bool(s.get("persistent_tma")),
+                # collections from before the sample's rotations drew one sample for all problems
+                "exhaustive_rotations": int(s.get("exhaustive_rotations") or 1),
                 "tf32": tf32_run(s),
             }
         )
@@ -540,6 +544,7 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
     args.search_mode = mode
     if mode == "fast":
         args.exhaustive_sample, args.seed, args.reps = settings["exhaustive_sample"], settings["seed"], settings["reps"]
+        args.exhaustive_rotations = settings["exhaustive_rotations"]
     else:
         args.search_space = settings["max_autotune_gemm_search_space"] or "DEFAULT"
         args.backends = settings["max_autotune_gemm_backends"] or "ATEN,TRITON"
@@ -619,6 +624,14 @@ def _measurement_options(p: argparse.ArgumentParser) -> None:
         type=int_at_least(-1),
         default=350,
         help="fast mode: EXHAUSTIVE configs per shape besides ATen and DEFAULT (-1: all; default 350)",
+    )
+    p.add_argument(
+        "--exhaustive-rotations",
+        type=int_at_least(0),
+        default=1,
+        help="fast mode: draws of the EXHAUSTIVE sample, each problem taking one by a hash of it (1: one "
+        "sample for all, whose kernels compile once for problems specialised alike; R: about R times the "
+        "configs timed across the run; 0: a draw per problem; default 1)",
     )
     p.add_argument("--reps", type=positive_int, default=10, help="fast mode: timed repetitions per choice (default 10)")
     p.add_argument("--backends", default="ATEN,TRITON", help="max_autotune_gemm_backends (default ATEN,TRITON)")

@@ -61,19 +61,41 @@ DEFAULT_EXHAUSTIVE_SAMPLE = 350
 DEFAULT_REPS = 10
 
 
-def _config_rank(config: KernelConfig, seed: int) -> int:
-    key = (
-        f"{seed}:{config.block_m}:{config.block_n}:{config.block_k}:"
+def _hash64(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+
+
+def _config_rank(config: KernelConfig, draw: int | str) -> int:
+    return _hash64(
+        f"{draw}:{config.block_m}:{config.block_n}:{config.block_k}:"
         f"{config.num_stages}:{config.num_warps}:{config.group_m}"
     )
-    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little")
+
+
+def sample_draw(problem: Problem, seed: int, rotations: int = 1) -> int | str:
+    """Which draw of the EXHAUSTIVE list a problem's sample takes: with one rotation every problem
+    of a run takes the same (``seed``'s), so the run compiles each sampled config's kernel once
+    for all problems that specialise it alike, and never times the rest of the list; with
+    ``rotations`` R, one of R draws by a hash of the problem, so a run's problems time about R
+    times as many of the list's configs between them, at the cost of compiling up to R times as
+    many kernels; with 0, a draw of its own for every problem (benchmarks/sample_rotation.py)."""
+    if rotations == 1:
+        return seed
+    problem_hash = _hash64(repr(problem_key(problem)))
+    return f"{seed}/{problem_hash if rotations == 0 else problem_hash % rotations}"
 
 
 def choices_for(
-    problem: Problem, exhaustive_sample: int, seed: int, num_sms: int | None = None, device_has_tma: bool | None = None
+    problem: Problem,
+    exhaustive_sample: int,
+    seed: int,
+    num_sms: int | None = None,
+    device_has_tma: bool | None = None,
+    rotations: int = 1,
 ) -> list[KernelConfig]:
     """ATen + decompose_k where Inductor offers it + the DEFAULT list + up to ``exhaustive_sample``
-    EXHAUSTIVE configs (no duplicates) + the persistent TMA template's DEFAULT list where Inductor
+    EXHAUSTIVE configs (no duplicates; the draw :func:`sample_draw` gives ``problem`` under
+    ``seed`` and ``rotations``) + the persistent TMA template's DEFAULT list where Inductor
     offers it (:func:`..inductor.config_space.tma_offered`: ``ENABLE_PERSISTENT_TMA_MATMUL=1``;
     ``num_sms``: the GPU's SM count, None: no TMA configs). TMA's DEFAULT list (at most 8) is what
     a max-autotune run in the DEFAULT search space offers the choice handler."""
@@ -81,7 +103,8 @@ def choices_for(
     seen = set(default)
     exhaustive = [c for c in triton_configs(problem, "EXHAUSTIVE") if c not in seen]
     if exhaustive_sample >= 0 and len(exhaustive) > exhaustive_sample:
-        exhaustive = sorted(exhaustive, key=lambda c: _config_rank(c, seed))[:exhaustive_sample]
+        draw = sample_draw(problem, seed, rotations)
+        exhaustive = sorted(exhaustive, key=lambda c: _config_rank(c, draw))[:exhaustive_sample]
     tma = tma_configs(problem, num_sms) if num_sms and tma_offered(problem, device_has_tma) else []
     return aten_configs(problem) + decompose_k_configs(problem) + default + exhaustive + tma
 
@@ -537,6 +560,7 @@ class FastSweep:
     exhaustive_sample: int = DEFAULT_EXHAUSTIVE_SAMPLE
     seed: int = 0
     reps: int = DEFAULT_REPS
+    exhaustive_rotations: int = 1  # draws of the EXHAUSTIVE sample a run's problems take (sample_draw)
     workers: int = field(default_factory=lambda: max(1, min(16, os.cpu_count() or 1)))
     device: str = "cuda"
     progress: bool = True
@@ -553,6 +577,7 @@ class FastSweep:
             "layout_hints": kernel_spec.LAYOUT_HINTS,
             "ptxas": _ptxas(),
             "exhaustive_sample": self.exhaustive_sample,
+            "exhaustive_rotations": self.exhaustive_rotations,
             "seed": self.seed,
             "reps": self.reps,
             "timing": TIMING,
@@ -607,7 +632,12 @@ class FastSweep:
         if not todo:  # resumed with everything done: no compile workers to start
             summary.seconds = time.perf_counter() - start
             return summary
-        plan = {problem_key(p): choices_for(p, self.exhaustive_sample, self.seed, hardware.sm_count) for _, p in todo}
+        plan = {
+            problem_key(p): choices_for(
+                p, self.exhaustive_sample, self.seed, hardware.sm_count, rotations=self.exhaustive_rotations
+            )
+            for _, p in todo
+        }
         flush = flush_buffer(self.device)
         current: Collector | None = None
         with KernelCompiler(self.workers, self.compile_timeout_s) as compiler, contextlib.ExitStack() as release:
@@ -679,4 +709,12 @@ def hardware_l2_bytes() -> int:
     return int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
 
 
-__all__ = ["FastSweep", "choices_for", "launchers_for", "precompile", "time_launchers", "scaled_configs"]
+__all__ = [
+    "FastSweep",
+    "choices_for",
+    "launchers_for",
+    "precompile",
+    "sample_draw",
+    "time_launchers",
+    "scaled_configs",
+]
