@@ -139,6 +139,15 @@ def command_line() -> str:
     return " ".join(["python", *sys.argv])
 
 
+def cpu_report_header(machine: str) -> dict[str, Any]:
+    """The command, date and ``machine`` (what ran it) of a report computed on the CPU."""
+    return {
+        "command": command_line(),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine,
+    }
+
+
 def report_header() -> dict[str, Any]:
     """The command, date and the GPU and versions it ran with."""
     import torch

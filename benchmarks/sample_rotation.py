@@ -26,10 +26,9 @@ import json
 import re
 import sys
 from collections import Counter, defaultdict
-from datetime import datetime, timezone
 from pathlib import Path
 
-from benchmarks.common import command_line
+from benchmarks.common import cpu_report_header
 from benchmarks.variant_budget import COMPILE_KERNELS_PER_S
 from torch_diode.collection.fast_sweep import choices_for, variant_key
 from torch_diode.inductor.config_space import triton_configs
@@ -97,19 +96,9 @@ def main() -> int:
                 f"{row['kernel_variants']:9d} {row['compile_minutes']:11.1f} "
                 f"{row['list_configs_never_timed']:5d}/{row['list_configs']:<5d} {row['rare_pair_share']:10.1%}"
             )
-    Path(args.out).write_text(
-        json.dumps(
-            {
-                "command": command_line(),
-                "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "machine": "CPU (counting only)",
-                "compile_kernels_per_s_h100": COMPILE_KERNELS_PER_S,
-                "rare_share": RARE,
-                "rows": rows,
-            },
-            indent=1,
-        )
-    )
+    report = cpu_report_header("CPU (counting only)")
+    report |= {"compile_kernels_per_s_h100": COMPILE_KERNELS_PER_S, "rare_share": RARE, "rows": rows}
+    Path(args.out).write_text(json.dumps(report, indent=1))
     return 0
 
 

@@ -13,9 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime, timezone
 
-from benchmarks.common import command_line
+from benchmarks.common import cpu_report_header
 from torch_diode.collection.fast_sweep import choices_for, variant_key
 from torch_diode.collection.shapes import ShapeSpec, random_problems
 
@@ -71,18 +70,9 @@ def main() -> int:
                 f"{name:58s} {str(specialise):>5s} {variants:9d} "
                 f"{row['variants_per_problem']:11.1f} {row['compile_minutes']:11.1f}"
             )
+    report = cpu_report_header("CPU (counting only)") | {"compile_kernels_per_s_h100": COMPILE_KERNELS_PER_S}
     with open(args.out, "w") as f:
-        json.dump(
-            {
-                "command": command_line(),
-                "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "machine": "CPU (counting only)",
-                "compile_kernels_per_s_h100": COMPILE_KERNELS_PER_S,
-                "rows": rows,
-            },
-            f,
-            indent=1,
-        )
+        json.dump(report | {"rows": rows}, f, indent=1)
     return 0
 
 
