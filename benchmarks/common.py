@@ -139,6 +139,19 @@ def command_line() -> str:
     return " ".join(["python", *sys.argv])
 
 
+def config_design(config: Any) -> tuple:
+    """What makes two tiled configs one kernel design: template, block sizes, GROUP_M, stages, warps."""
+    return (
+        config.template_id,
+        config.block_m,
+        config.block_n,
+        config.block_k,
+        config.group_m,
+        config.num_stages,
+        config.num_warps,
+    )
+
+
 def cpu_report_header(machine: str) -> dict[str, Any]:
     """The command, date and ``machine`` (what ran it) of a report computed on the CPU."""
     return {

@@ -34,9 +34,10 @@ compiler and Inductor's compile workers start up, as in any real model's compile
 Inductor's worker pool, which compiles every kernel after it (until the pool is up Inductor
 compiles in the worker itself, so the first item measured would pay for the pool's start). Compile
 time is the wall time of the first call; one compile of a model varies by a few tenths of a second
-between processes, so ``--compile-repeats N`` compiles the models N times with default mode and
-diode_top1, each time in new workers (new caches) in alternating order, and reports the median as
-``compile_s`` (every time in ``compile_s_repeats``; the runtimes are the first worker's). Runtime
+between processes, so ``--compile-repeats N`` (with ``--only models``) compiles the models N times
+with default mode and diode_top1, each time in a worker of its own (new caches) in alternating
+order, and reports the median as ``compile_s`` (every time in ``compile_s_repeats``; the runtimes
+are the first worker's that compiled the model). Runtime
 (``runtime_us``, the summary's ratios) is
 ``triton.testing.do_bench_cudagraph`` of the compiled function: its median over replays of a CUDA
 graph, the way mode="max-autotune" runs compiled functions, so it is the kernels' time. The graph
@@ -700,8 +701,8 @@ def main() -> int:
         type=int,
         default=1,
         metavar="N",
-        help="compile each model N times with default mode and diode_top1, each in a worker of its own "
-        "with new caches, in alternating order; compile_s is the median (default: %(default)s)",
+        help="with --only models: compile each model N times with default mode and diode_top1, each in a "
+        "worker of its own with new caches, in alternating order; compile_s is the median (default: %(default)s)",
     )
     parser.add_argument("--out", required=True, help="JSON report")
     parser.add_argument("--plot", help="PNG of runtime vs compile time")
@@ -722,8 +723,8 @@ def main() -> int:
     if args.worker:
         return worker(args)
 
-    if args.compile_repeats < 1 or (args.compile_repeats > 1 and args.only == "gemms"):
-        raise SystemExit("--compile-repeats: give N >= 1; it repeats the models' compiles, not with --only gemms")
+    if args.compile_repeats < 1 or (args.compile_repeats > 1 and args.only != "models"):
+        raise SystemExit("--compile-repeats: give N >= 1; it repeats the models' compiles: give --only models")
     part = "/".join(map(str, args.part)) if args.part else None
     if part and args.only != "gemms":
         raise SystemExit("--part slices the GEMMs: give --only gemms (and measure the models in a run of their own)")
@@ -805,12 +806,15 @@ REPEATED = ("diode_top1", "default")  # the methods whose models' compile time -
 def worker_plan(args: argparse.Namespace, limits: list[float]) -> list[tuple[tuple[str, ...], float, str | None]]:
     """The workers in order, each as (methods, time limit, --only): the pad_mm pass, the methods'
     workers, then --compile-repeats' extra rounds (models only, diode_top1 and default in
-    alternating order, each worker with new caches)."""
+    alternating order, each worker with new caches). With repeats, default mode has a worker of
+    its own in the first round too, so that every round compiles alike (in the stock worker it
+    would come after max-autotune's compiles of the models before, and find their kernels)."""
     plan: list[tuple[tuple[str, ...], float, str | None]] = [(("pad_mm",), PAD_PASS_LIMIT_S, args.only)]
     for worker_methods, limit in zip(WORKERS, limits):
         methods = tuple(m for m in worker_methods if m in args.methods)
-        if methods:
-            plan.append((methods, limit, args.only))
+        alone = tuple(m for m in methods if m in REPEATED) if args.compile_repeats > 1 else ()
+        rest = tuple(m for m in methods if m not in alone)
+        plan += [((m,), limit, args.only) for m in alone] + ([(rest, limit, args.only)] if rest else [])
     limit_of = {m: limit for worker_methods, limit in zip(WORKERS, limits) for m in worker_methods}
     repeated = [m for m in REPEATED if m in args.methods]
     for round_ in range(1, args.compile_repeats):
@@ -820,27 +824,34 @@ def worker_plan(args: argparse.Namespace, limits: list[float]) -> list[tuple[tup
 
 
 def merge_compile_repeats(rows: list[dict]) -> list[dict]:
-    """``rows`` with each model's repeated measurements of a method (rows of --compile-repeats'
-    rounds) folded into its first: ``compile_s`` becomes the median of every round's compile time,
-    listed in ``compile_s_repeats``; runtimes stay the first round's."""
+    """``rows`` with each model's measurements of a method by --compile-repeats' rounds folded into
+    one, the first that has a compile time (its runtimes are kept): ``compile_s`` becomes the median
+    of every round's compile time, listed in ``compile_s_repeats``."""
     records: dict[tuple[str, str], list[dict]] = {}
     out: list[dict] = []
     for row in rows:
+        if row["kind"] != "model":
+            out.append({**row, "methods": {k: dict(m) for k, m in row["methods"].items()}})
+            continue
         methods: dict[str, dict] = {}
         for method, m in row["methods"].items():
             key = (row["label"], method)
-            if row["kind"] == "model" and key in records:
+            if key in records:
                 records[key].append(m)
             else:
-                methods[method] = dict(m)
-                records[key] = [methods[method]]
+                methods[method] = {}  # filled below, where the first measurement of it lands
+                records[key] = [m]
         if methods:
             out.append({**row, "methods": methods})
-    for first, *repeats in records.values():
-        times = [m["compile_s"] for m in (first, *repeats) if "compile_s" in m]
-        if repeats and "compile_s" in first:
-            first["compile_s_repeats"] = times
-            first["compile_s"] = statistics.median(times)
+    for row in out:
+        for method in row["methods"] if row["kind"] == "model" else ():
+            measured = records[(row["label"], method)]
+            timed = [m for m in measured if "compile_s" in m]
+            kept = dict(timed[0] if timed else measured[0])
+            if len(timed) > 1:
+                kept["compile_s_repeats"] = [m["compile_s"] for m in timed]
+                kept["compile_s"] = statistics.median(kept["compile_s_repeats"])
+            row["methods"][method] = kept
     return out
 
 

@@ -16,10 +16,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from datetime import datetime, timezone
 
-from benchmarks.common import command_line
-from torch_diode.collection.fast_sweep import choices_for
+from benchmarks.common import cpu_report_header
+from torch_diode.collection.fast_sweep import choices_for, recorded_rotations
 from torch_diode.types import load_dataset
 
 SAMPLES = (0, 24, 48, 100, 150, 200, 320)
@@ -33,7 +32,7 @@ def replay(paths: list[str], samples: tuple[int, ...]) -> dict:
         sources = dataset.metadata.get("sources") or [{}]
         settings = sources[0].get("settings") or {}
         seed, collected = int(settings.get("seed", 0)), int(settings.get("exhaustive_sample", -1))
-        rotations = int(settings.get("exhaustive_rotations") or 1)
+        rotations = recorded_rotations(settings)
         files.append({"path": path, "seed": seed, "exhaustive_sample": collected, "exhaustive_rotations": rotations})
         for _hardware, problem, timed in dataset.problems():
             if problem.dtype_a == "float32":
@@ -71,12 +70,7 @@ def main() -> None:
     parser.add_argument("--out", help="write the JSON report here")
     args = parser.parse_args()
     report = replay(args.datasets, tuple(args.samples))
-    report = {
-        "command": command_line(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": "CPU (replays H100 timings)",
-        **report,
-    }
+    report = cpu_report_header("CPU (replays H100 timings)") | report
     print(f"{'sample':>7} {'problems':>9} {'geomean':>9} {'worst':>8} {'within 2%':>10}")
     for row in report["rows"]:
         print(

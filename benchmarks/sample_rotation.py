@@ -28,7 +28,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from benchmarks.common import cpu_report_header
+from benchmarks.common import config_design, cpu_report_header
 from benchmarks.variant_budget import COMPILE_KERNELS_PER_S
 from torch_diode.collection.fast_sweep import choices_for, variant_key
 from torch_diode.inductor.config_space import triton_configs
@@ -38,18 +38,14 @@ ROTATIONS = (1, 4, 16, 0)  # 0: a draw of its own for every problem
 RARE = 0.02
 
 
-def _key(config) -> tuple:
-    return (config.block_m, config.block_n, config.block_k, config.num_stages, config.num_warps, config.group_m)
-
-
 def part_rows(name: str, problems: list, sample: int, seed: int, rotations: tuple[int, ...]) -> list[dict]:
-    lists = [{_key(c) for c in triton_configs(p, "EXHAUSTIVE")} for p in problems]
+    lists = [{config_design(c) for c in triton_configs(p, "EXHAUSTIVE")} for p in problems]
     holders = Counter(k for keys in lists for k in keys)
     rows = []
     for r in rotations:
         chosen = [[c for c in choices_for(p, sample, seed, rotations=r) if c.is_tiled] for p in problems]
         variants = len({variant_key(p, c) for p, cs in zip(problems, chosen) for c in cs})
-        timed = Counter(k for cs in chosen for k in {_key(c) for c in cs})
+        timed = Counter(k for cs in chosen for k in {config_design(c) for c in cs})
         pairs = [(k, timed[k] / holders[k]) for keys in lists for k in keys]
         rows.append(
             {

@@ -72,12 +72,11 @@ import json
 import math
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import command_line
+from benchmarks.common import command_line, config_design, cpu_report_header
 from torch_diode.features import config_rows, featurize, is_extern
 from torch_diode.inductor.config_space import beyond_default_list
 from torch_diode.predict import load_model
@@ -163,10 +162,7 @@ def heldout(args: argparse.Namespace) -> int:
     }
     # a file with no problem (a chunk a collection had not reached) has nothing to judge
     rows = [r for r in (judge(m, d, policy) for m in args.model for d in args.data) if r["problems"]]
-    report = {
-        "command": command_line(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": "CPU (predictions against data measured on the GPU named in each dataset)",
+    report = cpu_report_header("CPU (predictions against data measured on the GPU named in each dataset)") | {
         "settings": settings,
         "rows": rows,
     }
@@ -222,10 +218,7 @@ def realmodels(args: argparse.Namespace) -> int:
         "outcome_worst": float(outcome.max()),
         "unmatched_problems": sum(not r["layers"] for r in rows),
     }
-    report = {
-        "command": command_line(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": "CPU (predictions against data measured on the GPU named in the dataset)",
+    report = cpu_report_header("CPU (predictions against data measured on the GPU named in the dataset)") | {
         "model": args.model,
         "data": args.data,
         "shapeset": args.shapeset,
@@ -273,10 +266,7 @@ def extern_preference(args: argparse.Namespace) -> int:
                         "extern_picks": extern_picks,
                     }
                 )
-    report = {
-        "command": command_line(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": "CPU (predictions against data measured on the GPU named in each dataset)",
+    report = cpu_report_header("CPU (predictions against data measured on the GPU named in each dataset)") | {
         "model": args.model,
         "rows": rows,
     }
@@ -882,11 +872,6 @@ def deciding_configs(args: argparse.Namespace) -> int:
 CONFIG_SHARE_GROUPS = ((0.0, 0.02), (0.02, 0.1), (0.1, math.inf))  # share of the op's training problems
 
 
-def _config_key(config) -> tuple:
-    """What makes two tiled configs the same kernel design: template, block sizes, stages, warps."""
-    return (config.template_id, config.block_m, config.block_n, config.block_k, config.num_stages, config.num_warps)
-
-
 def _share_group(lo: float, hi: float) -> str:
     share = f"{lo:.0%} and more" if math.isinf(hi) else f"[{lo:.0%}, {hi:.0%})"
     return f"fastest config timed in {share} of the op's training problems"
@@ -905,9 +890,12 @@ def config_coverage(args: argparse.Namespace) -> int:
         timed: dict[tuple, int] = {}
         for _, problem, timings in load_datasets([train]).problems():
             problems_of_op[problem.op] = problems_of_op.get(problem.op, 0) + 1
-            for key in {_config_key(t.config) for t in timings if not t.failed and t.config.is_tiled}:
+            for key in {config_design(t.config) for t in timings if not t.failed and t.config.is_tiled}:
                 timed[(problem.op, key)] = timed.get((problem.op, key), 0) + 1
-        configs = {p: [t.config for t in ts if not t.failed] for _, p, ts in load_datasets([data]).problems()}
+        held = [(p, [t.config for t in ts if not t.failed]) for _, p, ts in load_datasets([data]).problems()]
+        configs = dict(held)
+        if len(configs) < len(held):  # replays names a problem, not its GPU: one GPU's set at a time
+            raise SystemExit(f"{data}: a problem is held for more than one GPU; give one GPU's data")
         contract = _contract(model)
         groups: dict[str, list[float]] = {}
         for problem, pool, predicted, measured in replays(model, [data]):
@@ -919,7 +907,7 @@ def config_coverage(args: argparse.Namespace) -> int:
             if not fastest.is_tiled:
                 name = "ATen fastest"
             else:
-                share = timed.get((problem.op, _config_key(fastest)), 0) / problems_of_op.get(problem.op, 1)
+                share = timed.get((problem.op, config_design(fastest)), 0) / problems_of_op.get(problem.op, 1)
                 name = next(_share_group(lo, hi) for lo, hi in CONFIG_SHARE_GROUPS if lo <= share < hi)
             groups.setdefault(name, []).append(float(measured[decision.first] / measured.min()))
         order = ["ATen fastest", *(_share_group(lo, hi) for lo, hi in CONFIG_SHARE_GROUPS)]
@@ -940,12 +928,8 @@ def config_coverage(args: argparse.Namespace) -> int:
 def _write(args: argparse.Namespace, body: dict) -> None:
     import platform
 
-    report = {
-        "command": command_line(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": f"CPU ({platform.machine()}): predictions against data measured on the GPU named in each dataset",
-        **body,
-    }
+    machine = f"CPU ({platform.machine()}): predictions against data measured on the GPU named in each dataset"
+    report = cpu_report_header(machine) | body
     Path(args.out).write_text(json.dumps(report, indent=1))
 
 

@@ -603,23 +603,26 @@ def test_parts_cover_the_draw_once_in_order():
 
 
 def test_compile_repeats_alternate_new_workers_and_report_the_median_compile_time(monkeypatch):
-    """--compile-repeats N: N-1 more rounds of models-only workers for default and diode_top1 in
-    alternating order; each model's compile_s becomes the median of its rounds, runtimes the first's."""
+    """--compile-repeats N (models only): default mode and diode_top1 each in a worker of its own in
+    every round, N-1 more rounds in alternating order; each model's compile_s becomes the median of
+    its rounds' compile times, its runtimes those of the first round that compiled it."""
     from benchmarks.e2e import main, merge_compile_repeats, worker_plan
 
-    args = argparse.Namespace(methods=["default", "diode_top1", "max_autotune"], only=None, compile_repeats=3)
+    args = argparse.Namespace(methods=["default", "diode_top1", "max_autotune"], only="models", compile_repeats=3)
     plan = worker_plan(args, [90.0, 400.0, 240.0, 330.0])
-    assert [(m, only) for m, _, only in plan] == [
-        (("pad_mm",), None),
-        (("diode_top1",), None),
-        (("default", "max_autotune"), None),
-        (("default",), "models"),
-        (("diode_top1",), "models"),
-        (("diode_top1",), "models"),
-        (("default",), "models"),
+    assert [(m, limit) for m, limit, _ in plan] == [
+        (("pad_mm",), 240.0),
+        (("diode_top1",), 90.0),
+        (("default",), 400.0),
+        (("max_autotune",), 400.0),
+        (("default",), 400.0),
+        (("diode_top1",), 90.0),
+        (("diode_top1",), 90.0),
+        (("default",), 400.0),
     ]
-    assert [limit for _, limit, _ in plan][1:] == [90.0, 400.0, 400.0, 90.0, 90.0, 400.0]
-    assert len(worker_plan(argparse.Namespace(**{**vars(args), "compile_repeats": 1}), [90.0, 400.0, 240.0])) == 3
+    assert {only for _, _, only in plan} == {"models"}
+    once = worker_plan(argparse.Namespace(**{**vars(args), "compile_repeats": 1}), [90.0, 400.0, 240.0])
+    assert [m for m, _, _ in once] == [("pad_mm",), ("diode_top1",), ("default", "max_autotune")]
 
     def rec(compile_s, runtime_us):
         return {"compile_s": compile_s, "runtime_us": runtime_us}
@@ -627,26 +630,33 @@ def test_compile_repeats_alternate_new_workers_and_report_the_median_compile_tim
     rows = [
         {"kind": "gemm", "label": "g", "methods": {"diode_top1": rec(0.2, 5.0)}},
         {"kind": "model", "label": "m", "methods": {"diode_top1": rec(3.0, 100.0)}},
-        {"kind": "model", "label": "m", "methods": {"default": rec(2.0, 110.0), "max_autotune": rec(90.0, 99.0)}},
+        {"kind": "model", "label": "n", "methods": {"diode_top1": {"error": "stopped at its time limit"}}},
+        {"kind": "model", "label": "m", "methods": {"default": rec(2.0, 110.0)}},
+        {"kind": "model", "label": "m", "methods": {"max_autotune": rec(90.0, 99.0)}},
         {"kind": "model", "label": "m", "methods": {"default": rec(2.4, 120.0)}},
         {"kind": "model", "label": "m", "methods": {"diode_top1": rec(2.1, 130.0)}},
+        {"kind": "model", "label": "n", "methods": {"diode_top1": rec(2.0, 50.0)}},
         {"kind": "model", "label": "m", "methods": {"diode_top1": {"error": "stopped"}}},
+        {"kind": "model", "label": "n", "methods": {"diode_top1": rec(4.0, 60.0)}},
         {"kind": "model", "label": "m", "methods": {"default": rec(1.9, 140.0)}},
     ]
     merged = merge_compile_repeats(rows)
-    assert [r["label"] for r in merged] == ["g", "m", "m"]
-    diode, default = merged[1]["methods"]["diode_top1"], merged[2]["methods"]["default"]
+    assert [r["label"] for r in merged] == ["g", "m", "n", "m", "m"] and merged[0] == rows[0]
+    diode, n = merged[1]["methods"]["diode_top1"], merged[2]["methods"]["diode_top1"]
+    default = merged[3]["methods"]["default"]
     assert (diode["compile_s"], diode["compile_s_repeats"], diode["runtime_us"]) == (2.55, [3.0, 2.1], 100.0)
+    assert (n["compile_s"], n["compile_s_repeats"], n["runtime_us"]) == (3.0, [2.0, 4.0], 50.0)  # round 1 failed
     assert (default["compile_s"], default["compile_s_repeats"], default["runtime_us"]) == (2.0, [2.0, 2.4, 1.9], 110.0)
-    assert merged[2]["methods"]["max_autotune"] == rec(90.0, 99.0) and merged[0] == rows[0]
+    assert merged[4]["methods"]["max_autotune"] == rec(90.0, 99.0)
     assert rows[1]["methods"]["diode_top1"] == rec(3.0, 100.0)  # the input rows are left as they were
 
     import torch
 
-    monkeypatch.setattr(sys, "argv", ["e2e", "--out", "x.json", "--only", "gemms", "--compile-repeats", "3"])
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    with pytest.raises(SystemExit, match="--compile-repeats"):
-        main()
+    for bad in (["--only", "gemms", "--compile-repeats", "3"], ["--compile-repeats", "3"], ["--compile-repeats", "0"]):
+        monkeypatch.setattr(sys, "argv", ["e2e", "--out", "x.json", *bad])
+        with pytest.raises(SystemExit, match="--compile-repeats"):
+            main()
 
 
 def test_input_copies_fill_twice_the_l2_cache_with_copies_laid_out_as_the_inputs():

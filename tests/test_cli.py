@@ -199,7 +199,7 @@ def test_remeasure_reads_the_samples_rotations_a_file_recorded(tmp_path):
     configs: remeasure refuses to take them as one; one from before rotations were recorded drew
     one sample (rotations 1) and agrees with a later run of 1."""
     settings = {"mode": "fast", "exhaustive_sample": 48, "seed": 1, "reps": 6}
-    for name, rotations, code in [("older", 1, 0), ("rotated", 8, 2)]:
+    for name, rotations, code in [("older", 1, 0), ("rotated", 8, 2), ("per_problem", 0, 2)]:
         sources = [
             {"tool": "torch_diode.collect", "settings": settings},
             {"tool": "torch_diode.collect", "settings": {**settings, "exhaustive_rotations": rotations}},
@@ -208,6 +208,13 @@ def test_remeasure_reads_the_samples_rotations_a_file_recorded(tmp_path):
         proc = diode("remeasure", tmp_path / f"{name}.json", "--dry-run", "-o", tmp_path / "out.json", check=False)
         assert proc.returncode == code and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
         assert code == 0 or ("different settings" in proc.stderr and f"{name}.json" in proc.stderr)
+    from torch_diode.cli.collect import _measurement_settings  # a file of per-problem draws alone
+    from torch_diode.types import load_dataset
+
+    sources = [{"tool": "torch_diode.collect", "settings": {**settings, "exhaustive_rotations": 0}}]
+    save_dataset(one_bmm(20, sources), tmp_path / "drawn.json")
+    drawn = _measurement_settings(str(tmp_path / "drawn.json"), load_dataset(tmp_path / "drawn.json"))
+    assert drawn["exhaustive_rotations"] == 0
     proc = diode("collect", "--exhaustive-rotations", "-1", "-o", tmp_path / "x.json", check=False)
     assert proc.returncode == 2 and "--exhaustive-rotations" in proc.stderr and "Traceback" not in proc.stderr
 

@@ -362,6 +362,16 @@ def test_rotations_spread_the_exhaustive_sample_over_a_runs_problems():
         return {key(c) for p in problems for c in choices_for(p, 48, 0, rotations=rotations) if c.is_tiled}
 
     p = problems[0]
+    # one rotation is the draw every collection before the option took: the seeded hash of each config
+    import hashlib
+
+    def rank(c) -> int:
+        text = f"0:{c.block_m}:{c.block_n}:{c.block_k}:{c.num_stages}:{c.num_warps}:{c.group_m}"
+        return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+
+    default = set(triton_configs(p, "DEFAULT"))
+    before = sorted((c for c in triton_configs(p, "EXHAUSTIVE") if c not in default), key=rank)[:48]
+    assert [c for c in choices_for(p, 48, 0, rotations=1) if c.is_tiled][len(default) :] == before
     assert choices_for(p, 48, 0, rotations=1) == choices_for(p, 48, 0) and sample_draw(p, 0, 1) == 0
     assert choices_for(p, 48, 0, rotations=8) == choices_for(p, 48, 0, rotations=8)
     assert len(choices_for(p, 48, 0, rotations=8)) == len(choices_for(p, 48, 0))

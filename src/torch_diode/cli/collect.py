@@ -442,6 +442,7 @@ def ran_under(dataset, time_us: float) -> set[str]:
 def _measurement_settings(path: str, dataset) -> dict:
     """How ``dataset`` (read from ``path``) was measured: the settings its collections recorded,
     which must agree."""
+    from ..collection.fast_sweep import recorded_rotations
     from ..coverage import tf32_run
     from ..types import DatasetFormatError
 
@@ -452,8 +453,7 @@ def _measurement_settings(path: str, dataset) -> dict:
             {
                 **{k: s.get(k) for k in _MEASUREMENT_SETTINGS},
                 "persistent_tma": bool(s.get("persistent_tma")),
-                # collections from before the sample's rotations drew one sample for all problems
-                "exhaustive_rotations": int(s.get("exhaustive_rotations") or 1),
+                "exhaustive_rotations": recorded_rotations(s),
                 "tf32": tf32_run(s),
             }
         )

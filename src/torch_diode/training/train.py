@@ -245,7 +245,7 @@ def fit_loss_calibration(cases: np.ndarray) -> LossCalibration | None:
     them (with one loss the fit narrows the residual to the grid's least, a contract sure of every
     pick that it has seen once go wrong; the misaligned problems then read the calibration of all)."""
     mean, spread, lost = cases.reshape(-1, 3).T
-    if len(cases) < MIN_CALIBRATION_CASES or lost.sum() < MIN_CALIBRATION_LOSSES:
+    if len(mean) < MIN_CALIBRATION_CASES or lost.sum() < MIN_CALIBRATION_LOSSES:
         return None
     best = (math.inf, 1.0, 0.1)
     for scale in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0) if spread.any() else (1.0,):
