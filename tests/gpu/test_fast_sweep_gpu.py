@@ -116,6 +116,22 @@ def test_fast_sweep_end_to_end(tmp_path):
     assert third.problems_resumed == 3 and third.problems_measured == 0
 
 
+def test_fast_sweep_with_a_draw_per_problem_times_each_problems_own_sample(tmp_path):
+    """--exhaustive-rotations 0: each problem is timed on the configs of its own draw (those
+    choices_for offers it), and the file records the rotations for diode remeasure."""
+    out = tmp_path / "drawn.msgpack"
+    problems = [PROBLEMS[3], PROBLEMS[9]]  # two bmm problems, whose EXHAUSTIVE lists agree
+    sweep = FastSweep(exhaustive_sample=12, exhaustive_rotations=0, reps=3, workers=4, progress=False)
+    assert sweep.run(problems, out).problems_measured == 2
+    ds = load_dataset(out)
+    assert ds.metadata["sources"][0]["settings"]["exhaustive_rotations"] == 0
+    timed = [(problem, [t.config for t in timings]) for _, problem, timings in ds.problems()]
+    assert len(timed) == 2
+    for problem, configs in timed:
+        assert configs == choices_for(problem, 12, 0, rotations=0)
+    assert timed[0][1][-12:] != timed[1][1][-12:]
+
+
 def test_fast_sweep_never_adds_to_a_file_measured_on_another_gpu(tmp_path):
     """A file of another GPU's measurements (as collect.sh's data/h100 files are on an H200) stops
     the sweep before it measures: one GPU's timings per file."""
