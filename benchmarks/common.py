@@ -152,6 +152,11 @@ def config_design(config: Any) -> tuple:
     )
 
 
+def collection_settings(dataset: Any) -> dict[str, Any]:
+    """The settings the first collection of ``dataset`` recorded (``{}`` where none did)."""
+    return ((dataset.metadata.get("sources") or [{}])[0]).get("settings") or {}
+
+
 def cpu_report_header(machine: str) -> dict[str, Any]:
     """The command, date and ``machine`` (what ran it) of a report computed on the CPU."""
     return {

@@ -254,7 +254,7 @@ def input_copies(inputs: tuple, l2_bytes: int | None = None, max_copies: int = M
     footprint = operand_bytes(inputs)
     if not footprint or footprint >= 2 * l2_bytes:
         return [inputs]
-    count = min(max_copies, math.ceil(2 * l2_bytes / max(footprint, 1)) + 1)
+    count = min(max_copies, math.ceil(2 * l2_bytes / footprint) + 1)
 
     def copy(x: Any) -> Any:
         if not isinstance(x, torch.Tensor):

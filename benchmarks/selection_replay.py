@@ -44,8 +44,8 @@ and held-out set: whether the model takes short Triton kernels for slower than c
 measurements (training data timed without the collector's lead does, on the H200).
 
 ``config-coverage``: the handler's first picks grouped by how often the training data timed each
-problem's fastest measured config (the same template, block sizes, stages and warps, among the
-training problems of its op): whether the slow first picks are those whose fastest config the
+problem's fastest measured config (the same kernel design, ``benchmarks.common.config_design``,
+among the training problems of its op): whether the slow first picks are those whose fastest config the
 data rarely holds.
 
 ``extern-preference``: the handler's first pick per dataset for several values of
@@ -70,6 +70,7 @@ import argparse
 import bisect
 import json
 import math
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -886,12 +887,11 @@ def config_coverage(args: argparse.Namespace) -> int:
     policy = Policy.from_config()
     results = []
     for (model, data), train in zip(_pairs(args), args.train_data):
-        problems_of_op: dict[str, int] = {}
-        timed: dict[tuple, int] = {}
+        problems_of_op: Counter[str] = Counter()
+        timed: Counter[tuple] = Counter()
         for _, problem, timings in load_datasets([train]).problems():
-            problems_of_op[problem.op] = problems_of_op.get(problem.op, 0) + 1
-            for key in {config_design(t.config) for t in timings if not t.failed and t.config.is_tiled}:
-                timed[(problem.op, key)] = timed.get((problem.op, key), 0) + 1
+            problems_of_op[problem.op] += 1
+            timed.update({(problem.op, config_design(t.config)) for t in timings if not t.failed and t.config.is_tiled})
         held = [(p, [t.config for t in ts if not t.failed]) for _, p, ts in load_datasets([data]).problems()]
         configs = dict(held)
         if len(configs) < len(held):  # replays names a problem, not its GPU: one GPU's set at a time
@@ -907,7 +907,7 @@ def config_coverage(args: argparse.Namespace) -> int:
             if not fastest.is_tiled:
                 name = "ATen fastest"
             else:
-                share = timed.get((problem.op, config_design(fastest)), 0) / problems_of_op.get(problem.op, 1)
+                share = timed[(problem.op, config_design(fastest))] / max(problems_of_op[problem.op], 1)
                 name = next(_share_group(lo, hi) for lo, hi in CONFIG_SHARE_GROUPS if lo <= share < hi)
             groups.setdefault(name, []).append(float(measured[decision.first] / measured.min()))
         order = ["ATen fastest", *(_share_group(lo, hi) for lo, hi in CONFIG_SHARE_GROUPS)]
