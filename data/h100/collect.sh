@@ -5,7 +5,8 @@
 # v2-f32-hugek v2-tf32-hugek v2-f32-vocab v2-tf32-vocab v2-f32-batch v2-tf32-batch v2-decomposek v2-hidden (coverage design);
 # v2-f32-attn-qk v2-f32-attn-pv v2-tf32-attn-qk v2-tf32-attn-pv (fp32 attention at aligned token counts);
 # v2-fill-baddbmm v2-fill-bmm-tt v2-f32-bmm v2-tf32-bmm v2-f32-mm v2-tf32-mm (the cells left short); v2-tma;
-# v2-attn-qk4 v2-attn-pv4 (attention at token counts that are multiples of 4);
+# v2-attn-qk4 v2-attn-pv4 (attention at token counts that are multiples of 4); v2-attn-qk4b v2-attn-pv4b v2-odd1b (more of
+# those designs and v2-odd1's, another seed, drawn per problem);
 # fill-f32 fill-tf32 (only the fp32 cells a coverage snapshot lists as short);
 # val-v2-layouts val-v2-hidden val-v2-odd val-v2-odd1 val-v2-attn-qk val-v2-attn-pv val-v2-vocab val-v2-hugek val-v2-tma val-v2-attn4 (their validation);
 # inductor-decomposek inductor-tma inductor-misaligned (stock max-autotune's own timings, to $DATA/inductor_timed);
@@ -95,7 +96,9 @@ V2_SAMPLED="$SAMPLED --exclude $HELD_OUT"
 # for the part: odd sizes and attention specialise their kernels per problem anyway, so the part's
 # problems time nearly all of the EXHAUSTIVE list between them for 4-12% more kernels to compile
 # (python -m benchmarks.sample_rotation, data/README.md "Configs per problem"). The H200's files
-# of those parts were collected with one draw before the option existed (each file records it).
+# of those parts were collected with one draw before the option existed (each file records it);
+# v2-attn-qk4b, v2-attn-pv4b and v2-odd1b are more problems of the same designs (seeds of their own),
+# each drawn per problem, so that a GPU with those files still gets per-problem draws.
 PER_PROBLEM="--exhaustive-rotations 0"
 V2_HALF="--dtypes float16 bfloat16 --layouts NN NT TN TT"
 V2_SIZES="--sizes 64 128 256 512 768 1024 1536 2048 2560 3072 4096 5120 6144 8192 11008 14336"
@@ -247,6 +250,9 @@ for part in "${parts[@]}"; do
     v2-attn-pv) run_diode collect $V2_SAMPLED $V2_ATTN_PV --num-shapes ${N:-300} --seed 27 -o "$DATA/train/${GPU}_v2_attn_pv.msgpack.gz" ;;
     v2-attn-qk4) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_QK $V2_ATTN4 --num-shapes ${N:-150} --seed 49 -o "$DATA/train/${GPU}_v2_attn_qk4.msgpack.gz" ;;
     v2-attn-pv4) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_PV $V2_ATTN4 --num-shapes ${N:-150} --seed 50 -o "$DATA/train/${GPU}_v2_attn_pv4.msgpack.gz" ;;
+    v2-attn-qk4b) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_QK $V2_ATTN4 --num-shapes ${N:-150} --seed 52 -o "$DATA/train/${GPU}_v2_attn_qk4b.msgpack.gz" ;;
+    v2-attn-pv4b) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_PV $V2_ATTN4 --num-shapes ${N:-150} --seed 53 -o "$DATA/train/${GPU}_v2_attn_pv4b.msgpack.gz" ;;
+    v2-odd1b)  run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ODD1 --num-shapes ${N:-200} --seed 54 -o "$DATA/train/${GPU}_v2_odd1b.msgpack.gz" ;;
     v2-odd)    run_diode collect $V2_SAMPLED $V2_ODD --num-shapes ${N:-600} --seed 28 -o "$DATA/train/${GPU}_v2_odd.msgpack.gz" ;;
     v2-odd1)   run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ODD1 --num-shapes ${N:-400} --seed 51 -o "$DATA/train/${GPU}_v2_odd1.msgpack.gz" ;;
     v2-f32)    run_diode collect $V2_SAMPLED $V2_F32 --float32-matmul-precision highest --num-shapes ${N:-200} --seed 29 -o "$DATA/train/${GPU}_v2_f32.msgpack.gz" ;;
