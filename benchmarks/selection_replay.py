@@ -48,6 +48,11 @@ problem's fastest measured config (the same kernel design, ``benchmarks.common.c
 among the training problems of its op): whether the slow first picks are those whose fastest config the
 data rarely holds.
 
+``spread-penalty``: the handler's decision (the model's own contract) where each candidate ranks by
+its predicted ln time plus ``--penalties`` times the members' spread (a cautious ranking: of two
+candidates predicted alike, the one the members agree on first): first pick and outcome (geomean,
+worst, how many over 1.10x the best measured) and the unsure fraction per penalty and dataset.
+
 ``extern-preference``: the handler's first pick per dataset for several values of
 ``extern_preference``, applied to every problem or (as the handler does) to those whose rows are
 aligned only: its slowdown against the best measured (geomean and worst; aligned and misaligned
@@ -62,6 +67,7 @@ problems apart), and how often the pick is ATen/cuBLAS (no kernel to compile).
     python -m benchmarks.selection_replay learned-risk --out benchmarks/results/learned_risk_h100_cpu.json
     python -m benchmarks.selection_replay bias --out benchmarks/results/prediction_bias_cpu.json
     python -m benchmarks.selection_replay config-coverage --out benchmarks/results/config_coverage_cpu.json
+    python -m benchmarks.selection_replay spread-penalty --model NVIDIA-H200-matmul --data DIR ... --out pen.json
 """
 
 from __future__ import annotations
@@ -494,6 +500,51 @@ REALMODELS_AND_HELDOUT = [str(ROOT / "data" / "h100" / "realmodels"), *HELDOUT_S
 REALMODELS_AND_HELDOUT_HELP = (
     "dataset files or folders, each judged on its own (default: data/h100/realmodels and the H100 held-out sets)"
 )
+
+
+def spread_penalty(args: argparse.Namespace) -> int:
+    policy = Policy.from_config()
+    contract = _contract(args.model)
+    rows = []
+    for data in args.data:
+        problems = list(replays(args.model, [data], with_tf32=True))
+        for penalty in args.penalties:
+            first, outcome, unsure = [], [], 0
+            for problem, pool, predicted, measured, tf32 in problems:
+                # the same shift for every member: their mean moves by penalty x spread, their spread stays
+                shifted = predicted + penalty * predicted.std(axis=0)
+                try:
+                    decision = decide(problem, pool, shifted, policy, contract, tf32)
+                except NoUsableCandidate:
+                    continue
+                best = measured.min()
+                first.append(float(measured[decision.first] / best))
+                outcome.append(float(measured[list(decision.chosen)].min() / best))
+                unsure += bool(decision.unsure)
+            rows.append(
+                {
+                    "data": data,
+                    "penalty": penalty,
+                    "problems": len(first),
+                    "first_pick": _summary(first) | {"over_1.10": sum(x > 1.1 for x in first)},
+                    "outcome": _summary(outcome) | {"over_1.10": sum(x > 1.1 for x in outcome)},
+                    "unsure_fraction": unsure / max(len(first), 1),
+                }
+            )
+    report = cpu_report_header("CPU (predictions against data measured on the GPU named in each dataset)") | {
+        "model": args.model,
+        "rows": rows,
+    }
+    Path(args.out).write_text(json.dumps(report, indent=1))
+    print(f"{'data':32s} {'penalty':>7s} {'n':>4s} {'first gm':>8s} {'worst':>6s} {'>1.10':>5s} {'outcome gm':>10s} {'worst':>6s} {'unsure':>6s}")
+    for r in rows:
+        f, o = r["first_pick"], r["outcome"]
+        if r["problems"]:
+            print(
+                f"{r['data'][-32:]:32s} {r['penalty']:7.2f} {r['problems']:4d} {f['geomean']:8.4f} {f['worst']:6.2f} "
+                f"{f['over_1.10']:5d} {o['geomean']:10.4f} {o['worst']:6.2f} {r['unsure_fraction']:6.3f}"
+            )
+    return 0
 
 
 def _summary(x: list[float]) -> dict:
@@ -980,6 +1031,12 @@ def main() -> int:
     p.add_argument("--preferences", type=float, nargs="+", default=[1.0, 1.1, 1.2])
     p.add_argument("--out", required=True)
     p.set_defaults(run=extern_preference)
+    p = sub.add_parser("spread-penalty", help="the decision with candidates ranked by mean + penalty x spread")
+    p.add_argument("--model", default="NVIDIA-H100-matmul")
+    p.add_argument("--data", nargs="+", default=["data/h100/realmodels", *HELDOUT_DATA])
+    p.add_argument("--penalties", nargs="+", type=float, default=[0.0, 0.5, 1.0, 2.0])
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=spread_penalty)
     p = sub.add_parser("ranking", help="held-out ranking metrics of several models (Triton-only top-1, first pick)")
     p.add_argument("--model", nargs="+", default=["NVIDIA-H100-matmul"])
     p.add_argument("--data", nargs="+", default=HELDOUT_SETS)

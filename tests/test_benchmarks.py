@@ -391,6 +391,36 @@ def test_bias_replay_splits_every_timed_candidate_by_kind_and_regime(tmp_path, m
         selection_replay.bias(argparse.Namespace(model=["m", "n"], data=["d"], out=str(out)))
 
 
+def test_spread_penalty_replay_ranks_by_mean_plus_penalty_times_the_members_spread(tmp_path, monkeypatch):
+    """benchmarks/selection_replay.py spread-penalty: without a penalty the handler picks the template
+    the members predict fastest on average; with one, the template they agree on, predicted a little
+    slower, goes first (and runs faster here); the outcome is never slower than the first pick."""
+    from benchmarks import selection_replay
+    from torch_diode.features import FEATURE_NAMES
+    from torch_diode.selection import Confidence, Pool
+    from torch_diode.types import Problem
+
+    features = np.zeros((3, len(FEATURE_NAMES)), np.float32)
+    for i, kind in enumerate(["aten_mm", "triton_mm", "triton_mm"]):
+        features[i, FEATURE_NAMES.index(f"template_is_{kind}")] = 1.0
+    pool = Pool(features, np.array([True, False, False]), np.zeros(3, dtype=bool))
+    problem = Problem("mm", 1, 512, 512, 512, "float16", "float16", "float16")
+    # candidate 1: mean ln time ln(1.06), spread 0.28; candidate 2: ln(1.2), no spread
+    members = np.log([[3.0, 0.8, 1.2], [3.0, 1.4, 1.2]])
+    measured = np.array([3.0, 2.0, 1.0])
+    monkeypatch.setattr(
+        selection_replay, "replays", lambda model, data, with_tf32: iter([(problem, pool, members, measured, False)])
+    )
+    contract = Confidence(template_kinds=("aten_mm", "triton_mm"))
+    monkeypatch.setattr(selection_replay, "_contract", lambda model: contract)
+    out = tmp_path / "penalty.json"
+    selection_replay.spread_penalty(argparse.Namespace(model="m", data=["d"], penalties=[0.0, 1.0], out=str(out)))
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["penalty"], r["problems"], r["first_pick"]["worst"]) for r in rows] == [(0.0, 1, 2.0), (1.0, 1, 1.0)]
+    assert all(r["outcome"]["worst"] <= r["first_pick"]["worst"] for r in rows)
+    assert rows[0]["first_pick"]["over_1.10"] == 1 and rows[1]["first_pick"]["over_1.10"] == 0
+
+
 def test_auc_counts_ties_half_and_needs_both_classes():
     from benchmarks.selection_replay import _auc
 
