@@ -536,7 +536,10 @@ def spread_penalty(args: argparse.Namespace) -> int:
         "rows": rows,
     }
     Path(args.out).write_text(json.dumps(report, indent=1))
-    print(f"{'data':32s} {'penalty':>7s} {'n':>4s} {'first gm':>8s} {'worst':>6s} {'>1.10':>5s} {'outcome gm':>10s} {'worst':>6s} {'unsure':>6s}")
+    print(
+        f"{'data':32s} {'penalty':>7s} {'n':>4s} {'first gm':>8s} {'worst':>6s} {'>1.10':>5s} "
+        f"{'outcome gm':>10s} {'worst':>6s} {'unsure':>6s}"
+    )
     for r in rows:
         f, o = r["first_pick"], r["outcome"]
         if r["problems"]:
