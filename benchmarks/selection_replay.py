@@ -1006,7 +1006,7 @@ def _pairs(args: argparse.Namespace) -> list[tuple[str, str]]:
     return list(zip(args.model, args.data))
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("heldout", help="first pick and unsure widening per dataset")
@@ -1107,7 +1107,7 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="dataset file to write")
     p.set_defaults(run=deciding_configs)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     return args.run(args)
 
 

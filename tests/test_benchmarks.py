@@ -24,11 +24,11 @@ def combine(*reports, out):
 
 
 def selection_replay(*args) -> None:
-    """Runs ``python -m benchmarks.selection_replay ARGS``; it must succeed."""
-    run = subprocess.run(
-        [sys.executable, "-m", "benchmarks.selection_replay", *map(str, args)], capture_output=True, text=True, cwd=ROOT
-    )
-    assert run.returncode == 0, run.stderr
+    """``python -m benchmarks.selection_replay ARGS``, run in this process (main's argv: no
+    interpreter and torch to start again); it must succeed."""
+    from benchmarks import selection_replay as replay
+
+    assert replay.main([str(a) for a in args]) == 0
 
 
 def test_combine_merges_rows_by_label(tmp_path):
@@ -83,24 +83,15 @@ def test_heldout_selection_judges_the_handlers_order_on_measured_data(tmp_path):
     """benchmarks/selection_replay.py heldout on the shipped sample: the widened set holds the first
     pick, so its best is never slower; both are ratios to the best measured time."""
     out = tmp_path / "sel.json"
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.selection_replay",
-            "heldout",
-            "--model",
-            "NVIDIA-H100-matmul",
-            "--data",
-            str(ROOT / "data" / "sample" / "h100_sample.json.gz"),
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
+    selection_replay(
+        "heldout",
+        "--model",
+        "NVIDIA-H100-matmul",
+        "--data",
+        str(ROOT / "data" / "sample" / "h100_sample.json.gz"),
+        "--out",
+        str(out),
     )
-    assert run.returncode == 0, run.stderr
     (row,) = json.loads(out.read_text())["rows"]
     assert row["problems"] == 12
     assert (
@@ -130,26 +121,17 @@ def test_extern_preference_replay_picks_aten_more_often_the_stronger_the_prefere
     """benchmarks/selection_replay.py extern-preference on the shipped sample: an overwhelming
     preference picks ATen on every problem, none at all picks it no more often than 1.0 does."""
     out = tmp_path / "pref.json"
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.selection_replay",
-            "extern-preference",
-            "--data",
-            str(ROOT / "data" / "sample" / "h100_sample.json.gz"),
-            "--preferences",
-            "1.0",
-            "1.1",
-            "1e9",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
+    selection_replay(
+        "extern-preference",
+        "--data",
+        str(ROOT / "data" / "sample" / "h100_sample.json.gz"),
+        "--preferences",
+        "1.0",
+        "1.1",
+        "1e9",
+        "--out",
+        str(out),
     )
-    assert run.returncode == 0, run.stderr
     report = json.loads(out.read_text())
     every = [r for r in report["rows"] if r["misaligned_too"]]
     picks = [r["extern_picks"] for r in every]
@@ -170,24 +152,7 @@ def test_realmodels_replay_names_each_problem_by_its_layers_and_judges_the_handl
     sample = ROOT / "data" / "sample" / "h100_sample.json.gz"
     shapeset = named_shapeset(sample, tmp_path / "named.json")
     out = tmp_path / "realmodels.json"
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.selection_replay",
-            "realmodels",
-            "--data",
-            str(sample),
-            "--shapeset",
-            str(shapeset),
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert run.returncode == 0, run.stderr
+    selection_replay("realmodels", "--data", str(sample), "--shapeset", str(shapeset), "--out", str(out))
     report = json.loads(out.read_text())
     assert report["num_problems"] == 12 and report["unmatched_problems"] == 0
     assert all(r["layers"] == [f"model{i}: fc"] for i, r in enumerate(report["rows"]))
@@ -342,14 +307,7 @@ def test_uncertainty_replay_gives_each_signal_an_auc(tmp_path):
     problem present, each signal's AUC a probability (None where no first pick, or every one, is slow)."""
     out = tmp_path / "unc.json"
     sample = str(ROOT / "data" / "sample" / "h100_sample.json.gz")
-    run = subprocess.run(
-        [sys.executable, "-m", "benchmarks.selection_replay", "uncertainty", "--data", sample, "--slow", "1.0001"]
-        + ["--out", str(out)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert run.returncode == 0, run.stderr
+    selection_replay("uncertainty", "--data", sample, "--slow", "1.0001", "--out", str(out))
     report = json.loads(out.read_text())
     assert report["signals"] == ["regret_mean", "regret_spread", "disagreement", "near_ties"]
     assert sum(r["problems"] for r in report["rows"]) == 12
@@ -752,14 +710,9 @@ def test_learned_risk_replay_judges_a_classifier_against_the_shipped_rules(tmp_p
     the shipped rules' row is what the realmodels replay of the handler says."""
     sample = str(ROOT / "data" / "sample" / "h100_sample.json.gz")
     out = tmp_path / "risk.json"
-    run = subprocess.run(
-        [sys.executable, "-m", "benchmarks.selection_replay", "learned-risk", "--fit-data", sample]
-        + ["--judge-data", sample, "--thresholds", "0", "0.5", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
+    selection_replay(
+        "learned-risk", "--fit-data", sample, "--judge-data", sample, "--thresholds", "0", "0.5", "--out", str(out)
     )
-    assert run.returncode == 0, run.stderr
     report = json.loads(out.read_text())
     rows = {(r["role"], r["variant"]): r for r in report["rows"]}
     assert len(rows) == 2 * 4 and len(report["weights_per_unit"]) == 23
