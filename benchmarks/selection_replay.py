@@ -80,6 +80,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -97,6 +98,12 @@ HELDOUT_DATA = sorted(str(p) for p in (ROOT / "data" / "h100" / "validation").gl
     str(ROOT / "data" / "h100" / "odd"),
     str(ROOT / "data" / "h100" / "odd2"),
 ]
+
+
+def write_report(out: str, **fields: Any) -> None:
+    """A report of predictions judged on measured datasets: the CPU header, then ``fields``."""
+    report = cpu_report_header("CPU (predictions against data measured on the GPU named in each dataset)") | fields
+    Path(out).write_text(json.dumps(report, indent=1))
 
 
 def replays(model: str, data: list[str], with_tf32: bool = False) -> Iterator[tuple]:
@@ -169,11 +176,7 @@ def heldout(args: argparse.Namespace) -> int:
     }
     # a file with no problem (a chunk a collection had not reached) has nothing to judge
     rows = [r for r in (judge(m, d, policy) for m in args.model for d in args.data) if r["problems"]]
-    report = cpu_report_header("CPU (predictions against data measured on the GPU named in each dataset)") | {
-        "settings": settings,
-        "rows": rows,
-    }
-    Path(args.out).write_text(json.dumps(report, indent=1))
+    write_report(args.out, settings=settings, rows=rows)
     print(
         f"{'model':28s} {'data':52s} {'n':>4s} {'first gm':>9s} {'worst':>6s} "
         f"{'wide gm':>8s} {'worst':>6s} {'kept':>5s}"
@@ -242,42 +245,45 @@ def realmodels(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep(args: argparse.Namespace, values: list[float]) -> Iterator[tuple[str, float, list[tuple]]]:
+    """(dataset, value, the dataset's replays with TF32) for each of ``args.data`` and each of
+    ``values``: one setting swept over the held-out sets, each replayed once."""
+    for data in args.data:
+        problems = list(replays(args.model, [data], with_tf32=True))
+        for value in values:
+            yield data, value, problems
+
+
 def extern_preference(args: argparse.Namespace) -> int:
     base = Policy.from_config()
     contract = _contract(args.model)
     rows = []
-    for data in args.data:
-        problems = list(replays(args.model, [data], with_tf32=True))
-        for preference in args.preferences:
-            for misaligned_too in (True, False):
-                policy = replace(base, extern_preference=preference, misaligned_extern_preference=misaligned_too)
-                slowdowns: dict[str, list[float]] = {"aligned": [], "misaligned": []}
-                extern_picks = 0
-                for problem, pool, predicted, measured, tf32 in problems:
-                    try:
-                        pick = decide(problem, pool, predicted, policy, contract, tf32).first
-                    except NoUsableCandidate:
-                        continue
-                    extern_picks += bool(pool.extern[pick])
-                    kind = "misaligned" if problem.misaligned_operands else "aligned"
-                    slowdowns[kind].append(float(measured[pick] / measured.min()))
-                every = slowdowns["aligned"] + slowdowns["misaligned"]
-                rows.append(
-                    {
-                        "data": data,
-                        "extern_preference": preference,
-                        "misaligned_too": misaligned_too,
-                        "problems": len(every),
-                        "first_pick": _summary(every),
-                        **{f"first_pick_{k}": _summary(v) for k, v in slowdowns.items() if v},
-                        "extern_picks": extern_picks,
-                    }
-                )
-    report = cpu_report_header("CPU (predictions against data measured on the GPU named in each dataset)") | {
-        "model": args.model,
-        "rows": rows,
-    }
-    Path(args.out).write_text(json.dumps(report, indent=1))
+    for data, preference, problems in _sweep(args, args.preferences):
+        for misaligned_too in (True, False):
+            policy = replace(base, extern_preference=preference, misaligned_extern_preference=misaligned_too)
+            slowdowns: dict[str, list[float]] = {"aligned": [], "misaligned": []}
+            extern_picks = 0
+            for problem, pool, predicted, measured, tf32 in problems:
+                try:
+                    pick = decide(problem, pool, predicted, policy, contract, tf32).first
+                except NoUsableCandidate:
+                    continue
+                extern_picks += bool(pool.extern[pick])
+                kind = "misaligned" if problem.misaligned_operands else "aligned"
+                slowdowns[kind].append(float(measured[pick] / measured.min()))
+            every = slowdowns["aligned"] + slowdowns["misaligned"]
+            rows.append(
+                {
+                    "data": data,
+                    "extern_preference": preference,
+                    "misaligned_too": misaligned_too,
+                    "problems": len(every),
+                    "first_pick": _summary(every),
+                    **{f"first_pick_{k}": _summary(v) for k, v in slowdowns.items() if v},
+                    "extern_picks": extern_picks,
+                }
+            )
+    write_report(args.out, model=args.model, rows=rows)
     print(
         f"{'data':40s} {'pref':>5s} {'unaligned too':>13s} {'n':>4s} {'first gm':>8s} {'worst':>6s} "
         f"{'unaligned gm':>12s} {'ATen picks':>10s}"
@@ -506,36 +512,30 @@ def spread_penalty(args: argparse.Namespace) -> int:
     policy = Policy.from_config()
     contract = _contract(args.model)
     rows = []
-    for data in args.data:
-        problems = list(replays(args.model, [data], with_tf32=True))
-        for penalty in args.penalties:
-            first, outcome, unsure = [], [], 0
-            for problem, pool, predicted, measured, tf32 in problems:
-                # the same shift for every member: their mean moves by penalty x spread, their spread stays
-                shifted = predicted + penalty * predicted.std(axis=0)
-                try:
-                    decision = decide(problem, pool, shifted, policy, contract, tf32)
-                except NoUsableCandidate:
-                    continue
-                best = measured.min()
-                first.append(float(measured[decision.first] / best))
-                outcome.append(float(measured[list(decision.chosen)].min() / best))
-                unsure += bool(decision.unsure)
-            rows.append(
-                {
-                    "data": data,
-                    "penalty": penalty,
-                    "problems": len(first),
-                    "first_pick": _summary(first) | {"over_1.10": sum(x > 1.1 for x in first)},
-                    "outcome": _summary(outcome) | {"over_1.10": sum(x > 1.1 for x in outcome)},
-                    "unsure_fraction": unsure / max(len(first), 1),
-                }
-            )
-    report = cpu_report_header("CPU (predictions against data measured on the GPU named in each dataset)") | {
-        "model": args.model,
-        "rows": rows,
-    }
-    Path(args.out).write_text(json.dumps(report, indent=1))
+    for data, penalty, problems in _sweep(args, args.penalties):
+        first, outcome, unsure = [], [], 0
+        for problem, pool, predicted, measured, tf32 in problems:
+            # the same shift for every member: their mean moves by penalty x spread, their spread stays
+            shifted = predicted + penalty * predicted.std(axis=0)
+            try:
+                decision = decide(problem, pool, shifted, policy, contract, tf32)
+            except NoUsableCandidate:
+                continue
+            best = measured.min()
+            first.append(float(measured[decision.first] / best))
+            outcome.append(float(measured[list(decision.chosen)].min() / best))
+            unsure += bool(decision.unsure)
+        rows.append(
+            {
+                "data": data,
+                "penalty": penalty,
+                "problems": len(first),
+                "first_pick": _summary(first) | {"over_1.10": sum(x > 1.1 for x in first)},
+                "outcome": _summary(outcome) | {"over_1.10": sum(x > 1.1 for x in outcome)},
+                "unsure_fraction": unsure / max(len(first), 1),
+            }
+        )
+    write_report(args.out, model=args.model, rows=rows)
     print(
         f"{'data':32s} {'penalty':>7s} {'n':>4s} {'first gm':>8s} {'worst':>6s} {'>1.10':>5s} "
         f"{'outcome gm':>10s} {'worst':>6s} {'unsure':>6s}"
