@@ -80,7 +80,6 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -98,12 +97,6 @@ HELDOUT_DATA = sorted(str(p) for p in (ROOT / "data" / "h100" / "validation").gl
     str(ROOT / "data" / "h100" / "odd"),
     str(ROOT / "data" / "h100" / "odd2"),
 ]
-
-
-def write_report(out: str, **fields: Any) -> None:
-    """A report of predictions judged on measured datasets: the CPU header, then ``fields``."""
-    report = cpu_report_header("CPU (predictions against data measured on the GPU named in each dataset)") | fields
-    Path(out).write_text(json.dumps(report, indent=1))
 
 
 def replays(model: str, data: list[str], with_tf32: bool = False) -> Iterator[tuple]:
@@ -176,7 +169,7 @@ def heldout(args: argparse.Namespace) -> int:
     }
     # a file with no problem (a chunk a collection had not reached) has nothing to judge
     rows = [r for r in (judge(m, d, policy) for m in args.model for d in args.data) if r["problems"]]
-    write_report(args.out, settings=settings, rows=rows)
+    _write(args, {"settings": settings, "rows": rows})
     print(
         f"{'model':28s} {'data':52s} {'n':>4s} {'first gm':>9s} {'worst':>6s} "
         f"{'wide gm':>8s} {'worst':>6s} {'kept':>5s}"
@@ -283,7 +276,7 @@ def extern_preference(args: argparse.Namespace) -> int:
                     "extern_picks": extern_picks,
                 }
             )
-    write_report(args.out, model=args.model, rows=rows)
+    _write(args, {"model": args.model, "rows": rows})
     print(
         f"{'data':40s} {'pref':>5s} {'unaligned too':>13s} {'n':>4s} {'first gm':>8s} {'worst':>6s} "
         f"{'unaligned gm':>12s} {'ATen picks':>10s}"
@@ -535,7 +528,7 @@ def spread_penalty(args: argparse.Namespace) -> int:
                 "unsure_fraction": unsure / max(len(first), 1),
             }
         )
-    write_report(args.out, model=args.model, rows=rows)
+    _write(args, {"model": args.model, "rows": rows})
     print(
         f"{'data':32s} {'penalty':>7s} {'n':>4s} {'first gm':>8s} {'worst':>6s} {'>1.10':>5s} "
         f"{'outcome gm':>10s} {'worst':>6s} {'unsure':>6s}"
@@ -1036,7 +1029,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(run=extern_preference)
     p = sub.add_parser("spread-penalty", help="the decision with candidates ranked by mean + penalty x spread")
     p.add_argument("--model", default="NVIDIA-H100-matmul")
-    p.add_argument("--data", nargs="+", default=["data/h100/realmodels", *HELDOUT_DATA])
+    p.add_argument("--data", nargs="+", default=[str(ROOT / "data" / "h100" / "realmodels"), *HELDOUT_DATA])
     p.add_argument("--penalties", nargs="+", type=float, default=[0.0, 0.5, 1.0, 2.0])
     p.add_argument("--out", required=True)
     p.set_defaults(run=spread_penalty)
