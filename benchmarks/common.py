@@ -152,9 +152,11 @@ def config_design(config: Any) -> tuple:
     )
 
 
-def collection_settings(dataset: Any) -> dict[str, Any]:
+def first_collection_settings(dataset: Any) -> dict[str, Any]:
     """The settings the first collection of ``dataset`` recorded (``{}`` where none did)."""
-    return ((dataset.metadata.get("sources") or [{}])[0]).get("settings") or {}
+    from torch_diode.cli.collect import collection_settings
+
+    return next(iter(collection_settings(dataset)), {})
 
 
 def cpu_report_header(machine: str) -> dict[str, Any]:

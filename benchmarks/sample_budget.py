@@ -17,7 +17,7 @@ import argparse
 import json
 import math
 
-from benchmarks.common import collection_settings, cpu_report_header
+from benchmarks.common import cpu_report_header, first_collection_settings
 from torch_diode.collection.fast_sweep import choices_for, recorded_rotations
 from torch_diode.types import load_dataset
 
@@ -29,7 +29,7 @@ def replay(paths: list[str], samples: tuple[int, ...]) -> dict:
     files = []
     for path in paths:
         dataset = load_dataset(path)
-        settings = collection_settings(dataset)
+        settings = first_collection_settings(dataset)
         seed, collected = int(settings.get("seed", 0)), int(settings.get("exhaustive_sample", -1))
         rotations = recorded_rotations(settings)
         files.append({"path": path, "seed": seed, "exhaustive_sample": collected, "exhaustive_rotations": rotations})

@@ -28,7 +28,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from benchmarks.common import collection_settings, config_design, cpu_report_header
+from benchmarks.common import config_design, cpu_report_header, first_collection_settings
 from benchmarks.variant_budget import COMPILE_KERNELS_PER_S
 from torch_diode.collection.fast_sweep import choices_for, variant_key
 from torch_diode.inductor.config_space import triton_configs
@@ -74,7 +74,7 @@ def main() -> int:
     for path in args.paths:
         name = re.sub(r"_chunk\d+$", "", Path(path).name.split(".")[0])
         dataset = load_dataset(path)
-        recorded = collection_settings(dataset)
+        recorded = first_collection_settings(dataset)
         sample, seed = int(recorded.get("exhaustive_sample", -1)), int(recorded.get("seed", 0))
         if sample < 0:
             raise SystemExit(f"{path}: no exhaustive_sample in its settings (not a fast-path collection)")

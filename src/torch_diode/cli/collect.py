@@ -382,7 +382,7 @@ _MEASUREMENT_SETTINGS = (
 )
 
 
-def _collection_settings(dataset) -> list[dict]:
+def collection_settings(dataset) -> list[dict]:
     """The settings every collection of ``dataset`` recorded (its metadata's sources)."""
     return [
         s["settings"]
@@ -395,7 +395,7 @@ def _hinted_already(dataset) -> bool:
     """Whether the problems of ``dataset`` whose kernels get layout hints were measured with them:
     every collection ran with the hints, or a hinted re-measurement (of them all, not only of those
     under --below-us) was merged in (`diode dataset merge --replace`)."""
-    settings = _collection_settings(dataset)
+    settings = collection_settings(dataset)
     return bool(settings) and (
         all(s.get("layout_hints") for s in settings)
         or any(
@@ -412,7 +412,7 @@ def _led_already(dataset, below_us: float | None = None) -> bool:
     re-measurement with the lead of all its problems, or of all those under at least ``below_us``
     (``--below-us``), was merged in (`diode dataset merge --replace`); not one of its hinted
     problems, of --only's or of one shard."""
-    settings = _collection_settings(dataset)
+    settings = collection_settings(dataset)
 
     def covers(s: dict) -> bool:
         done_below = s.get("below_us")
@@ -447,7 +447,7 @@ def _measurement_settings(path: str, dataset) -> dict:
     from ..types import DatasetFormatError
 
     recorded = []
-    for s in _collection_settings(dataset):
+    for s in collection_settings(dataset):
         # collections from before the TMA template was timed, or TF32 recorded, record no setting for it
         recorded.append(
             {
