@@ -4,6 +4,7 @@
 # v2-layouts v2-hugek v2-vocab v2-skinnyk v2-batch v2-attn-qk v2-attn-pv v2-odd v2-odd1 v2-f32 v2-tf32 v2-f32-odd v2-tf32-odd
 # v2-f32-hugek v2-tf32-hugek v2-f32-vocab v2-tf32-vocab v2-f32-batch v2-tf32-batch v2-decomposek v2-hidden (coverage design);
 # v2-f32-attn-qk v2-f32-attn-pv v2-tf32-attn-qk v2-tf32-attn-pv (fp32 attention at aligned token counts);
+# v2-f32-attn-qk-odd v2-f32-attn-pv-odd v2-tf32-attn-qk-odd v2-tf32-attn-pv-odd (fp32 attention at any token count, models' layouts);
 # v2-fill-baddbmm v2-fill-bmm-tt v2-f32-bmm v2-tf32-bmm v2-f32-mm v2-tf32-mm (the cells left short); v2-tma;
 # v2-attn-qk4 v2-attn-pv4 (attention at token counts that are multiples of 4); v2-attn-qk4b v2-attn-pv4b v2-odd1b (more of
 # those designs and v2-odd1's, another seed, drawn per problem); v2-attn-pv-nn v2-attn-qk-nt (attention laid out as
@@ -142,6 +143,12 @@ V2_F32_TOKENS="128 256 384 512 768 1024 1536 2048 4096"
 V2_F32_ATTN="--dtypes float32 --layouts NN NT --ops bmm baddbmm --min-batch 8 --max-batch 128 --max-gflop 40 --m-sizes $V2_F32_TOKENS"
 V2_F32_ATTN_QK="$V2_F32_ATTN --n-sizes $V2_F32_TOKENS --k-sizes 32 64 80 96 128"
 V2_F32_ATTN_PV="$V2_F32_ATTN --n-sizes 32 64 80 96 128 --k-sizes $V2_F32_TOKENS"
+# fp32 attention at any token count (GPT-2's 77 text tokens, DETR's 950, wav2vec2's 499), laid out as
+# models lay it out (q @ k^T NT, p @ v NN), half of the token counts multiples of 4: the aligned
+# counts above leave the fp32 first picks on such problems to the seeds of the training
+V2_F32_ATTN_ODD="--dtypes float32 --ops bmm baddbmm --min-batch 8 --max-batch 256 --max-gflop 20 --log-normal --log-normal-mean 5.8 --log-normal-sigma 1.1 --min-size 16 --max-size 4096 $V2_ATTN_MODEL"
+V2_F32_ATTN_QK_ODD="$V2_F32_ATTN_ODD --layouts NT --k-sizes 32 64 80 96 128"
+V2_F32_ATTN_PV_ODD="$V2_F32_ATTN_ODD --layouts NN --n-sizes 32 64 80 96 128"
 # Public models' hidden and intermediate sizes (Qwen2.5's 896/3584/18944, Llama's 11008/14336, ...):
 # cuBLAS's speed on a size depends on its factors (data/README.md, the H200's Qwen2.5-7B decode
 # addmms), and V2_SIZES holds few of them.
@@ -277,6 +284,10 @@ for part in "${parts[@]}"; do
     v2-f32-attn-pv) run_diode collect $V2_SAMPLED $V2_F32_ATTN_PV --float32-matmul-precision highest --num-shapes ${N:-30} --seed 151 -o "$DATA/train/${GPU}_v2_f32_attn_pv.msgpack.gz" ;;
     v2-tf32-attn-qk) run_diode collect $V2_SAMPLED $V2_F32_ATTN_QK --float32-matmul-precision high --num-shapes ${N:-20} --seed 152 -o "$DATA/train/${GPU}_v2_tf32_attn_qk.msgpack.gz" ;;
     v2-tf32-attn-pv) run_diode collect $V2_SAMPLED $V2_F32_ATTN_PV --float32-matmul-precision high --num-shapes ${N:-20} --seed 153 -o "$DATA/train/${GPU}_v2_tf32_attn_pv.msgpack.gz" ;;
+    v2-f32-attn-qk-odd) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_F32_ATTN_QK_ODD --float32-matmul-precision highest --num-shapes ${N:-60} --seed 59 -o "$DATA/train/${GPU}_v2_f32_attn_qk_odd.msgpack.gz" ;;
+    v2-f32-attn-pv-odd) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_F32_ATTN_PV_ODD --float32-matmul-precision highest --num-shapes ${N:-60} --seed 60 -o "$DATA/train/${GPU}_v2_f32_attn_pv_odd.msgpack.gz" ;;
+    v2-tf32-attn-qk-odd) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_F32_ATTN_QK_ODD --float32-matmul-precision high --num-shapes ${N:-40} --seed 61 -o "$DATA/train/${GPU}_v2_tf32_attn_qk_odd.msgpack.gz" ;;
+    v2-tf32-attn-pv-odd) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_F32_ATTN_PV_ODD --float32-matmul-precision high --num-shapes ${N:-40} --seed 62 -o "$DATA/train/${GPU}_v2_tf32_attn_pv_odd.msgpack.gz" ;;
     v2-hidden) run_diode collect $V2_ALIGNED $V2_HIDDEN --num-shapes ${N:-300} --seed 41 -o "$DATA/train/${GPU}_v2_hidden.msgpack.gz" ;;
     v2-fill-baddbmm) run_diode collect $V2_ALIGNED $V2_FILL_BADDBMM --num-shapes ${N:-30} --seed 42 -o "$DATA/train/${GPU}_v2_fill_baddbmm.msgpack.gz" ;;
     v2-fill-bmm-tt) run_diode collect $V2_ALIGNED $V2_FILL_BMM_TT --num-shapes ${N:-15} --seed 43 -o "$DATA/train/${GPU}_v2_fill_bmm_tt.msgpack.gz" ;;
