@@ -144,10 +144,11 @@ V2_F32_ATTN="--dtypes float32 --layouts NN NT --ops bmm baddbmm --min-batch 8 --
 V2_F32_ATTN_QK="$V2_F32_ATTN --n-sizes $V2_F32_TOKENS --k-sizes 32 64 80 96 128"
 V2_F32_ATTN_PV="$V2_F32_ATTN --n-sizes 32 64 80 96 128 --k-sizes $V2_F32_TOKENS"
 # fp32 attention at any token count (GPT-2's 77 text tokens, DETR's 950, wav2vec2's 499), laid out as
-# models lay it out (q @ k^T NT, p @ v NN), half of the token counts multiples of 4: the aligned
-# counts above leave the fp32 first picks on such problems to the seeds of the training
+# models lay it out (q @ k^T NT, or NN where the model copies k^T as GPT-2's baddbmm does; p @ v NN),
+# half of the token counts multiples of 4: the aligned counts above leave the fp32 first picks on
+# such problems to the seeds of the training
 V2_F32_ATTN_ODD="--dtypes float32 --ops bmm baddbmm --min-batch 8 --max-batch 256 --max-gflop 20 --log-normal --log-normal-mean 5.8 --log-normal-sigma 1.1 --min-size 16 --max-size 4096 $V2_ATTN_MODEL"
-V2_F32_ATTN_QK_ODD="$V2_F32_ATTN_ODD --layouts NT --k-sizes 32 64 80 96 128"
+V2_F32_ATTN_QK_ODD="$V2_F32_ATTN_ODD --layouts NN NT --k-sizes 32 64 80 96 128"
 V2_F32_ATTN_PV_ODD="$V2_F32_ATTN_ODD --layouts NN --n-sizes 32 64 80 96 128"
 # Public models' hidden and intermediate sizes (Qwen2.5's 896/3584/18944, Llama's 11008/14336, ...):
 # cuBLAS's speed on a size depends on its factors (data/README.md, the H200's Qwen2.5-7B decode
