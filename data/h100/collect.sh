@@ -8,7 +8,8 @@
 # v2-fill-baddbmm v2-fill-bmm-tt v2-f32-bmm v2-tf32-bmm v2-f32-mm v2-tf32-mm (the cells left short); v2-tma;
 # v2-attn-qk4 v2-attn-pv4 (attention at token counts that are multiples of 4); v2-attn-qk4b v2-attn-pv4b v2-odd1b (more of
 # those designs and v2-odd1's, another seed, drawn per problem); v2-attn-pv-nn v2-attn-qk-nt (attention laid out as
-# models lay it out, drawn per problem);
+# models lay it out, drawn per problem); v2-attn-decode-qk v2-attn-decode-pv (decode attention: one query row over
+# KV caches of any length);
 # fill-f32 fill-tf32 (only the fp32 cells a coverage snapshot lists as short);
 # val-v2-layouts val-v2-hidden val-v2-odd val-v2-odd1 val-v2-attn-qk val-v2-attn-pv val-v2-vocab val-v2-hugek val-v2-tma val-v2-attn4 (their validation);
 # inductor-decomposek inductor-tma inductor-misaligned (stock max-autotune's own timings, to $DATA/inductor_timed);
@@ -120,6 +121,11 @@ V2_ATTN4="--alignment 4 --aligned-fraction 1"
 # these two (data/README.md counts them); half of the token counts here are multiples of 4
 # (Whisper's 1500, ViT's 196), the rest any count (77, 257)
 V2_ATTN_MODEL="--alignment 4 --aligned-fraction 0.5"
+# decode attention: one query row per sequence and head (M of 1; 2-8 where grouped-query heads share
+# a KV head), over KV caches of any length (Mistral-Nemo's 3001, Whisper's 1500 frames), q @ k^T NT
+# and p @ v NN; the attention designs above draw M from the token counts, so few of their problems
+# have one row
+V2_ATTN_DECODE="--dtypes float16 bfloat16 --ops bmm baddbmm --min-batch 8 --max-batch 512 --max-gflop 50 --m-sizes 1 1 1 2 4 8 --log-normal --log-normal-mean 7.0 --log-normal-sigma 1.0 --min-size 16 --max-size 16384 $V2_ATTN_MODEL"
 V2_ODD="$V2_HALF --ops mm addmm bmm baddbmm --max-batch 512 --max-gflop 100 --log-normal --log-normal-mean 6.5 --log-normal-sigma 1.3 --min-size 1 --max-size 16384"
 # One odd size among M, N and K or two, the rest multiples of 8: one or two operands misaligned, as
 # public models' misaligned GEMMs mostly are (an odd token count, MLP-Mixer's K of 196), where
@@ -268,6 +274,8 @@ for part in "${parts[@]}"; do
     v2-attn-pv4b) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_PV $V2_ATTN4 --num-shapes ${N:-150} --seed 53 -o "$DATA/train/${GPU}_v2_attn_pv4b.msgpack.gz" ;;
     v2-attn-pv-nn) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_PV --layouts NN $V2_ATTN_MODEL --num-shapes ${N:-150} --seed 57 -o "$DATA/train/${GPU}_v2_attn_pv_nn.msgpack.gz" ;;
     v2-attn-qk-nt) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_QK --layouts NT $V2_ATTN_MODEL --num-shapes ${N:-150} --seed 58 -o "$DATA/train/${GPU}_v2_attn_qk_nt.msgpack.gz" ;;
+    v2-attn-decode-qk) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_DECODE --layouts NT --k-sizes 64 80 96 128 256 --num-shapes ${N:-100} --seed 63 -o "$DATA/train/${GPU}_v2_attn_decode_qk.msgpack.gz" ;;
+    v2-attn-decode-pv) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_DECODE --layouts NN --n-sizes 64 80 96 128 256 --num-shapes ${N:-100} --seed 64 -o "$DATA/train/${GPU}_v2_attn_decode_pv.msgpack.gz" ;;
     v2-odd1b)  run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ODD1 --num-shapes ${N:-200} --seed 54 -o "$DATA/train/${GPU}_v2_odd1b.msgpack.gz" ;;
     v2-odd)    run_diode collect $V2_SAMPLED $V2_ODD --num-shapes ${N:-600} --seed 28 -o "$DATA/train/${GPU}_v2_odd.msgpack.gz" ;;
     v2-odd1)   run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ODD1 --num-shapes ${N:-400} --seed 51 -o "$DATA/train/${GPU}_v2_odd1.msgpack.gz" ;;
