@@ -430,6 +430,15 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
     s["runtime_ratio_vs_best_of_default_and_max_autotune_worst"] = max(best) if best else None
     s["runtime_ratio_vs_default_geomean"] = geomean(ratios(gemms, "diode_top1", "default", "runtime_us"))
     s["gemm_rows_compared"] = len(best)
+    runs = [
+        (r["methods"]["default"].get("run"), r["methods"]["diode_top1"].get("run"))
+        for r in gemms
+        if all("runtime_us" in r["methods"].get(m, {}) for m in ("default", "diode_top1"))
+    ]
+    if any(run is not None for pair in runs for run in pair):  # a combined report: which run timed what
+        s["gemm_rows_default_and_diode_top1_from_different_runs"] = sum(
+            1 for default, diode in runs if default is None or diode is None or default != diode
+        )
     models_ = [r for r in rows if r["kind"] == "model"]
     models_compile = ratios(models_, "diode_top1", "default", "compile_s")
     s["compile_ratio_vs_default_models_geomean"] = geomean(models_compile)
@@ -627,7 +636,34 @@ def combine(args: argparse.Namespace) -> int:
         report["shapes"] = shapes
     report["runs"] = runs
     complete = all(part.get("complete", True) for part in parts)
-    return finish(report, [row for part in parts for row in part["rows"]], args, complete)
+    finish(report, run_tagged_rows(parts), args, complete)
+    apart = report["summary"].get("gemm_rows_default_and_diode_top1_from_different_runs")
+    if apart:
+        print(
+            f"--combine: {apart} GEMM rows compare diode_top1 with default mode timed in another run "
+            "(other processes, perhaps another machine): measure both in one run to compare them"
+        )
+    return 0
+
+
+def run_tagged_rows(parts: list[dict]) -> list[dict]:
+    """The parts' rows, each method's timings tagged with the index of the run that measured them
+    in the combined report's ``runs`` (a part combined before keeps its tags, offset; its untagged
+    timings stay untagged: which of its runs measured them is not known)."""
+    rows, first = [], 0
+    for part in parts:
+        combined = bool(part.get("runs"))
+        for row in part["rows"]:
+            methods = {}
+            for method, timing in row["methods"].items():
+                if not combined:
+                    timing = {**timing, "run": first}
+                elif "run" in timing:
+                    timing = {**timing, "run": first + timing["run"]}
+                methods[method] = timing
+            rows.append({**row, "methods": methods})
+        first += len(part["runs"]) if combined else 1
+    return rows
 
 
 def write_report(report: dict[str, Any], rows: list[dict], out: str | Path, complete: bool) -> None:

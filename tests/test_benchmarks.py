@@ -37,6 +37,8 @@ def test_combine_merges_rows_by_label(tmp_path):
     assert done.returncode == 0, done.stderr
     twice = json.loads((tmp_path / "twice.json").read_text())
     assert len(twice["rows"]) == len(shipped["rows"])  # the same rows once, not twice
+    apart = twice["summary"].pop("gemm_rows_default_and_diode_top1_from_different_runs")
+    assert apart == 0  # every row's timings from the later run
     assert twice["summary"] == pytest.approx(shipped["summary"], nan_ok=True)
     assert twice["summary"]["rows_compared"] == sum(
         1 for r in shipped["rows"] if {"diode_top1", "max_autotune"} <= set(r["methods"])
@@ -61,6 +63,49 @@ def test_combine_refuses_reports_of_other_devices(tmp_path):
     (tmp_path / "other.json").write_text(json.dumps(other))
     done = combine(REPORT, tmp_path / "other.json", out=tmp_path / "mixed.json")
     assert done.returncode != 0 and "differ in 'device'" in done.stderr
+
+
+def test_combine_says_which_run_timed_default_mode_and_diode(tmp_path):
+    """Each method's timings keep the run that measured them; GEMM rows whose default mode and
+    diode_top1 come from different runs are counted and named, through a second combine too."""
+    shipped = json.loads(REPORT.read_text())
+    one_run = {k: v for k, v in shipped.items() if k != "runs"} | {"command": "one run"}
+
+    def only(*methods):
+        rows = [{**r, "methods": {m: t for m, t in r["methods"].items() if m in methods}} for r in shipped["rows"]]
+        return one_run | {"rows": rows}
+
+    for name, methods in (("default", ("default",)), ("diode", ("diode_top1",)), ("both", ("default", "diode_top1"))):
+        (tmp_path / f"{name}.json").write_text(json.dumps(only(*methods)))
+    gemms = sum(
+        1
+        for r in shipped["rows"]
+        if r["kind"] == "gemm" and all("runtime_us" in r["methods"].get(m, {}) for m in ("default", "diode_top1"))
+    )
+    assert gemms > 0
+
+    done = combine(tmp_path / "default.json", tmp_path / "diode.json", out=tmp_path / "apart.json")
+    assert done.returncode == 0, done.stderr
+    apart = json.loads((tmp_path / "apart.json").read_text())
+    assert apart["summary"]["gemm_rows_default_and_diode_top1_from_different_runs"] == gemms
+    assert f"{gemms} GEMM rows compare diode_top1 with default mode timed in another run" in done.stdout
+    row = next(r for r in apart["rows"] if "diode_top1" in r["methods"] and "default" in r["methods"])
+    assert (row["methods"]["default"]["run"], row["methods"]["diode_top1"]["run"]) == (0, 1)
+
+    # a combined report combined again keeps its tags, offset by the runs before it
+    done = combine(tmp_path / "both.json", tmp_path / "apart.json", out=tmp_path / "again.json")
+    assert done.returncode == 0, done.stderr
+    again = json.loads((tmp_path / "again.json").read_text())
+    row = next(r for r in again["rows"] if r["label"] == row["label"])
+    assert (row["methods"]["default"]["run"], row["methods"]["diode_top1"]["run"]) == (1, 2)
+    assert len(again["runs"]) == 3
+
+    # both timed in one run, the later one: nothing apart, nothing said
+    done = combine(tmp_path / "apart.json", tmp_path / "both.json", out=tmp_path / "together.json")
+    assert done.returncode == 0, done.stderr
+    together = json.loads((tmp_path / "together.json").read_text())
+    assert together["summary"]["gemm_rows_default_and_diode_top1_from_different_runs"] == 0
+    assert "timed in another run" not in done.stdout
 
 
 def test_combine_refuses_to_join_runtimes_over_input_copies_with_one_copy_runtimes(tmp_path):
