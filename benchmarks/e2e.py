@@ -636,14 +636,14 @@ def combine(args: argparse.Namespace) -> int:
         report["shapes"] = shapes
     report["runs"] = runs
     complete = all(part.get("complete", True) for part in parts)
-    finish(report, run_tagged_rows(parts), args, complete)
+    rc = finish(report, run_tagged_rows(parts), args, complete)
     apart = report["summary"].get("gemm_rows_default_and_diode_top1_from_different_runs")
     if apart:
         print(
             f"--combine: {apart} GEMM rows compare diode_top1 with default mode timed in another run "
             "(other processes, perhaps another machine): measure both in one run to compare them"
         )
-    return 0
+    return rc
 
 
 def run_tagged_rows(parts: list[dict]) -> list[dict]:
