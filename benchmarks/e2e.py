@@ -430,12 +430,13 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
     s["runtime_ratio_vs_best_of_default_and_max_autotune_worst"] = max(best) if best else None
     s["runtime_ratio_vs_default_geomean"] = geomean(ratios(gemms, "diode_top1", "default", "runtime_us"))
     s["gemm_rows_compared"] = len(best)
-    runs = [
-        (r["methods"]["default"].get("run"), r["methods"]["diode_top1"].get("run"))
-        for r in gemms
-        if all("runtime_us" in r["methods"].get(m, {}) for m in ("default", "diode_top1"))
-    ]
-    if any(run is not None for pair in runs for run in pair):  # a combined report: which run timed what
+    if any("run" in timing for r in rows for timing in r["methods"].values()):  # combined: which run timed what
+        runs = [
+            (r["methods"]["default"].get("run"), r["methods"]["diode_top1"].get("run"))
+            for r in gemms
+            if all("runtime_us" in r["methods"].get(m, {}) for m in ("default", "diode_top1"))
+        ]
+        # a run not known (None) cannot vouch that both were timed together
         s["gemm_rows_default_and_diode_top1_from_different_runs"] = sum(
             1 for default, diode in runs if default is None or diode is None or default != diode
         )
@@ -648,21 +649,18 @@ def combine(args: argparse.Namespace) -> int:
 
 def run_tagged_rows(parts: list[dict]) -> list[dict]:
     """The parts' rows, each method's timings tagged with the index of the run that measured them
-    in the combined report's ``runs`` (a part combined before keeps its tags, offset; its untagged
-    timings stay untagged: which of its runs measured them is not known)."""
+    in the combined report's ``runs``. A part combined before keeps its tags, offset; where it joined
+    several runs without tags, which of them measured a timing is not known (``None``)."""
     rows, first = [], 0
     for part in parts:
-        combined = bool(part.get("runs"))
+        count = len(part.get("runs") or [None])
         for row in part["rows"]:
             methods = {}
             for method, timing in row["methods"].items():
-                if not combined:
-                    timing = {**timing, "run": first}
-                elif "run" in timing:
-                    timing = {**timing, "run": first + timing["run"]}
-                methods[method] = timing
+                run = timing.get("run", 0 if count == 1 else None)
+                methods[method] = {**timing, "run": None if run is None else first + run}
             rows.append({**row, "methods": methods})
-        first += len(part["runs"]) if combined else 1
+        first += count
     return rows
 
 

@@ -100,6 +100,13 @@ def test_combine_says_which_run_timed_default_mode_and_diode(tmp_path):
     assert (row["methods"]["default"]["run"], row["methods"]["diode_top1"]["run"]) == (1, 2)
     assert len(again["runs"]) == 3
 
+    # a report that joined two runs without saying which timed what: none of its rows is vouched for
+    (tmp_path / "untold.json").write_text(json.dumps(only("default", "diode_top1") | {"runs": [{}, {}]}))
+    done = combine(tmp_path / "untold.json", out=tmp_path / "untold_again.json")
+    assert done.returncode == 0, done.stderr
+    untold = json.loads((tmp_path / "untold_again.json").read_text())
+    assert untold["summary"]["gemm_rows_default_and_diode_top1_from_different_runs"] == gemms
+
     # both timed in one run, the later one: nothing apart, nothing said
     done = combine(tmp_path / "apart.json", tmp_path / "both.json", out=tmp_path / "together.json")
     assert done.returncode == 0, done.stderr
