@@ -622,10 +622,11 @@ def combine(args: argparse.Namespace) -> int:
         report["runtime"] = RUNTIME
     for key in ("pad_mm", "shapes"):
         report.pop(key, None)
+    part_runs = [part.get("runs") or [{k: part[k] for k in per_run if k in part}] for part in parts]
     runs = [
         {**{k: part[k] for k in ("pad_mm", "shapes") if k in part}, **run}
-        for part in parts
-        for run in (part.get("runs") or [{k: part[k] for k in per_run if k in part}])
+        for part, its_runs in zip(parts, part_runs)
+        for run in its_runs
     ]
     pad_mm = {json.dumps(run.get("pad_mm"), sort_keys=True) for run in runs}
     if len(pad_mm) == 1 and "pad_mm" in runs[0]:
@@ -637,7 +638,7 @@ def combine(args: argparse.Namespace) -> int:
         report["shapes"] = shapes
     report["runs"] = runs
     complete = all(part.get("complete", True) for part in parts)
-    rc = finish(report, run_tagged_rows(parts), args, complete)
+    rc = finish(report, run_tagged_rows(parts, [len(its_runs) for its_runs in part_runs]), args, complete)
     apart = report["summary"].get("gemm_rows_default_and_diode_top1_from_different_runs")
     if apart:
         print(
@@ -647,13 +648,13 @@ def combine(args: argparse.Namespace) -> int:
     return rc
 
 
-def run_tagged_rows(parts: list[dict]) -> list[dict]:
+def run_tagged_rows(parts: list[dict], run_counts: list[int]) -> list[dict]:
     """The parts' rows, each method's timings tagged with the index of the run that measured them
-    in the combined report's ``runs``. A part combined before keeps its tags, offset; where it joined
-    several runs without tags, which of them measured a timing is not known (``None``)."""
+    in the combined report's ``runs`` (``run_counts``: each part's runs there). A part combined
+    before keeps its tags, offset; where it joined several runs without tags, which of them
+    measured a timing is not known (``None``)."""
     rows, first = [], 0
-    for part in parts:
-        count = len(part.get("runs") or [None])
+    for part, count in zip(parts, run_counts):
         for row in part["rows"]:
             methods = {}
             for method, timing in row["methods"].items():
