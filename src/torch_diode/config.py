@@ -31,6 +31,14 @@ Each setting below reads: name (environment variable; default): meaning.
 - ``enumerate_candidates`` (``TORCH_DIODE_ENUMERATE_CANDIDATES``; 1): diode enumerates the Triton
   mm/bmm candidates itself instead of Inductor's generator building them all (static sizes,
   stock config settings)
+- ``dynamic_decisions`` (``TORCH_DIODE_DYNAMIC_DECISIONS``; 1): a GEMM with symbolic sizes (a
+  dynamic graph) is decided over the sizes it will run, keeping cuBLAS unless one Triton config is
+  predicted to win at all of them (torch_diode.selection.dynamic); 0: at the hinted sizes alone
+- ``dynamic_sizes`` (``TORCH_DIODE_DYNAMIC_SIZES``, comma-separated; 1,2,3,4,8,13,16,32,64,100,
+  128,256,333,512,1000,1024,2048,3000,4096,8192): the sizes a dynamic dimension is judged at,
+  besides its hint and the bounds Inductor knows (``mark_dynamic(min=, max=)``), within those bounds:
+  a serving stack's batch sizes and token counts; each size costs one ranking of the candidates
+  (about a millisecond) per dynamic GEMM
 - ``allow_hardware_mismatch`` (``TORCH_DIODE_ALLOW_HARDWARE_MISMATCH``; 0): use a model on
   hardware it was not trained for
 - ``autoregister`` (``TORCH_DIODE_NO_AUTOREGISTER``, inverted; on): ``import torch_diode``
@@ -144,6 +152,20 @@ candidate_pool: str = _from_env(
 cache_predictions: bool = _env_bool("TORCH_DIODE_CACHE_PREDICTIONS", True)
 enumerate_candidates: bool = _env_bool("TORCH_DIODE_ENUMERATE_CANDIDATES", True)
 allow_hardware_mismatch: bool = _env_bool("TORCH_DIODE_ALLOW_HARDWARE_MISMATCH", False)
+dynamic_decisions: bool = _env_bool("TORCH_DIODE_DYNAMIC_DECISIONS", True)
+
+
+def _parse_sizes(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(",") if part.strip())
+
+
+dynamic_sizes: tuple[int, ...] = _from_env(
+    "TORCH_DIODE_DYNAMIC_SIZES",
+    (1, 2, 3, 4, 8, 13, 16, 32, 64, 100, 128, 256, 333, 512, 1000, 1024, 2048, 3000, 4096, 8192),
+    _parse_sizes,
+    lambda v: 0 < len(v) <= 256 and all(1 <= s <= 1 << 31 for s in v),
+    "comma-separated sizes from 1 to 2^31 (at most 256)",
+)
 
 
 def _library_only() -> bool:
@@ -172,6 +194,8 @@ _NAMES = (
     "cache_predictions",
     "enumerate_candidates",
     "allow_hardware_mismatch",
+    "dynamic_decisions",
+    "dynamic_sizes",
     "autoregister",
     "fast_autotune",
     "fallback_to_autotune",

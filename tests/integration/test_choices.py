@@ -520,10 +520,11 @@ def test_enumerated_allow_tf32_follows_inductor_for_every_dtype():
                 assert allow_tf32(Problem("mm", 1, 1024, 256, 1024, dtype, dtype, dtype)) is False
 
 
-def test_dynamic_shapes_are_decided_at_their_size_hints(cpu_model):
+def test_dynamic_shapes_are_decided_over_their_range(cpu_model):
     """torch.compile(dynamic=True), and the automatic dynamic shapes of a function called with a
-    second shape: the handler decides each graph at the sizes Inductor hints (one of the shapes it
-    ran), falls back nowhere, and the compiled function is right for every shape."""
+    second shape: the handler decides each graph over the sizes it will run (selection.dynamic),
+    recorded at the sizes Inductor hints (one of the shapes it ran), falls back nowhere, and the
+    compiled function is right for every shape."""
     shapes = [(3, 40, 24, 56), (2, 33, 24, 57), (4, 64, 16, 8)]
     seen = {f"bmm {b}x{m}x{n}x{k} float32 NN" for b, m, k, n in shapes}
     with diode_choices(cpu_model) as choices, inductor_config.patch(CPU_BMM):
@@ -538,3 +539,26 @@ def test_dynamic_shapes_are_decided_at_their_size_hints(cpu_model):
             assert stats["fallbacks_total"] == 0 and stats["model_selections"] >= 1, (dynamic, stats)
             decided = {d["problem"] for d in choices.decisions}
             assert decided and decided <= seen, (dynamic, decided)
+            assert stats["dynamic_decisions"] >= 1, stats
+            assert all(d["scenarios"] > 1 for d in choices.decisions if "sizes" in d)
+
+
+def test_a_dynamic_gemm_is_judged_within_the_bounds_mark_dynamic_gives(cpu_model):
+    """mark_dynamic(min=, max=) bounds the sizes a dynamic GEMM is judged at; the decision records
+    each symbol's hint and bounds. With dynamic decisions off the GEMM is decided at its hint."""
+    a, w = torch.randn(3, 40, 24), torch.randn(3, 24, 56)
+    for on in (True, False):
+        with config.patch(dynamic_decisions=on), diode_choices(cpu_model) as choices, inductor_config.patch(CPU_BMM):
+            torch._dynamo.reset()
+            torch._dynamo.mark_dynamic(a, 1, min=8, max=512)
+            torch.testing.assert_close(torch.compile(torch.bmm)(a, w), torch.bmm(a, w))
+            stats, decisions = choices.get_stats(), list(choices.decisions)
+        assert stats["fallbacks_total"] == 0 and decisions, stats
+        if not on:
+            assert stats["dynamic_decisions"] == 0 and "sizes" not in decisions[-1]
+            continue
+        assert stats["dynamic_decisions"] == 1, stats
+        (sizes,) = decisions[-1]["sizes"].values()
+        assert sizes == [40, 8, 512], decisions[-1]
+        # the hint, both bounds and the default distribution's sizes between them
+        assert decisions[-1]["scenarios"] == 2 + sum(8 < s < 512 and s != 40 for s in config.dynamic_sizes) + 1

@@ -8,9 +8,12 @@ measured and chosen is one and the same KernelConfig.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ..types import KernelConfig, Problem
+from ..selection.dynamic import SizeRange, size_scenarios
+from ..types import MAX_SIZE, KernelConfig, Problem
 
 _PARAM_FIELDS = {
     "BLOCK_M": "block_m",
@@ -86,9 +89,12 @@ def config_from_choice(choice: Any) -> KernelConfig:
     return KernelConfig(template_id=f"{type(choice).__name__}::{getattr(choice, 'name', 'unknown')}")
 
 
-def _hint_impl(expr: Any, require: bool = False) -> int:
+def _hint_impl(expr: Any, require: bool = False, values: Mapping[Any, int] | None = None) -> int:
     """A concrete size: the expression itself when static, else Inductor's hint for it. With
-    ``require``, a symbolic size without a hint raises LookupError instead of a guess."""
+    ``require``, a symbolic size without a hint raises LookupError instead of a guess. ``values``:
+    sizes of symbols to put in first (a dynamic GEMM at another size than the hint)."""
+    if values and getattr(expr, "free_symbols", None):
+        expr = expr.subs({s: v for s, v in values.items() if s in expr.free_symbols})
     if isinstance(expr, int) or getattr(expr, "is_number", False):
         return int(expr)
     from torch._inductor.virtualized import V
@@ -119,9 +125,16 @@ def _is_transposed(strides: tuple[int, ...], sizes: tuple[int, ...]) -> bool:
     return strides[-2] == 1 and strides[-1] != 1 and sizes[-2] > 1
 
 
-def problem_from_nodes(op: str, input_nodes: list[Any], out_dtype: Any, require_hints: bool = False) -> Problem:
-    """The Problem of an autotuned GEMM from Inductor's input IR nodes (sizes hinted)."""
-    _hint = functools.partial(_hint_impl, require=require_hints)
+def problem_from_nodes(
+    op: str,
+    input_nodes: list[Any],
+    out_dtype: Any,
+    require_hints: bool = False,
+    values: Mapping[Any, int] | None = None,
+) -> Problem:
+    """The Problem of an autotuned GEMM from Inductor's input IR nodes (sizes hinted, or with the
+    symbols of ``values`` at those sizes)."""
+    _hint = functools.partial(_hint_impl, require=require_hints, values=values)
     bias = None
     nodes = list(input_nodes)
     if op in ("addmm", "baddbmm"):
@@ -153,6 +166,68 @@ def problem_from_nodes(op: str, input_nodes: list[Any], out_dtype: Any, require_
         strides_b=strides_b,
         bias_shape=bias_shape,
     )
+
+
+def size_symbols(input_nodes: list[Any]) -> list[Any]:
+    """The free symbols of a GEMM's input sizes and strides (none: static sizes), by name."""
+    symbols: set = set()
+    for node in input_nodes:
+        for expr in (*node.get_size(), *node.get_stride()):
+            symbols |= set(getattr(expr, "free_symbols", ()))
+    return sorted(symbols, key=str)
+
+
+def _bound(value: Any) -> int | None:
+    """A finite integer bound of a value range, else None (Inductor's int_oo, sympy's oo)."""
+    if value is None or getattr(value, "is_infinite", False) or "oo" in str(value):  # int_oo, sympy's oo
+        return None  # (Inductor's int_oo says is_finite True)
+    try:
+        bound = int(value)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return None
+    return bound if 1 <= bound <= MAX_SIZE else None
+
+
+def size_range(symbol: Any) -> SizeRange:
+    """The hint and the bounds Inductor's shape environment holds for ``symbol`` (from
+    ``mark_dynamic(min=, max=)``, or 2 and none for an automatic dynamic size). Raises LookupError
+    where the symbol has no hint."""
+    from torch._inductor.virtualized import V
+
+    hint = _hint_impl(symbol, require=True)
+    value_range = getattr(getattr(V.graph.sizevars, "shape_env", None), "var_to_range", {}).get(symbol)
+    lower = _bound(getattr(value_range, "lower", None)) or 1
+    return SizeRange(hint=hint, lower=min(lower, hint), upper=_bound(getattr(value_range, "upper", None)))
+
+
+@dataclass(frozen=True)
+class DynamicSizes:
+    """A GEMM with symbolic sizes at the sizes it is decided over (``selection.dynamic``): the
+    Problem of each scenario, the hints' first, and ``key``, what the scenarios depend on."""
+
+    problems: tuple[Problem, ...]
+    key: tuple
+
+
+def dynamic_sizes(op: str, input_nodes: list[Any], out_dtype: Any, distribution: Sequence[int]) -> DynamicSizes | None:
+    """The scenarios of a GEMM whose sizes are symbolic (None where they are static): each symbol
+    over its range and ``distribution`` (:func:`torch_diode.selection.size_scenarios`); scenarios
+    whose sizes no Problem holds (past the core's bounds) are left out."""
+    symbols = size_symbols(input_nodes)
+    if not symbols:
+        return None
+    ranges = {str(s): size_range(s) for s in symbols}
+    by_name = {str(s): s for s in symbols}
+    problems: list[Problem] = []
+    for scenario in size_scenarios(ranges, distribution):
+        try:
+            values = {by_name[name]: size for name, size in scenario.items()}
+            problems.append(problem_from_nodes(op, input_nodes, out_dtype, require_hints=True, values=values))
+        except ValueError:
+            if not problems:
+                raise
+    key = (tuple(sorted((name, r.hint, r.lower, r.upper) for name, r in ranges.items())), tuple(distribution))
+    return DynamicSizes(tuple(dict.fromkeys(problems)), key)
 
 
 def ktc_config(ktc: Any) -> KernelConfig:

@@ -49,8 +49,8 @@ from ..inductor.candidates import (
     template_uids,
 )
 from ..inductor.config_space import beyond_default_list, tf32_enabled, triton_candidates, with_aten_tf32
-from ..inductor.convert import ktc_config, ktc_with_config, problem_from_nodes
-from ..selection import Confidence, Decision, NoUsableCandidate, Policy, Pool, decide
+from ..inductor.convert import DynamicSizes, dynamic_sizes, ktc_config, ktc_with_config, problem_from_nodes
+from ..selection import Confidence, Decision, NoUsableCandidate, Policy, Pool, decide, decide_range
 from ..types import Hardware, KernelConfig, Problem
 from .stats import PROCESS_STATS, Stats, get_prediction_stats, profile_predictions
 
@@ -237,18 +237,21 @@ class DiodeInductorChoices(InductorChoices):
 
     def _finalize(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides):
         # the problem, built once for every path (None where it cannot be: the full path reports why)
+        dynamic = None
         try:
             problem, problem_error = (
                 problem_from_nodes(op_name, kernel_inputs.nodes(), kernel_inputs.out_dtype(), require_hints=True),
                 None,
             )
+            if config.dynamic_decisions:  # symbolic sizes: the scenarios their range is decided over
+                dynamic = dynamic_sizes(op_name, kernel_inputs.nodes(), kernel_inputs.out_dtype(), config.dynamic_sizes)
         except Exception as e:
             problem, problem_error = None, e
         if problem is not None:
             if templates:  # the one coverage check, before any candidate is generated (no templates: none)
                 self._check_covered(problem, kernel_inputs, op_name)
             chosen, template_choices = self._from_cache(
-                problem, template_choices, kernel_inputs, templates, op_name, kwarg_overrides
+                problem, template_choices, kernel_inputs, templates, op_name, kwarg_overrides, dynamic
             )
             if chosen is not None:
                 return chosen
@@ -261,7 +264,7 @@ class DiodeInductorChoices(InductorChoices):
         if not stock:
             return stock
         try:
-            chosen = self._choose(stock, problem, problem_error, kernel_inputs, op_name, templates)
+            chosen = self._choose(stock, problem, problem_error, kernel_inputs, op_name, templates, dynamic)
         except Exception as e:
             if not self._fall_back(e, op_name):
                 raise _PassThrough(e) from e
@@ -281,10 +284,13 @@ class DiodeInductorChoices(InductorChoices):
                 continue
         return stock
 
-    def _cache_key(self, problem: Problem, kernel_inputs: Any, templates: list, op_name: str) -> tuple:
+    def _cache_key(
+        self, problem: Problem, kernel_inputs: Any, templates: list, op_name: str, dynamic: DynamicSizes | None = None
+    ) -> tuple:
         """What a decision depends on, known before any candidate is generated."""
         return (
             problem,
+            None if dynamic is None else dynamic.key,
             str(device_of(kernel_inputs)),
             op_name,
             template_uids(templates),
@@ -311,6 +317,7 @@ class DiodeInductorChoices(InductorChoices):
         templates: list,
         op_name: str,
         kwarg_overrides: dict | None,
+        dynamic: DynamicSizes | None = None,
     ) -> tuple[list | None, dict]:
         """A repeated problem's decision without generating its whole candidate pool (the same GEMM
         in every layer of a model is decided once): the cached configs are materialised. If one is
@@ -319,7 +326,7 @@ class DiodeInductorChoices(InductorChoices):
         if not self._setting("cache_predictions") or self.engine is None:
             return None, template_choices
         try:
-            key = self._cache_key(problem, kernel_inputs, templates, op_name)
+            key = self._cache_key(problem, kernel_inputs, templates, op_name, dynamic)
         except Exception:  # the full path decides (and reports what fails)
             return None, template_choices
         entry = self._cache.get(key)
@@ -437,6 +444,7 @@ class DiodeInductorChoices(InductorChoices):
         kernel_inputs: Any,
         op_name: str,
         templates: list,
+        dynamic: DynamicSizes | None = None,
     ) -> list:
         if self.engine is None:
             raise Fallback("model_load_error" if self.load_error else "no_model")
@@ -445,21 +453,21 @@ class DiodeInductorChoices(InductorChoices):
                 raise Fallback("symbolic_sizes_without_hints", str(problem_error)) from None
             raise problem_error
         configs = [ktc_config(k) for k in stock]  # coverage was checked in _finalize
-        indices, commit = self._decide(problem, Candidates.of(configs), kernel_inputs)
+        indices, commit = self._decide(problem, Candidates.of(configs), kernel_inputs, dynamic)
         commit()
-        self._remember(problem, kernel_inputs, templates, op_name, [configs[i] for i in indices], len(stock))
+        chosen = [configs[i] for i in indices]
+        self._remember(problem, kernel_inputs, templates, op_name, chosen, len(stock), dynamic)
         return [stock[i] for i in indices]
 
-    def _decide(self, problem: Problem, candidates: Candidates, kernel_inputs: Any) -> tuple[list[int], Any]:
-        """Indices of the chosen configs, best first, and a function that records the decision
-        (statistics, ``decisions``): called once the decision is used, so that a decision the
-        enumerated path gives up is not counted twice."""
+    def _predict(self, problem: Problem, candidates: Candidates, kernel_inputs: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Every ensemble member's predicted ln time of each candidate of ``problem`` ([K, N]: their
+        mean ranks, their spread is the risk) and the candidates' feature rows."""
         try:
             rows = with_aten_tf32(problem, candidates.rows, tf32_enabled())  # cuBLAS's TF32 kernels
             features = featurize_rows(problem, rows, self._hardware_for(kernel_inputs))
         except Exception as e:
             raise Fallback("feature_error", str(e), error=True) from None
-        try:  # every ensemble member's ln time ([K, N]): their mean ranks, their spread is the risk
+        try:
             members = np.asarray(self.engine.predict_members(features), dtype=np.float64)
         except Exception as e:
             raise Fallback("inference_error", str(e), error=True) from None
@@ -470,13 +478,26 @@ class DiodeInductorChoices(InductorChoices):
         if not np.all(np.abs(members) <= MAX_ABS_LN_TIME_US):  # NaN too
             bad = members[~(np.abs(members) <= MAX_ABS_LN_TIME_US)][0]
             raise Fallback("bad_prediction", f"predicted ln(time_us) {bad} for {problem.short()}", error=True)
+        return members, features
+
+    def _decide(
+        self, problem: Problem, candidates: Candidates, kernel_inputs: Any, dynamic: DynamicSizes | None = None
+    ) -> tuple[list[int], Any]:
+        """Indices of the chosen configs, best first, and a function that records the decision
+        (statistics, ``decisions``): called once the decision is used, so that a decision the
+        enumerated path gives up is not counted twice. ``dynamic``: the GEMM's symbolic sizes, whose
+        range decides (:func:`torch_diode.selection.decide_range`)."""
+        members, features = self._predict(problem, candidates, kernel_inputs)
         predicted = members.mean(axis=0)
         hardware = self._hardware_for(kernel_inputs)
         # another SKU of the model's GPU: every decision unsure until a model for it ships
         self._family_hardware = (
             not config.allow_hardware_mismatch and self._hardware_ok.get(hardware.device_name) == "family"
         )
-        decision = self._select(members, features, problem, candidates)
+        if dynamic is not None and len(dynamic.problems) > 1:
+            decision = self._select_range(problem, dynamic, candidates, kernel_inputs, members, features)
+        else:
+            decision = self._select(members, features, problem, candidates)
         logger.debug(
             "torch-diode: %s -> %d of %d candidates (confidence %.3f)",
             problem.short(),
@@ -488,18 +509,19 @@ class DiodeInductorChoices(InductorChoices):
         if not indices or not all(0 <= i < len(candidates) for i in indices):
             raise Fallback("bad_decision", f"chose {indices} of {len(candidates)} candidates", error=True)
 
+        record = {
+            "problem": problem.short(),
+            "candidates": len(candidates),
+            "chosen": [candidates.config(i).short() for i in indices],
+            "predicted_us": [round(math.exp(predicted[i]), 2) for i in indices],
+        }
+        if decision.dynamic and dynamic is not None:  # the symbols' hint, lower and upper bound (None: none)
+            record["sizes"] = {name: [hint, lower, upper] for name, hint, lower, upper in dynamic.key[0]}
+            record["scenarios"] = len(dynamic.problems)
+
         def commit() -> None:
             self.stats.add(decision.notes())
-            self.stats.decided(
-                decision.confidence,
-                len(predicted),
-                {
-                    "problem": problem.short(),
-                    "candidates": len(candidates),
-                    "chosen": [candidates.config(i).short() for i in indices],
-                    "predicted_us": [round(math.exp(predicted[i]), 2) for i in indices],
-                },
-            )
+            self.stats.decided(decision.confidence, len(predicted), record)
 
         return indices, commit
 
@@ -526,6 +548,35 @@ class DiodeInductorChoices(InductorChoices):
         except NoUsableCandidate:
             raise Fallback("no_usable_candidate") from None
 
+    def _select_range(
+        self,
+        problem: Problem,
+        dynamic: DynamicSizes,
+        candidates: Candidates,
+        kernel_inputs: Any,
+        members: np.ndarray,
+        features: np.ndarray,
+    ) -> Decision:
+        """The decision over a dynamic GEMM's size scenarios (:func:`torch_diode.selection.decide_range`),
+        the hint's predictions given."""
+        predictions, rows = [members], [features]
+        for other in dynamic.problems[1:]:
+            m, f = self._predict(other, candidates, kernel_inputs)
+            predictions.append(m)
+            rows.append(f)
+        pool = Pool(features, candidates.extern)
+        try:
+            contract = self.contract()
+        except ValueError as e:
+            raise Fallback("contract_error", str(e), error=True) from None
+        unsure = "hardware_family" if self._family_hardware else None
+        try:
+            return decide_range(
+                dynamic.problems, pool, predictions, rows, self.policy(), contract, tf32_enabled(), unsure
+            )
+        except NoUsableCandidate:
+            raise Fallback("no_usable_candidate") from None
+
     def _remember(
         self,
         problem: Problem,
@@ -534,9 +585,11 @@ class DiodeInductorChoices(InductorChoices):
         op_name: str,
         chosen: list[KernelConfig],
         num_candidates: int,
+        dynamic: DynamicSizes | None = None,
     ) -> None:
         if self._setting("cache_predictions"):
-            self._cache[self._cache_key(problem, kernel_inputs, templates, op_name)] = (chosen, num_candidates)
+            key = self._cache_key(problem, kernel_inputs, templates, op_name, dynamic)
+            self._cache[key] = (chosen, num_candidates)
             if len(self._cache) > _CACHE_SIZE:
                 self._cache.popitem(last=False)
 

@@ -28,6 +28,8 @@ _HANDLER_COUNTS = (
     "unsure_hardware_family",
     "extern_preferred",
     "extern_added",
+    "dynamic_decisions",
+    "dynamic_kept_aten",
     "not_gemm",
     "fast_autotune_off",
 )

@@ -20,11 +20,13 @@ from .decide import (
     usable_candidates,
     widen,
 )
+from .dynamic import DYNAMIC_MARGIN, SizeRange, decide_range, range_verdict, size_scenarios
 from .policy import UNSURE_POOLS, Policy
 
 __all__ = [
     "CONFIDENCE_VERSION",
     "Confidence",
+    "DYNAMIC_MARGIN",
     "Decision",
     "HeldoutSlowdown",
     "LOSS_MARGIN",
@@ -33,14 +35,18 @@ __all__ = [
     "Policy",
     "Pool",
     "SPILL_LOG2_REGS",
+    "SizeRange",
     "UNSURE_POOLS",
     "UNSURE_RULES",
     "decide",
+    "decide_range",
     "extern_preference_for",
     "known_kinds",
     "loss_probability",
+    "range_verdict",
     "safe_choice",
     "selection_order",
+    "size_scenarios",
     "unsure_reason",
     "usable_candidates",
     "widen",

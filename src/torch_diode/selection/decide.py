@@ -97,6 +97,9 @@ class Decision:
     # estimated probability that the first pick is > LOSS_MARGIN times slower than the best ATen
     # choice (None: the model's contract records no calibration)
     loss_risk: float | None = None
+    # decided over the sizes of a GEMM with symbolic sizes (selection.dynamic): an unsure one keeps
+    # the ATen choice instead of widening, and extern_preferred says the range kept it
+    dynamic: bool = False
 
     @property
     def first(self) -> int:
@@ -105,6 +108,12 @@ class Decision:
     def notes(self) -> Counter:
         """The decision's counts, named as the handler's statistics name them."""
         notes: Counter = Counter()
+        if self.dynamic:
+            notes["dynamic_decisions"] += 1
+            notes["dynamic_kept_aten"] += self.extern_preferred
+            if self.unsure:
+                notes[f"unsure_{self.unsure}"] += 1
+            return notes
         notes["extern_preferred"] += self.extern_preferred
         if self.unsure:
             notes["unsure_widened"] += 1

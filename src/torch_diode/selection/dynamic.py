@@ -1,0 +1,165 @@
+"""Deciding a GEMM whose sizes are symbolic: one kernel serves every size the graph runs.
+
+A graph compiled with dynamic sizes (``torch.compile(dynamic=True)``, ``mark_dynamic``, or the
+automatic dynamic shapes of a function called with a second shape) runs the kernel chosen for
+each GEMM at every size it is later called with. Default mode's cuBLAS call picks its kernel per
+call; a Triton config is fixed at compile time. So a dynamic GEMM is decided over the sizes the
+graph will run, not at the one size Inductor hints:
+
+- Sizes (:func:`size_scenarios`): for each symbol, its hint (the call that compiled the graph), the
+  bounds Inductor knows (``mark_dynamic(min=, max=)``), and the sizes of a distribution
+  (``torch_diode.config.dynamic_sizes``: the batch sizes and token counts a serving stack runs)
+  within those bounds, the other symbols at their hints.
+- Rule (:func:`decide_range`): the best ATen choice (cuBLAS, what default mode runs) is kept unless
+  one Triton config is predicted at least as fast as it at every size of the range
+  (``DYNAMIC_MARGIN``) and ``extern_preference`` times faster on the geometric mean over the
+  range, with none of the sizes unsure (:func:`.decide.unsure_reason`, its ``loss_risk`` judged
+  per size). An unsure dynamic GEMM is not widened: Inductor would benchmark the widened set at
+  the hint alone, the flaw of stock max-autotune with dynamic sizes; cuBLAS is the safe choice at
+  every size.
+
+The usable and known-kind rules are those of :func:`.decide.decide`; everything offline replays
+this function as the handler calls it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .contract import Confidence
+from .decide import (
+    Decision,
+    NoUsableCandidate,
+    Pool,
+    extern_preference_for,
+    known_kinds,
+    loss_probability,
+    unsure_reason,
+    usable_candidates,
+)
+from .policy import Policy
+
+# A Triton pick for a dynamic GEMM is predicted no slower than the best ATen choice by more than
+# this factor at any size of its range (1.0: at least as fast at every size)
+DYNAMIC_MARGIN = 1.0
+
+
+@dataclass(frozen=True)
+class SizeRange:
+    """What Inductor knows of one symbolic size: the hint and the bounds (``upper`` None: none)."""
+
+    hint: int
+    lower: int = 1
+    upper: int | None = None
+
+    def sizes(self, distribution: Sequence[int]) -> tuple[int, ...]:
+        """The hint, the finite bounds, and the distribution's sizes within the bounds."""
+        upper = math.inf if self.upper is None else self.upper
+        lower = max(1, self.lower)
+        bounds = [b for b in (self.lower, self.upper) if b is not None and b >= 1 and b != self.hint]
+        inside = [int(s) for s in distribution if lower <= s <= upper and s != self.hint]
+        return tuple(dict.fromkeys([self.hint, *bounds, *inside]))
+
+
+def size_scenarios(ranges: Mapping[str, SizeRange], distribution: Sequence[int]) -> list[dict[str, int]]:
+    """The symbol values a dynamic GEMM is judged at: the hints first, then each symbol over its
+    sizes (:meth:`SizeRange.sizes`) with the others at their hints."""
+    hints = {name: r.hint for name, r in ranges.items()}
+    out = [hints]
+    for name, r in ranges.items():
+        out.extend({**hints, name: size} for size in r.sizes(distribution)[1:])
+    return out
+
+
+@dataclass(frozen=True)
+class RangeVerdict:
+    """How each candidate fares over the sizes: ``worst`` and ``mean`` of its predicted ln-time
+    difference to the best ATen choice of each size (NaN for the ATen choices and for the
+    candidates left out)."""
+
+    worst: np.ndarray
+    mean: np.ndarray
+
+
+def range_verdict(predictions: Sequence[np.ndarray], extern: np.ndarray, candidates: np.ndarray) -> RangeVerdict:
+    """Each candidate of ``candidates`` against the best ATen choice size by size, from the
+    members' mean of ``predictions`` ([K, N] or [N] per size)."""
+    extern = np.asarray(extern, dtype=bool)
+    externs = candidates[extern[candidates]]
+    templates = candidates[~extern[candidates]]
+    n = len(extern)
+    worst, mean = np.full(n, np.nan), np.full(n, np.nan)
+    if not len(externs) or not len(templates):
+        return RangeVerdict(worst, mean)
+    gaps = []
+    for members in predictions:
+        predicted = np.atleast_2d(np.asarray(members, dtype=np.float64)).mean(axis=0)
+        gaps.append(predicted[templates] - predicted[externs].min())
+    gaps_array = np.asarray(gaps)
+    worst[templates] = gaps_array.max(axis=0)
+    mean[templates] = gaps_array.mean(axis=0)
+    return RangeVerdict(worst, mean)
+
+
+def decide_range(
+    problems: Sequence,
+    pool: Pool,
+    predictions: Sequence[np.ndarray],
+    features: Sequence[np.ndarray],
+    policy: Policy,
+    contract: Confidence | None = None,
+    tf32: bool = False,
+    unsure: str | None = None,
+) -> Decision:
+    """The handler's decision for a GEMM with symbolic sizes (the module's rule). ``problems``: the
+    GEMM at each size scenario, the hint first; ``pool``: its candidates (features at the hint);
+    ``predictions`` and ``features``: per scenario, the members' ln times ([K, N] or [N]) and the
+    feature rows. Raises NoUsableCandidate as :func:`.decide.decide` does."""
+    hint_members = np.atleast_2d(np.asarray(predictions[0], dtype=np.float64))
+    extern = np.asarray(pool.extern, dtype=bool)
+    usable = usable_candidates(pool.features)
+    if pool.allowed is not None:
+        usable = usable[np.asarray(pool.allowed, dtype=bool)[usable]]
+    if contract is not None:
+        usable = usable[known_kinds(pool.features, contract.template_kinds)[usable]]
+    if len(usable) == 0:
+        raise NoUsableCandidate(f"no usable candidate of a known kind among {len(extern)} for {problems[0].short()}")
+    verdict = range_verdict(predictions, extern, usable)
+    preference = math.log(extern_preference_for(problems[0], policy))
+    wins = np.flatnonzero((verdict.worst <= math.log(DYNAMIC_MARGIN)) & (verdict.mean <= -preference))
+    hint_predicted = hint_members.mean(axis=0)
+    externs = usable[extern[usable]]
+    safe = int(externs[np.argmin(hint_predicted[externs])]) if len(externs) else None
+    pick = int(wins[np.argmin(verdict.mean[wins])]) if len(wins) else safe
+    if pick is None:  # no ATen choice to weigh against: the best at the hint, as a static GEMM
+        pick = int(usable[np.argmin(hint_predicted[usable])])
+    if unsure is None and contract is not None and pick != safe:
+        unsure = _unsure_at_some_size(problems, features, predictions, pick, safe, policy, contract, tf32)
+    if unsure and safe is not None:
+        pick = safe
+    ranked = np.where(extern, np.inf, np.nan_to_num(verdict.mean, nan=np.inf))
+    rest = [int(i) for i in usable[np.argsort(ranked[usable], kind="stable")] if int(i) != pick]
+    order = np.asarray([pick, *rest])
+    chosen = [pick]
+    if policy.top_k > 1 and safe is not None and safe != pick:  # both judged over the range: Inductor times them
+        chosen.append(safe)
+    gap = -verdict.mean[pick] if pick != safe and math.isfinite(verdict.mean[pick]) else 0.0
+    confidence = 1.0 - math.exp(-abs(gap))
+    template_ahead = bool(np.any(verdict.mean[np.isfinite(verdict.mean)] < 0))
+    kept = pick == safe and (template_ahead or bool(unsure))
+    return Decision(tuple(chosen), order, unsure, (), confidence, kept, False, dynamic=True)
+
+
+def _unsure_at_some_size(problems, features, predictions, pick, safe, policy, contract, tf32) -> str | None:
+    """The first unsure reason of any size scenario for ``pick`` against ``safe``, or None."""
+    for problem, rows, members in zip(problems, features, predictions):
+        calibration = contract.calibration_for(bool(problem.misaligned_operands))
+        risk = loss_probability(np.atleast_2d(members), pick, safe, calibration)
+        reason = unsure_reason(problem, rows, contract, policy, tf32, risk)
+        if reason:
+            return reason
+    return None
