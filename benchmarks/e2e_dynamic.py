@@ -1,0 +1,263 @@
+"""End to end on the GPU with dynamic sizes: one graph per GEMM serving every size a serving stack
+runs, compiled by default mode, diode and stock max-autotune, timed at each size.
+
+Items: one nn.Linear-style GEMM (weights static, the rows dynamic) of each held-out public model
+of the shapeset realmodels_heldout that has mm/addmm GEMMs (``--per-model``, drawn with
+``--seed``), and a decoder block (benchmarks.e2e.DecoderBlock) over a dynamic token count. Each is
+compiled both ways users get a dynamic graph: ``dynamic`` (``torch.compile(dynamic=True)``, first
+called at ``--hint`` rows) and ``automatic`` (plain ``torch.compile``, called at ``--hint`` rows and
+then at another size: the second call recompiles the graph with dynamic sizes). Then the compiled
+function runs every size of ``--sizes`` (decode batches 1-256 and prefill token counts 16-8,192 by
+default, odd counts included); a size of 1 compiles a graph of its own (torch.compile's 0/1
+specialisation), counted in ``recompiles``.
+
+Methods, each in a worker process of its own with new Triton and Inductor caches:
+  default        torch.compile, no autotuning (cuBLAS for every GEMM, chosen per call)
+  diode          default mode + Inductor's GEMM path with diode's handler (top_k_configs=1): the
+                 dynamic decision of torch_diode.selection.dynamic
+  max_autotune   stock max-autotune (ATEN,TRITON, DEFAULT space): benchmarks at the hint, one
+                 kernel for every size
+
+Runtime per size is ``do_bench_cudagraph``'s median over input copies (benchmarks.e2e); compile
+time is the wall time of the call that compiled the dynamic graph (the first for ``dynamic``, the
+second for ``automatic``). The summary holds, over every item and size, diode's runtime over default
+mode's and over max-autotune's (worst, geomean) and the compile time ratios per dynamic graph.
+
+    python -m benchmarks.e2e_dynamic --model NVIDIA-H100-matmul --out $OUT/e2e_dynamic_h100.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"  # diode acts only where this script installs it
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from benchmarks.common import (  # noqa: E402
+    geomean,
+    load_shapes,
+    report_header,
+    run_worker,
+    stage,
+    timed_first_call,
+    wait_for_compile_pool,
+    warm_up_function,
+)
+from benchmarks.e2e import DIODE_SETTINGS, DecoderBlock, bench_cudagraph_us, input_copies  # noqa: E402
+from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs  # noqa: E402
+from torch_diode.integration.install import diode_choices  # noqa: E402
+
+logger = logging.getLogger(__name__)
+
+DEVICE = "cuda"
+METHODS = ("default", "diode", "max_autotune")
+WAYS = ("dynamic", "automatic")
+DECODE_SIZES = (1, 2, 3, 4, 8, 16, 17, 32, 64, 128, 256)
+PREFILL_SIZES = (16, 77, 128, 333, 512, 1000, 2048, 4096, 8192)
+SECOND_SIZE = 333  # automatic dynamic shapes: the call after the hint's, which recompiles dynamic
+
+
+class Gemm(nn.Module):
+    """One GEMM of a model's layer: the weights (and bias) static parameters, the rows dynamic."""
+
+    def __init__(self, problem: Any):
+        super().__init__()
+        inputs = make_inputs(problem, DEVICE)
+        bias, _, w = inputs if problem.op == "addmm" else (None, *inputs)
+        self.w = nn.Parameter(w, requires_grad=False)
+        self.bias = None if bias is None else nn.Parameter(bias, requires_grad=False)
+        self.k, self.dtype, self.transpose_a = problem.K, getattr(torch, problem.dtype_a), problem.transpose_a
+
+    def rows(self, m: int) -> tuple[torch.Tensor]:
+        """The activation of ``m`` rows, laid out as the problem's A."""
+        if self.transpose_a:
+            return (torch.randn(self.k, m, device=DEVICE, dtype=self.dtype).t(),)
+        return (torch.randn(m, self.k, device=DEVICE, dtype=self.dtype),)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.mm(x, self.w) if self.bias is None else torch.addmm(self.bias, x, self.w)
+
+
+class Decoder(nn.Module):
+    """benchmarks.e2e.DecoderBlock over one sequence of a dynamic token count."""
+
+    def __init__(self):
+        super().__init__()
+        self.block = DecoderBlock().to(DEVICE, torch.bfloat16).eval()
+
+    def rows(self, m: int) -> tuple[torch.Tensor]:
+        return (torch.randn(1, m, 2048, device=DEVICE, dtype=torch.bfloat16),)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(x)
+
+
+def items(args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """(label, the problem, or None for the decoder block) of each item: layers' forward GEMMs
+    (activation rows x weights), whose rows are the tokens or the batch."""
+    shapes = load_shapes(args.shapes, args.per_model, args.seed)
+    linear = [
+        (label, p) for label, p, _ in shapes if p.op in ("mm", "addmm") and not p.transpose_a and "grad" not in label
+    ]
+    out: list[tuple[str, Any]] = linear[: args.gemms]
+    if args.decoder:
+        out.append(("decoder block, 1 sequence (bf16)", None))
+    return out
+
+
+def settings_of(method: str) -> dict[str, Any]:
+    settings: dict[str, Any] = {"force_disable_caches": True}
+    if method == "max_autotune":
+        settings.update(inductor_settings("DEFAULT", "ATEN,TRITON"))
+    elif method == "diode":
+        settings.update(DIODE_SETTINGS)
+    return settings
+
+
+def measure(module: nn.Module, method: str, way: str, sizes: list[int], args: argparse.Namespace) -> dict[str, Any]:
+    """Compile ``module`` one ``way`` with ``method``, then its runtime at every size."""
+    from torch._inductor import config as inductor_config
+
+    torch._dynamo.reset()
+    compiled = torch.compile(module, dynamic=True if way == "dynamic" else None)
+    record: dict[str, Any] = {"runtime_us": {}}
+    with inductor_config.patch(settings_of(method)), torch.no_grad():
+        choices_cm = diode_choices(args.model) if method == "diode" else None
+        choices = choices_cm.__enter__() if choices_cm else None
+        try:
+            first = timed_first_call(compiled, *module.rows(args.hint))
+            second = timed_first_call(compiled, *module.rows(SECOND_SIZE)) if way == "automatic" else None
+            record["compile_s"] = first if way == "dynamic" else second
+            record["first_call_s"] = first
+            compiles = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+            for m in sizes:
+                inputs = module.rows(m)
+                compiled(*inputs)  # a size of 1 compiles its own graph here
+                record["runtime_us"][str(m)] = bench_cudagraph_us(compiled, input_copies(inputs))
+            record["graphs"] = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+            record["recompiles"] = record["graphs"] - compiles
+            if choices is not None:
+                stats = choices.get_stats()
+                record["diode"] = {k: stats[k] for k in ("model_selections", "dynamic_decisions", "dynamic_kept_aten")}
+                record["diode"]["fallbacks"] = stats["fallbacks"]
+                record["diode"]["decisions"] = list(choices.decisions)
+        finally:
+            if choices_cm:
+                choices_cm.__exit__(None, None, None)
+    return record
+
+
+def worker(args: argparse.Namespace) -> int:
+    method = args.worker
+    rows: list[dict] = []
+    timed_first_call(torch.compile(warm_up_function()), *make_inputs(_warm_up_problem(), DEVICE))
+    wait_for_compile_pool()
+    for label, problem in items(args):
+        module = Decoder() if problem is None else Gemm(problem)
+        sizes = [s for s in args.sizes if problem is not None or s <= args.decoder_max_tokens]
+        for way in WAYS:
+            try:
+                record = measure(module, method, way, sizes, args)
+            except Exception as e:  # kept: the row says why
+                record = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+            rows.append({"label": label, "way": way, "method": method, **record})
+            Path(args.out).write_text(json.dumps(rows, indent=1))
+        del module
+        torch.cuda.empty_cache()
+    Path(args.out).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+def _warm_up_problem() -> Any:
+    from benchmarks.common import WARM_UP
+
+    return WARM_UP
+
+
+def summarize(rows: list[dict]) -> dict[str, Any]:
+    """diode over default mode and over max-autotune, per item, way and size; compile per graph."""
+    by = {(r["label"], r["way"], r["method"]): r for r in rows if "error" not in r}
+    vs_default, vs_max, compile_vs_default = [], [], []
+    for (label, way, method), r in by.items():
+        if method != "diode":
+            continue
+        for base, out in (("default", vs_default), ("max_autotune", vs_max)):
+            ref = by.get((label, way, base))
+            if ref:
+                out.extend(r["runtime_us"][s] / ref["runtime_us"][s] for s in r["runtime_us"] if s in ref["runtime_us"])
+        ref = by.get((label, way, "default"))
+        if ref and ref.get("compile_s"):
+            compile_vs_default.append(r["compile_s"] / ref["compile_s"])
+    return {
+        "dynamic_runtime_ratio_vs_default_worst": max(vs_default, default=None),
+        "dynamic_runtime_ratio_vs_default_geomean": geomean(vs_default),
+        "dynamic_runtime_ratio_vs_max_autotune_worst": max(vs_max, default=None),
+        "dynamic_runtime_ratio_vs_max_autotune_geomean": geomean(vs_max),
+        "dynamic_compile_ratio_vs_default_geomean": geomean(compile_vs_default),
+        "rows_vs_default": len(vs_default),
+        "errors": sum("error" in r for r in rows),
+    }
+
+
+def print_table(rows: list[dict], summary: dict) -> None:
+    print(f"{'item':58s} {'way':9s} {'method':13s} {'compile s':>9s} {'worst/default':>13s}")
+    default = {(r["label"], r["way"]): r for r in rows if r["method"] == "default" and "error" not in r}
+    for r in rows:
+        if "error" in r:
+            print(f"{r['label'][:58]:58s} {r['way']:9s} {r['method']:13s} error: {r['error'][:60]}")
+            continue
+        ref = default.get((r["label"], r["way"]))
+        ratios = [r["runtime_us"][s] / ref["runtime_us"][s] for s in r["runtime_us"] if ref and s in ref["runtime_us"]]
+        worst = max(ratios, default=float("nan"))
+        print(f"{r['label'][:58]:58s} {r['way']:9s} {r['method']:13s} {r['compile_s']:9.2f} {worst:13.3f}")
+    for key, value in summary.items():
+        print(f"{key}: {value:.3f}" if isinstance(value, float) else f"{key}: {value}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="NVIDIA-H100-matmul", help="diode model name or file")
+    parser.add_argument("--shapes", default="realmodels_heldout", help="shapeset or shapes file")
+    parser.add_argument("--per-model", type=int, default=1, help="GEMMs drawn from each model (default 1)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--gemms", type=int, default=12, help="GEMMs measured at most (default 12)")
+    parser.add_argument("--no-decoder", dest="decoder", action="store_false", help="leave out the decoder block")
+    parser.add_argument("--decoder-max-tokens", type=int, default=4096)
+    parser.add_argument("--hint", type=int, default=64, help="rows of the first call (the graph's hint)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[*DECODE_SIZES, *PREFILL_SIZES])
+    parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    parser.add_argument("--time-limit", type=float, default=300, help="seconds per method's worker")
+    parser.add_argument("--out", required=True, help="JSON report")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    if args.worker:
+        return worker(args)
+    common = ["--model", args.model, "--shapes", args.shapes, "--per-model", str(args.per_model)]
+    common += ["--seed", str(args.seed), "--gemms", str(args.gemms), "--hint", str(args.hint)]
+    common += ["--decoder-max-tokens", str(args.decoder_max_tokens), "--sizes", *map(str, args.sizes)]
+    common += [] if args.decoder else ["--no-decoder"]
+    rows, status = [], {}
+    for method in args.methods:
+        stage(f"worker {method}")
+        got, code, wall_s = run_worker("e2e_dynamic", [*common, "--worker", method], args.time_limit)
+        rows.extend(got)
+        status[method] = {"exit": code, "wall_s": round(wall_s, 1), "rows": len(got)}
+    summary = summarize(rows)
+    report = {**report_header(), "model": args.model, "sizes": args.sizes}
+    report.update(hint=args.hint, workers=status, summary=summary, rows=rows)
+    Path(args.out).write_text(json.dumps(report, indent=1))
+    print_table(rows, summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
