@@ -133,7 +133,10 @@ def decide_range(
     wins = np.flatnonzero((verdict.worst <= math.log(DYNAMIC_MARGIN)) & (verdict.mean <= -preference))
     hint_predicted = hint_members.mean(axis=0)
     externs = usable[extern[usable]]
-    safe = int(externs[np.argmin(hint_predicted[externs])]) if len(externs) else None
+    # the ATen choice predicted best over the range (cuBLAS picks its kernel per call; the ATen
+    # templates, aten::addmm or aten::bias_addmm, are fixed at compile time)
+    over_range = np.mean([np.atleast_2d(m).mean(axis=0)[externs] for m in predictions], axis=0)
+    safe = int(externs[np.argmin(over_range)]) if len(externs) else None
     pick = int(wins[np.argmin(verdict.mean[wins])]) if len(wins) else safe
     if pick is None:  # no ATen choice to weigh against: the best at the hint, as a static GEMM
         pick = int(usable[np.argmin(hint_predicted[usable])])
