@@ -98,7 +98,7 @@ V2_SAMPLED="$SAMPLED --exclude $HELD_OUT"
 # The parts below that take $PER_PROBLEM draw each problem's 48 configs apart instead of one draw
 # for the part: odd sizes and attention specialise their kernels per problem anyway, so the part's
 # problems time nearly all of the EXHAUSTIVE list between them for 4-12% more kernels to compile
-# (python -m benchmarks.sample_rotation, data/README.md "Configs per problem"). The H200's files
+# (python -m benchmarks.studies.sample_rotation, data/README.md "Configs per problem"). The H200's files
 # of those parts were collected with one draw before the option existed (each file records it);
 # v2-attn-qk4b, v2-attn-pv4b and v2-odd1b are more problems of the same designs (seeds of their own),
 # each drawn per problem, so that a GPU with those files still gets per-problem draws.

@@ -16,7 +16,7 @@ median, 90th percentile, share over 10%), and its time over the fastest that any
 measured for it (median, 90th percentile), by that fastest time; the recorded timings over the
 same fastest.
 
-    python -m benchmarks.timing_stability --recorded FOCUS.msgpack.gz --out $OUT/timing_stability.json
+    python -m benchmarks.studies.timing_stability --recorded FOCUS.msgpack.gz --out $OUT/timing_stability.json
 """
 
 from __future__ import annotations
