@@ -370,7 +370,8 @@ def deciding_configs(args: argparse.Namespace) -> int:
     hardware_of = {problem: hw for hw, problem, _ in source.problems()}
     rng = np.random.default_rng(args.seed)
     out = Dataset()
-    out.metadata["sources"].append({"tool": "benchmarks.selection_replay deciding-configs", "command": command_line()})
+    source = {"tool": "benchmarks.studies.slow_picks deciding-configs", "command": command_line()}
+    out.metadata["sources"].append(source)
     for problem, pool, predicted, measured, tf32 in replays(args.model, args.data, with_tf32=True):
         if args.misaligned_only and not problem.misaligned_operands:
             continue
