@@ -370,8 +370,9 @@ def deciding_configs(args: argparse.Namespace) -> int:
     hardware_of = {problem: hw for hw, problem, _ in source.problems()}
     rng = np.random.default_rng(args.seed)
     out = Dataset()
-    source = {"tool": "benchmarks.studies.slow_picks deciding-configs", "command": command_line()}
-    out.metadata["sources"].append(source)
+    out.metadata["sources"].append(
+        {"tool": "benchmarks.studies.slow_picks deciding-configs", "command": command_line()}
+    )
     for problem, pool, predicted, measured, tf32 in replays(args.model, args.data, with_tf32=True):
         if args.misaligned_only and not problem.misaligned_operands:
             continue
