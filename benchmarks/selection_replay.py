@@ -266,7 +266,7 @@ def ranking(args: argparse.Namespace) -> int:
 
 
 # measured-time regimes of the bias report, in us: short kernels are where a timing's host
-# overhead weighs most (the collector's lead, data/README.md "Timed without the lead")
+# overhead weighs most (the collector's lead, docs/data.md "How kernels are timed")
 BIAS_REGIMES_US = ((0.0, 10.0), (10.0, 30.0), (30.0, math.inf))
 
 
