@@ -131,11 +131,12 @@ def timed_first_call(fn: Callable, *inputs: Any) -> float:
 
 
 def command_line() -> str:
-    """The command as it was run: ``python -m benchmarks.NAME ...`` for a benchmark run as a
-    module (its ``sys.argv[0]`` is then the file's absolute path)."""
-    script = Path(sys.argv[0])
-    if script.suffix == ".py" and script.resolve().parent == Path(__file__).resolve().parent:
-        return " ".join(["python", "-m", f"benchmarks.{script.stem}", *sys.argv[1:]])
+    """The command as it was run: ``python -m benchmarks.NAME ...`` (``benchmarks.studies.NAME``)
+    for a benchmark run as a module (its ``sys.argv[0]`` is then the file's absolute path)."""
+    script = Path(sys.argv[0]).resolve()
+    if script.suffix == ".py" and script.is_relative_to(HERE):
+        module = ".".join(script.relative_to(HERE.parent).with_suffix("").parts)
+        return " ".join(["python", "-m", module, *sys.argv[1:]])
     return " ".join(["python", *sys.argv])
 
 

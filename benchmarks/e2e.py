@@ -45,7 +45,7 @@ calls it on several copies of the inputs in turn (``input_copies``: together ove
 cache; ``input_copies`` in the row says how many), so each call reads its operands from memory as
 a layer of a model does; a model's weights are its own and not copied. ``runtime_cudagraph_warm_l2_us``
 is the same replayed on one copy: operands that fit in L2 stay there, and for those that nearly
-fill it the figure depends on where in memory they lie (benchmarks/l2_residency.py). The plain
+fill it the figure depends on where in memory they lie (benchmarks/studies/l2_residency.py). The plain
 ``triton.testing.do_bench`` median (same warm-up and repetitions for every method) is kept as
 ``runtime_do_bench_us`` (summary keys ``*_do_bench``), with ``wall_us_per_call``: do_bench times
 one host call after a cache flush, and where the host's cost of calling a compiled function
@@ -244,7 +244,7 @@ def input_copies(inputs: tuple, l2_bytes: int | None = None, max_copies: int = M
     between two calls on the same copy, at most ``max_copies``; inputs of that size or more are
     not copied. Replayed back to back on one copy, a GEMM whose operands fit in L2 reads them from
     L2, and one whose operands nearly fill it runs at a speed that depends on where they lie in
-    memory (benchmarks/l2_residency.py); in a model the other layers' traffic evicts them, and
+    memory (benchmarks/studies/l2_residency.py); in a model the other layers' traffic evicts them, and
     the collector flushes L2 before each timing. ``l2_bytes``: the current CUDA device's L2 size
     where not given."""
     import torch

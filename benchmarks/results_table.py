@@ -107,7 +107,8 @@ def max_autotune_mode(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
 def coverage(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
     missing = report["missing"]
     yield (
-        f"training data coverage ({report['num_problems']:,} problems, `diode dataset coverage --targets`): "
+        f"training data coverage (`diode dataset coverage --targets`: {report['num_problems']:,} problems, an fp32 "
+        "one timed with and without TF32 counted under each): "
         f"cells at their target of {len(report['cells'])}; empty cells; problems missing",
         f"{sum(1 for cell in report['cells'] if not missing.get(cell))}; {len(report['empty_cells'])}; "
         f"{sum(missing.values()):,}",

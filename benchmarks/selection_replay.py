@@ -1,6 +1,8 @@
 """(CPU) How good are the handler's picks on measured data? The handler's decision
 (:func:`torch_diode.selection.decide`, the same code) replayed on datasets, judged by their
-measured times.
+measured times: the replays behind the results table. The studies of the handler's rules
+(benchmarks/studies/selection_rules.py, benchmarks/studies/slow_picks.py) replay with
+:func:`replays` too.
 
 ``heldout``: for every problem of each dataset and each model, at the current settings:
 
@@ -19,55 +21,21 @@ the handler ends with (the first pick where it is sure, the best of what it hand
 benchmark where it is not), and the fraction of problems it is unsure of; each problem named by
 the models and layers it comes from.
 
-``unsure-pool``: the handler's outcome where unsure decisions fill their places from every candidate
-or from the ATen choices and Inductor's DEFAULT list alone, per model and dataset.
-
-``uncertainty``: whether what the ensemble's members say of the first pick (their predicted
-regret, its spread, how many of them would pick otherwise) tells apart the first picks that run
-over ``--slow`` times the best measured: the AUC of each signal, aligned and misaligned problems
-apart (0.5: no signal).
-
-``learned-risk``: whether a classifier learned from held-out outcomes can stand in for the hand-made
-unsure rules: a logistic regression of "the first pick runs over ``--loss-margin`` times the best
-measured" on what a decision knows (RISK_FEATURES: the problem's shape, op, layout, row alignment,
-and the ensemble's predicted margins and spread), fitted on ``--fit-data`` and judged on
-``--judge-data`` against the shipped rules: the handler's outcome (the first pick where sure, the
-best of the widened set where unsure), the unsure fraction and the classifier's AUC.
-
-``misaligned-groups``: the first picks of the problems the ``misaligned`` unsure rule covers,
-grouped by op, dtype, operands, row alignment, attention or not, the pick's kind and the members'
-agreement: whether any group is as safe as the aligned problems.
+``ranking``: per model and held-out set, top-1 and top-5 normalised performance among the Triton
+candidates alone, the handler-ordered first pick and the MSE of ln time.
 
 ``bias``: predicted over measured time (geomean over every timed candidate), ATen choices and
 Triton configs apart, per measured-time regime (under 10 us, 10-30 us, 30 us and over), per model
 and held-out set: whether the model takes short Triton kernels for slower than cuBLAS against the
 measurements (training data timed without the collector's lead does, on the H200).
 
-``config-coverage``: the handler's first picks grouped by how often the training data timed each
-problem's fastest measured config (the same kernel design, ``benchmarks.common.config_design``,
-among the training problems of its op): whether the slow first picks are those whose fastest config the
-data rarely holds.
-
-``spread-penalty``: the handler's decision (the model's own contract) where each candidate ranks by
-its predicted ln time plus ``--penalties`` times the members' spread (a cautious ranking: of two
-candidates predicted alike, the one the members agree on first): first pick and outcome (geomean,
-worst, how many over 1.10x the best measured) and the unsure fraction per penalty and dataset.
-
-``extern-preference``: the handler's first pick per dataset for several values of
-``extern_preference``, applied to every problem or (as the handler does) to those whose rows are
-aligned only: its slowdown against the best measured (geomean and worst; aligned and misaligned
-problems apart), and how often the pick is ATen/cuBLAS (no kernel to compile).
-
     python -m benchmarks.selection_replay heldout --out benchmarks/results/heldout_selection_cpu.json
     python -m benchmarks.selection_replay heldout --model NVIDIA-H100-matmul other.diode --data DIR ... --out sel.json
-    python -m benchmarks.selection_replay realmodels --data DIR --out benchmarks/results/heldout_realmodels_h100.json
-    python -m benchmarks.selection_replay extern-preference --out benchmarks/results/extern_preference_cpu.json
-    python -m benchmarks.selection_replay extern-preference --model NVIDIA-H200-matmul --data DIR --out pref.json
-    python -m benchmarks.selection_replay unsure-pool --out benchmarks/results/unsure_pool_cpu.json
-    python -m benchmarks.selection_replay learned-risk --out benchmarks/results/learned_risk_h100_cpu.json
+    python -m benchmarks.selection_replay realmodels --model NVIDIA-H100-matmul --data data/h100/realmodels \
+        --out benchmarks/results/heldout_realmodels_h100.json
+    python -m benchmarks.selection_replay ranking --model NVIDIA-H100-matmul --data data/h100/realmodels \
+        --out benchmarks/results/ranking_realmodels_h100.json
     python -m benchmarks.selection_replay bias --out benchmarks/results/prediction_bias_cpu.json
-    python -m benchmarks.selection_replay config-coverage --out benchmarks/results/config_coverage_cpu.json
-    python -m benchmarks.selection_replay spread-penalty --model NVIDIA-H200-matmul --data DIR ... --out pen.json
 """
 
 from __future__ import annotations
@@ -76,27 +44,30 @@ import argparse
 import bisect
 import json
 import math
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import command_line, config_design, cpu_report_header
+from benchmarks.common import cpu_report_header
 from torch_diode.features import config_rows, featurize, is_extern
 from torch_diode.inductor.config_space import beyond_default_list
 from torch_diode.predict import load_model
 from torch_diode.selection import Confidence, NoUsableCandidate, Policy, Pool, decide
-from torch_diode.selection.decide import safe_choice
 from torch_diode.types import Problem, load_datasets
 
 ROOT = Path(__file__).resolve().parents[1]
-# every file of the H100 validation set, each judged on its own, and the older unaligned sets
+# every file of the H100 validation set, each judged on its own, and the unaligned sets odd and odd2
 HELDOUT_DATA = sorted(str(p) for p in (ROOT / "data" / "h100" / "validation").glob("*.msgpack.gz")) + [
     str(ROOT / "data" / "h100" / "odd"),
     str(ROOT / "data" / "h100" / "odd2"),
 ]
+HELDOUT_SETS = [str(ROOT / "data" / "h100" / name) for name in ("validation", "odd", "odd2")]
+REALMODELS_AND_HELDOUT = [str(ROOT / "data" / "h100" / "realmodels"), *HELDOUT_SETS]
+REALMODELS_AND_HELDOUT_HELP = (
+    "dataset files or folders, each judged on its own (default: data/h100/realmodels and the H100 held-out sets)"
+)
 
 
 def replays(model: str, data: list[str], with_tf32: bool = False) -> Iterator[tuple]:
@@ -238,311 +209,6 @@ def realmodels(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sweep(args: argparse.Namespace, values: list[float]) -> Iterator[tuple[str, float, list[tuple]]]:
-    """(dataset, value, the dataset's replays with TF32) for each of ``args.data`` and each of
-    ``values``: one setting swept over the held-out sets, each replayed once."""
-    for data in args.data:
-        problems = list(replays(args.model, [data], with_tf32=True))
-        for value in values:
-            yield data, value, problems
-
-
-def extern_preference(args: argparse.Namespace) -> int:
-    base = Policy.from_config()
-    contract = _contract(args.model)
-    rows = []
-    for data, preference, problems in _sweep(args, args.preferences):
-        for misaligned_too in (True, False):
-            policy = replace(base, extern_preference=preference, misaligned_extern_preference=misaligned_too)
-            slowdowns: dict[str, list[float]] = {"aligned": [], "misaligned": []}
-            extern_picks = 0
-            for problem, pool, predicted, measured, tf32 in problems:
-                try:
-                    pick = decide(problem, pool, predicted, policy, contract, tf32).first
-                except NoUsableCandidate:
-                    continue
-                extern_picks += bool(pool.extern[pick])
-                kind = "misaligned" if problem.misaligned_operands else "aligned"
-                slowdowns[kind].append(float(measured[pick] / measured.min()))
-            every = slowdowns["aligned"] + slowdowns["misaligned"]
-            rows.append(
-                {
-                    "data": data,
-                    "extern_preference": preference,
-                    "misaligned_too": misaligned_too,
-                    "problems": len(every),
-                    "first_pick": _summary(every),
-                    **{f"first_pick_{k}": _summary(v) for k, v in slowdowns.items() if v},
-                    "extern_picks": extern_picks,
-                }
-            )
-    _write(args, {"model": args.model, "rows": rows})
-    print(
-        f"{'data':40s} {'pref':>5s} {'unaligned too':>13s} {'n':>4s} {'first gm':>8s} {'worst':>6s} "
-        f"{'unaligned gm':>12s} {'ATen picks':>10s}"
-    )
-    for r in rows:
-        if not r["problems"]:
-            continue
-        mis = r.get("first_pick_misaligned", {}).get("geomean", float("nan"))
-        print(
-            f"{r['data'][-40:]:40s} {r['extern_preference']:5.2f} {str(r['misaligned_too']):>13s} {r['problems']:4d} "
-            f"{r['first_pick']['geomean']:8.4f} {r['first_pick']['worst']:6.2f} {mis:12.4f} {r['extern_picks']:10d}"
-        )
-    return 0
-
-
-def _auc(score: np.ndarray, positive: np.ndarray) -> float | None:
-    """Probability that a positive case scores above a negative one (ties half): 0.5 is no signal."""
-    pos, neg = score[positive], score[~positive]
-    if not len(pos) or not len(neg):
-        return None
-    return float(((pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])).mean())
-
-
-# what an ensemble's members say of the first pick: each member's predicted regret (its ln time of
-# the pick over its own best), their mean and spread, the share of members whose best is the pick,
-# and how many other usable candidates their mean predicts within 5% of the pick, either way (near ties)
-UNCERTAINTY_SIGNALS = ("regret_mean", "regret_spread", "disagreement", "near_ties")
-
-
-def uncertainty(args: argparse.Namespace) -> int:
-    policy = Policy.from_config()
-    rows = []
-    for model in args.model:
-        contract = _contract(model)
-        for data in args.data:
-            cases: dict[str, list[tuple]] = {"aligned": [], "misaligned": []}
-            members = 1
-            for problem, pool, predicted, measured, tf32 in replays(model, [data], with_tf32=True):
-                members = len(predicted)
-                try:
-                    decision = decide(problem, pool, predicted, policy, contract, tf32)
-                except NoUsableCandidate:
-                    continue
-                usable = np.asarray(decision.order)
-                regret = predicted[:, decision.first] - predicted[:, usable].min(axis=1)
-                best_is_pick = usable[np.argmin(predicted[:, usable], axis=1)] == decision.first
-                mean = predicted.mean(axis=0)
-                near_ties = int(np.sum(np.abs(mean[usable] - mean[decision.first]) < math.log(1.05))) - 1
-                cases["misaligned" if problem.misaligned_operands else "aligned"].append(
-                    (
-                        float(measured[decision.first] / measured.min()),
-                        float(regret.mean()),
-                        float(regret.std(ddof=1)) if len(regret) > 1 else 0.0,
-                        float(1.0 - best_is_pick.mean()),
-                        float(near_ties),
-                    )
-                )
-            for kind, values in cases.items():
-                if not values:
-                    continue
-                table = np.array(values)
-                slow = table[:, 0] > args.slow
-                # one member: no spread, no disagreement to read
-                spread_signals = members > 1
-                rows.append(
-                    {
-                        "model": model,
-                        "data": data,
-                        "kind": kind,
-                        "problems": len(table),
-                        "slow": int(slow.sum()),
-                        "members": members,
-                        "auc": {
-                            name: _auc(table[:, i + 1], slow)
-                            if name in ("regret_mean", "near_ties") or spread_signals
-                            else None
-                            for i, name in enumerate(UNCERTAINTY_SIGNALS)
-                        },
-                    }
-                )
-    _write(
-        args,
-        {
-            "slow": args.slow,
-            "signals": list(UNCERTAINTY_SIGNALS),
-            "rows": rows,
-        },
-    )
-    print(f"AUC of each signal for a first pick over {args.slow}x the best measured (0.5: no signal)")
-    print(
-        f"{'model':24s} {'data':22s} {'kind':10s} {'n':>4s} {'slow':>4s} "
-        + " ".join(f"{s:>13s}" for s in UNCERTAINTY_SIGNALS)
-    )
-    for r in rows:
-        aucs = " ".join(f"{'-' if v is None else f'{v:.3f}':>13s}" for v in r["auc"].values())
-        print(f"{r['model'][-24:]:24s} {r['data'][-22:]:22s} {r['kind']:10s} {r['problems']:4d} {r['slow']:4d} {aucs}")
-    return 0
-
-
-# what the learned risk classifier reads of a decision (learned-risk)
-RISK_FEATURES = (
-    "misaligned", "log2_row_alignment_bytes", "misaligned_a", "misaligned_b", "misaligned_out",
-    "predicted_ln_us", "margin_to_second_ln", "members_spread", "margin_to_aten_ln", "first_is_aten",
-    "attention_bmm", "log2_b", "log2_m", "log2_n", "log2_k", "op_mm", "op_addmm", "op_bmm", "op_baddbmm",
-    "fp32", "transpose_a", "transpose_b", "top5_members_spread",
-)  # fmt: skip
-
-
-def _risk_cases(model: str, data: str) -> list[dict]:
-    """Per problem of ``data``: RISK_FEATURES of the decision with the model trusted; measured over
-    the best measured time, that decision's first pick (``first``), the best of what it hands
-    Inductor's benchmark when made unsure (``widened``) and the handler's outcome under the shipped
-    rules (``shipped``); and whether those rules are unsure of it."""
-    policy = Policy.from_config()
-    contract = _contract(model)
-    cases = []
-    for problem, pool, members, measured, tf32 in replays(model, [data], with_tf32=True):
-        try:
-            trusted = decide(problem, pool, members, policy, None, tf32)
-            shipped = decide(problem, pool, members, policy, contract, tf32)
-            widened = decide(problem, pool, members, policy, None, tf32, unsure="learned")
-        except NoUsableCandidate:
-            continue
-        order, first = trusted.order, trusted.first
-        best = measured.min()
-        mean = members.mean(axis=0)
-        spread = members.std(axis=0, ddof=1) if len(members) > 1 else np.zeros_like(mean)
-        safe = safe_choice(order, pool.extern)
-        misaligned = problem.misaligned_operands
-        features = (
-            float(bool(misaligned)),
-            math.log2(min(problem.row_alignment_bytes())),
-            *(float(name in misaligned) for name in ("a", "b", "out")),
-            float(mean[first]),
-            float(mean[order[1]] - mean[first]) if len(order) > 1 else 1.0,
-            float(spread[first]),
-            float(mean[safe] - mean[first]) if safe is not None else 0.0,
-            float(pool.extern[first]),
-            float(_attention_bmm(problem)),
-            *(math.log2(v) for v in (problem.B, problem.M, problem.N, problem.K)),
-            *(float(problem.op == op) for op in ("mm", "addmm", "bmm", "baddbmm")),
-            float(problem.dtype_a == "float32"),
-            float(problem.transpose_a),
-            float(problem.transpose_b),
-            float(spread[order[:5]].mean()),
-        )
-        assert len(features) == len(RISK_FEATURES)
-        cases.append(
-            {
-                "features": features,
-                "first": float(measured[first] / best),
-                "widened": float(measured[list(widened.chosen)].min() / best),
-                "shipped": float(measured[list(shipped.chosen)].min() / best),
-                "shipped_unsure": bool(shipped.unsure),
-            }
-        )
-    return cases
-
-
-def _outcome(result: list[float], unsure: np.ndarray) -> dict:
-    """Outcome figures of ``result`` (per problem, over the best measured), ``unsure`` marking the
-    problems benchmarked."""
-    over = int(sum(r > 1.10 for r in result))
-    return {**_summary(result), "over_1.10": over, "unsure_fraction": float(np.mean(unsure))}
-
-
-def learned_risk(args: argparse.Namespace) -> int:
-    import torch
-
-    fit = _risk_cases(args.model, args.fit_data)
-    x = torch.tensor([c["features"] for c in fit], dtype=torch.float32)
-    y = torch.tensor([c["first"] > args.loss_margin for c in fit], dtype=torch.float32)
-    mean, scale = x.mean(dim=0), x.std(dim=0).clamp_min(1e-3)
-    torch.manual_seed(0)
-    classifier = torch.nn.Linear(x.shape[1], 1)
-    optimizer = torch.optim.Adam(classifier.parameters(), lr=0.01, weight_decay=1e-3)
-    for _ in range(2000):
-        optimizer.zero_grad()
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(classifier((x - mean) / scale).squeeze(1), y)
-        loss.backward()
-        optimizer.step()
-    sets, rows = {}, []
-    for role, data, cases in (("fit", args.fit_data, fit), ("judge", args.judge_data, None)):
-        cases = cases if cases is not None else _risk_cases(args.model, data)
-        with torch.no_grad():
-            features = torch.tensor([c["features"] for c in cases], dtype=torch.float32)
-            risk = torch.sigmoid(classifier((features - mean) / scale).squeeze(1)).numpy()
-        lost = np.array([c["first"] > args.loss_margin for c in cases])
-        sets[role] = {"data": data, "problems": len(cases), "lost": int(lost.sum()), "auc": _auc(risk, lost)}
-        shipped = np.array([c["shipped_unsure"] for c in cases])
-        rows.append({"role": role, "variant": "shipped rules", **_outcome([c["shipped"] for c in cases], shipped)})
-        for name, unsure in [("none", np.zeros(len(cases), dtype=bool))] + [
-            (f"learned > {t:g}", risk > t) for t in args.thresholds
-        ]:
-            result = [c["widened"] if u else c["first"] for c, u in zip(cases, unsure)]
-            rows.append({"role": role, "variant": name, **_outcome(result, unsure)})
-    weights = dict(zip(RISK_FEATURES, (classifier.weight[0] / scale).tolist(), strict=True))
-    _write(
-        args,
-        {"model": args.model, "loss_margin": args.loss_margin, "sets": sets, "weights_per_unit": weights, "rows": rows},
-    )
-    print(f"outcome (first pick where sure, best of the widened set where unsure) / best measured; {args.model}")
-    for role, fact in sets.items():
-        auc = "-" if fact["auc"] is None else f"{fact['auc']:.3f}"
-        print(
-            f"{role}: {fact['data']}, {fact['problems']} problems, {fact['lost']} first picks lost, "
-            f"classifier AUC {auc}"
-        )
-    print(f"{'role':6s} {'variant':16s} {'gm':>7s} {'worst':>6s} {'>1.10':>5s} {'unsure':>6s}")
-    for r in rows:
-        print(
-            f"{r['role']:6s} {r['variant']:16s} {r['geomean']:7.4f} {r['worst']:6.3f} {r['over_1.10']:5d} "
-            f"{r['unsure_fraction']:6.3f}"
-        )
-    return 0
-
-
-HELDOUT_SETS = [str(ROOT / "data" / "h100" / name) for name in ("validation", "odd", "odd2")]
-REALMODELS_AND_HELDOUT = [str(ROOT / "data" / "h100" / "realmodels"), *HELDOUT_SETS]
-REALMODELS_AND_HELDOUT_HELP = (
-    "dataset files or folders, each judged on its own (default: data/h100/realmodels and the H100 held-out sets)"
-)
-
-
-def spread_penalty(args: argparse.Namespace) -> int:
-    policy = Policy.from_config()
-    contract = _contract(args.model)
-    rows = []
-    for data, penalty, problems in _sweep(args, args.penalties):
-        first, outcome, unsure = [], [], 0
-        for problem, pool, predicted, measured, tf32 in problems:
-            # the same shift for every member: their mean moves by penalty x spread, their spread stays
-            shifted = predicted + penalty * predicted.std(axis=0)
-            try:
-                decision = decide(problem, pool, shifted, policy, contract, tf32)
-            except NoUsableCandidate:
-                continue
-            best = measured.min()
-            first.append(float(measured[decision.first] / best))
-            outcome.append(float(measured[list(decision.chosen)].min() / best))
-            unsure += bool(decision.unsure)
-        rows.append(
-            {
-                "data": data,
-                "penalty": penalty,
-                "problems": len(first),
-                "first_pick": _summary(first) | {"over_1.10": sum(x > 1.1 for x in first)},
-                "outcome": _summary(outcome) | {"over_1.10": sum(x > 1.1 for x in outcome)},
-                "unsure_fraction": unsure / max(len(first), 1),
-            }
-        )
-    _write(args, {"model": args.model, "rows": rows})
-    print(
-        f"{'data':32s} {'penalty':>7s} {'n':>4s} {'first gm':>8s} {'worst':>6s} {'>1.10':>5s} "
-        f"{'outcome gm':>10s} {'worst':>6s} {'unsure':>6s}"
-    )
-    for r in rows:
-        f, o = r["first_pick"], r["outcome"]
-        if r["problems"]:
-            print(
-                f"{r['data'][-32:]:32s} {r['penalty']:7.2f} {r['problems']:4d} {f['geomean']:8.4f} {f['worst']:6.2f} "
-                f"{f['over_1.10']:5d} {o['geomean']:10.4f} {o['worst']:6.2f} {r['unsure_fraction']:6.3f}"
-            )
-    return 0
-
-
 def _summary(x: list[float]) -> dict:
     return {"geomean": float(math.exp(np.mean(np.log(x)))), "worst": float(max(x))} if x else {}
 
@@ -600,7 +266,7 @@ def ranking(args: argparse.Namespace) -> int:
 
 
 # measured-time regimes of the bias report, in us: short kernels are where a timing's host
-# overhead weighs most (the collector's lead, data/README.md "Timed without the lead")
+# overhead weighs most (the collector's lead, docs/data.md "How kernels are timed")
 BIAS_REGIMES_US = ((0.0, 10.0), (10.0, 30.0), (30.0, math.inf))
 
 
@@ -655,323 +321,6 @@ def _fixed(value: float | None, width: int) -> str:
     return f"{value:{width}.3f}" if value is not None else f"{'-':>{width}s}"
 
 
-def unsure_rules(args: argparse.Namespace) -> int:
-    """The unsure rules measured one by one on the held-out sets with the model's own contract:
-    for each variant (every rule; every rule but one; the hand-made rules alone; the loss_risk rule
-    alone at several thresholds; where the model records a loss calibration of its misaligned
-    problems, every rule but ``misaligned`` with their risk read through the one of all problems) the
-    best measured time among what the handler hands Inductor (its first pick alone where it is
-    sure) / best measured, and the unsure fraction. A misaligned problem's loss_risk is read through
-    the misaligned problems' own calibration where the model records one, in every variant but the
-    last: files of models without it are comparable with those of models before it."""
-    from torch_diode.selection import UNSURE_RULES
-
-    contract = _contract(args.model)
-    base = Policy.from_config()
-    hand = tuple(r for r in UNSURE_RULES if r != "loss_risk")
-    variants = {"all": replace(base, unsure_rules=UNSURE_RULES), "none": replace(base, unsure_rules=())}
-    variants.update(
-        {f"all but {r}": replace(base, unsure_rules=tuple(x for x in UNSURE_RULES if x != r)) for r in UNSURE_RULES}
-    )
-    variants["hand-made rules alone"] = replace(base, unsure_rules=hand)
-    for threshold in args.thresholds:
-        variants[f"loss_risk alone > {threshold:g}"] = replace(
-            base, unsure_rules=("loss_risk",), unsure_loss_probability=threshold
-        )
-        variants[f"loss_risk > {threshold:g} and misaligned"] = replace(
-            base, unsure_rules=("loss_risk", "misaligned"), unsure_loss_probability=threshold
-        )
-    contracts = {name: contract for name in variants}
-    if contract.misaligned_loss_calibration is not None:
-        # the misaligned problems judged each by its loss risk, read through the calibration of all
-        # problems ("all but misaligned" reads it through theirs)
-        name = "all but misaligned, one calibration"
-        variants[name] = variants["all but misaligned"]
-        contracts[name] = replace(contract, misaligned_loss_calibration=None)
-    rows = []
-    for data in args.data:
-        problems = list(replays(args.model, [data]))
-        for name, policy in variants.items():
-            got, unsure, kept = [], 0, []
-            for problem, pool, members, measured in problems:
-                try:
-                    decision = decide(problem, pool, members, policy, contracts[name])
-                except NoUsableCandidate:
-                    continue
-                got.append(measured[list(decision.chosen)].min() / measured[decision.order].min())
-                unsure += decision.unsure is not None
-                kept.append(len(decision.chosen))
-            rows.append(
-                {
-                    "data": data,
-                    "variant": name,
-                    "rules": list(policy.unsure_rules),
-                    "unsure_loss_probability": policy.unsure_loss_probability,
-                    "problems": len(got),
-                    "result": _summary(got),
-                    "over_1.10": int(sum(v > 1.10 for v in got)),
-                    "unsure_fraction": unsure / max(1, len(got)),
-                    "kept_mean": float(np.mean(kept)),
-                }
-            )
-    _write(
-        args,
-        {
-            "model": args.model,
-            "calibration": None if contract.loss_calibration is None else contract.loss_calibration.to_dict(),
-            "misaligned_calibration": None
-            if contract.misaligned_loss_calibration is None
-            else contract.misaligned_loss_calibration.to_dict(),
-            "rows": rows,
-        },
-    )
-    print(
-        f"{'data':10s} {'variant':40s} {'n':>4s} {'geomean':>8s} {'worst':>6s} "
-        f"{'>1.10':>5s} {'unsure':>7s} {'kept':>5s}"
-    )
-    for r in rows:
-        print(
-            f"{Path(r['data']).name:10s} {r['variant']:40s} {r['problems']:4d} {r['result']['geomean']:8.4f} "
-            f"{r['result']['worst']:6.2f} {r['over_1.10']:5d} {100 * r['unsure_fraction']:6.1f}% {r['kept_mean']:5.1f}"
-        )
-    return 0
-
-
-# head dims of attention (q @ k^T has K, p @ v has N one of them)
-HEAD_DIMS = frozenset((32, 40, 48, 64, 72, 80, 96, 112, 128, 160, 192, 256))
-
-
-def _attention_bmm(problem: Problem) -> bool:
-    """A bmm/baddbmm with a head dim as N or K: attention's scores or values."""
-    return problem.op in ("bmm", "baddbmm") and bool({problem.N, problem.K} & HEAD_DIMS)
-
-
-# bounds (ln time) of the groups by how much faster than the best ATen choice the first pick is predicted
-MARGIN_BOUNDS = (0.1, 0.2, 0.4)
-
-
-def _margin_group(members: np.ndarray, first: int, safe: int | None) -> str:
-    """How far the first pick is predicted faster than the best ATen choice (ln of the mean
-    members' times), as one of MARGIN_BOUNDS' groups; "ATen first" where the pick is ATen."""
-    if safe is None or first == safe:
-        return "ATen first" if safe is not None else "no ATen choice"
-    mean = np.atleast_2d(members).mean(axis=0)
-    edges = ("-inf", *MARGIN_BOUNDS, "inf")
-    i = bisect.bisect_right(MARGIN_BOUNDS, float(mean[safe] - mean[first]))
-    return f"[{edges[i]}, {edges[i + 1]})"
-
-
-def _misaligned_groups(
-    problem: Problem, pool: Pool, members: np.ndarray, first: int, safe: int | None
-) -> dict[str, str]:
-    """The groups a misaligned problem's decision falls in, by each grouping of misaligned_groups;
-    ``safe``: the best ATen choice of the decision's order."""
-    row_bytes = min(
-        align
-        for name, align in zip(("a", "b", "out"), problem.row_alignment_bytes())
-        if name in problem.misaligned_operands
-    )
-    attention = _attention_bmm(problem)
-    agree = bool((members.argmin(axis=1) == first).all())
-    return {
-        "op": problem.op,
-        "dtype": problem.dtype_a,
-        "misaligned operands": ",".join(problem.misaligned_operands),
-        "row alignment (bytes)": str(row_bytes),
-        "attention bmm (a head dim)": str(attention),
-        "first pick is ATen": str(bool(pool.extern[first])),
-        "every member picks it": str(agree),
-        "predicted margin over ATen (ln)": _margin_group(members, first, safe),
-    }
-
-
-def misaligned_groups(args: argparse.Namespace) -> int:
-    """The first picks of the misaligned problems (an operand's rows not 16-byte aligned, the
-    unsure rule ``misaligned``), grouped by op, dtype, which operands, how far their rows are
-    aligned, attention or not, the pick's kind, whether every ensemble member picks it and how much
-    faster than the best ATen choice the model predicts it (MARGIN_BOUNDS): the
-    first pick / best measured per group (geomean, how many over ``--slow``). A group whose first
-    picks are as good as the aligned problems' would be one the rule could leave to the model."""
-    policy = Policy.from_config()
-    contract = _contract(args.model)
-    rows = []
-    for data in args.data:
-        aligned, groups = [], {}
-        for problem, pool, members, measured in replays(args.model, [data]):
-            try:
-                decision = decide(problem, pool, members, policy, contract)
-            except NoUsableCandidate:
-                continue
-            ratio = float(measured[decision.first] / measured[decision.order].min())
-            if not problem.misaligned_operands:
-                aligned.append(ratio)
-                continue
-            safe = safe_choice(decision.order, pool.extern)
-            for grouping, group in _misaligned_groups(problem, pool, members, decision.first, safe).items():
-                groups.setdefault((grouping, group), []).append(ratio)
-        # the aligned problems last (where the data holds any): the figure each group is held against
-        held_against = [(("aligned problems", "all"), aligned)] if aligned else []
-        for (grouping, group), ratios in [*sorted(groups.items()), *held_against]:
-            rows.append(
-                {
-                    "data": data,
-                    "grouping": grouping,
-                    "group": group,
-                    "problems": len(ratios),
-                    "first": _summary(ratios),
-                    "slow": int(sum(r > args.slow for r in ratios)),
-                }
-            )
-    _write(args, {"model": args.model, "slow": args.slow, "rows": rows})
-    print(f"{'data':12s} {'grouping':28s} {'group':16s} {'n':>4s} {'first gm':>9s} {'worst':>6s} {'slow':>5s}")
-    for r in rows:
-        print(
-            f"{Path(r['data']).name:12s} {r['grouping']:28s} {r['group'][:16]:16s} {r['problems']:4d} "
-            f"{r['first']['geomean']:9.3f} {r['first']['worst']:6.2f} {r['slow']:5d}"
-        )
-    return 0
-
-
-def unsure_pool(args: argparse.Namespace) -> int:
-    """Where an unsure decision fills its places from (``Policy.unsure_pool``: every candidate, or
-    the ATen choices and Inductor's DEFAULT list), for each model and the dataset paired with it,
-    with the model's own contract: the handler's outcome (the best measured time among what it
-    hands Inductor / the best measured), the unsure fraction and the candidates benchmarked."""
-    from torch_diode.selection import UNSURE_POOLS
-
-    base = Policy.from_config()
-    rows = []
-    for model, data in _pairs(args):
-        contract = _contract(model)
-        problems = list(replays(model, [data], with_tf32=True))
-        for pool_name in UNSURE_POOLS:
-            for top_k in args.top_k:
-                policy = replace(base, unsure_pool=pool_name, unsure_top_k=top_k)
-                got, unsure, benchmarked = [], 0, []
-                for problem, pool, members, measured, tf32 in problems:
-                    try:
-                        decision = decide(problem, pool, members, policy, contract, tf32)
-                    except NoUsableCandidate:
-                        continue
-                    got.append(measured[list(decision.chosen)].min() / measured.min())
-                    if decision.unsure:
-                        unsure += 1
-                        benchmarked.append(len(decision.chosen))
-                rows.append(
-                    {
-                        "model": model,
-                        "data": data,
-                        "unsure_pool": pool_name,
-                        "unsure_top_k": top_k,
-                        "problems": len(got),
-                        "outcome": _summary(got),
-                        "over_1.10": int(sum(v > 1.10 for v in got)),
-                        "unsure_fraction": unsure / max(1, len(got)),
-                        "benchmarked_mean": float(np.mean(benchmarked)) if benchmarked else 0.0,
-                    }
-                )
-    _write(args, {"rows": rows})
-    print(
-        f"{'model':22s} {'data':20s} {'pool':8s} {'k':>2s} {'n':>4s} {'outcome':>8s} {'worst':>6s} "
-        f"{'>1.10':>5s} {'unsure':>7s}"
-    )
-    for r in rows:
-        print(
-            f"{r['model'][-22:]:22s} {r['data'][-20:]:20s} {r['unsure_pool']:8s} {r['unsure_top_k']:2d} "
-            f"{r['problems']:4d} {r['outcome']['geomean']:8.4f} {r['outcome']['worst']:6.3f} {r['over_1.10']:5d} "
-            f"{100 * r['unsure_fraction']:6.1f}%"
-        )
-    return 0
-
-
-def deciding_configs(args: argparse.Namespace) -> int:
-    """A dataset of what decides each problem's first pick, to time again
-    (``python -m benchmarks.collector_fidelity --recorded``): its ATen choices, the ``--top``
-    fastest recorded, the handler's first ``--top`` in its order, and ``--others`` more drawn at
-    random (seeded), with the recorded timings."""
-    from torch_diode.types import Dataset, save_dataset
-
-    policy = Policy.from_config()
-    contract = _contract(args.model)
-    source = load_datasets(args.data)
-    hardware_of = {problem: hw for hw, problem, _ in source.problems()}
-    rng = np.random.default_rng(args.seed)
-    out = Dataset()
-    out.metadata["sources"].append({"tool": "benchmarks.selection_replay deciding-configs", "command": command_line()})
-    for problem, pool, predicted, measured, tf32 in replays(args.model, args.data, with_tf32=True):
-        if args.misaligned_only and not problem.misaligned_operands:
-            continue
-        try:
-            decision = decide(problem, pool, predicted, policy, contract, tf32)
-        except NoUsableCandidate:
-            continue
-        keep = set(np.flatnonzero(pool.extern).tolist())
-        keep |= set(np.argsort(measured)[: args.top].tolist())
-        keep |= set(list(decision.order)[: args.top])
-        rest = sorted(set(range(len(measured))) - keep)
-        keep |= set(rng.choice(rest, size=min(args.others, len(rest)), replace=False).tolist()) if rest else set()
-        timings = [t for t in source.entry_for(hardware_of[problem]).ops[problem.op][problem] if not t.failed]
-        out.add(hardware_of[problem], problem, [timings[i] for i in sorted(keep)])
-    save_dataset(out, args.out)
-    print(f"{out.num_problems} problems, {out.num_timed_configs} configs: {args.out}")
-    return 0
-
-
-CONFIG_SHARE_GROUPS = ((0.0, 0.02), (0.02, 0.1), (0.1, math.inf))  # share of the op's training problems
-
-
-def _share_group(lo: float, hi: float) -> str:
-    share = f"{lo:.0%} and more" if math.isinf(hi) else f"[{lo:.0%}, {hi:.0%})"
-    return f"fastest config timed in {share} of the op's training problems"
-
-
-def config_coverage(args: argparse.Namespace) -> int:
-    """The first picks grouped by how often the training data timed each problem's fastest
-    measured config: ATen fastest, or the fastest Triton config timed in under 2%, 2-10% or 10% and
-    more of the training problems of its op."""
-    if len(args.train_data) != len(args.model):
-        raise SystemExit("--train-data: give one training set per --model, in the same order")
-    policy = Policy.from_config()
-    results = []
-    for (model, data), train in zip(_pairs(args), args.train_data):
-        problems_of_op: Counter[str] = Counter()
-        timed: Counter[tuple] = Counter()
-        for _, problem, timings in load_datasets([train]).problems():
-            problems_of_op[problem.op] += 1
-            timed.update({(problem.op, config_design(t.config)) for t in timings if not t.failed and t.config.is_tiled})
-        held = [(p, [t.config for t in ts if not t.failed]) for _, p, ts in load_datasets([data]).problems()]
-        configs = dict(held)
-        if len(configs) < len(held):  # replays names a problem, not its GPU: one GPU's set at a time
-            raise SystemExit(f"{data}: a problem is held for more than one GPU; give one GPU's data")
-        contract = _contract(model)
-        groups: dict[str, list[float]] = {}
-        for problem, pool, predicted, measured in replays(model, [data]):
-            try:
-                decision = decide(problem, pool, predicted, policy, contract)
-            except NoUsableCandidate:
-                continue
-            fastest = configs[problem][int(np.argmin(measured))]
-            if not fastest.is_tiled:
-                name = "ATen fastest"
-            else:
-                share = timed[(problem.op, config_design(fastest))] / max(problems_of_op[problem.op], 1)
-                name = next(_share_group(lo, hi) for lo, hi in CONFIG_SHARE_GROUPS if lo <= share < hi)
-            groups.setdefault(name, []).append(float(measured[decision.first] / measured.min()))
-        order = ["ATen fastest", *(_share_group(lo, hi) for lo, hi in CONFIG_SHARE_GROUPS)]
-        for name, first in sorted(groups.items(), key=lambda g: order.index(g[0])):
-            slow = sum(x > args.slow for x in first)
-            results.append(
-                {"model": model, "data": data, "train_data": train, "group": name, "problems": len(first)}
-                | {"first_pick": _summary(first), "slow_first_picks": slow}
-            )
-            print(
-                f"{model[-22:]:22s} {Path(data).name:12s} {name:66s} {len(first):4d} "
-                f"{results[-1]['first_pick']['geomean']:6.3f} {results[-1]['first_pick']['worst']:6.2f} {slow:3d}"
-            )
-    _write(args, {"slow": args.slow, "results": results})
-    return 0
-
-
 def _write(args: argparse.Namespace, body: dict) -> None:
     import platform
 
@@ -1021,18 +370,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--out", required=True)
     p.set_defaults(run=realmodels)
-    p = sub.add_parser("extern-preference", help="the first pick for several extern_preference values")
-    p.add_argument("--model", default="NVIDIA-H100-matmul")
-    p.add_argument("--data", nargs="+", default=REALMODELS_AND_HELDOUT, help=REALMODELS_AND_HELDOUT_HELP)
-    p.add_argument("--preferences", type=float, nargs="+", default=[1.0, 1.1, 1.2])
-    p.add_argument("--out", required=True)
-    p.set_defaults(run=extern_preference)
-    p = sub.add_parser("spread-penalty", help="the decision with candidates ranked by mean + penalty x spread")
-    p.add_argument("--model", default="NVIDIA-H100-matmul")
-    p.add_argument("--data", nargs="+", default=[str(ROOT / "data" / "h100" / "realmodels"), *HELDOUT_DATA])
-    p.add_argument("--penalties", nargs="+", type=float, default=[0.0, 0.5, 1.0, 2.0])
-    p.add_argument("--out", required=True)
-    p.set_defaults(run=spread_penalty)
     p = sub.add_parser("ranking", help="held-out ranking metrics of several models (Triton-only top-1, first pick)")
     p.add_argument("--model", nargs="+", default=["NVIDIA-H100-matmul"])
     p.add_argument("--data", nargs="+", default=HELDOUT_SETS)
@@ -1042,64 +379,6 @@ def main(argv: list[str] | None = None) -> int:
     _paired_model_and_data(p)
     p.add_argument("--out", required=True)
     p.set_defaults(run=bias)
-    p = sub.add_parser("unsure-rules", help="each unsure rule on and off, on the held-out sets")
-    p.add_argument("--model", default="NVIDIA-H100-matmul")
-    p.add_argument("--data", nargs="+", default=HELDOUT_SETS)
-    p.add_argument("--thresholds", type=float, nargs="+", default=[0.1, 0.2, 0.3, 0.5])
-    p.add_argument("--out", required=True)
-    p.set_defaults(run=unsure_rules)
-    p = sub.add_parser("unsure-pool", help="where an unsure decision fills its places from, per model and dataset")
-    _paired_model_and_data(p)
-    p.add_argument("--top-k", type=int, nargs="+", default=[3, 5], help="unsure_top_k values to replay")
-    p.add_argument("--out", required=True)
-    p.set_defaults(run=unsure_pool)
-    p = sub.add_parser("misaligned-groups", help="the misaligned problems' first picks, group by group")
-    p.add_argument("--model", default="NVIDIA-H100-matmul")
-    p.add_argument(
-        "--data",
-        nargs="+",
-        default=[str(ROOT / "data" / "h100" / name) for name in ("realmodels", "validation")],
-        help="dataset files or folders, each judged on its own (default: the H100 real models and validation)",
-    )
-    p.add_argument("--slow", type=float, default=1.1, help="a first pick this many times the best is slow")
-    p.add_argument("--out", required=True)
-    p.set_defaults(run=misaligned_groups)
-    p = sub.add_parser("uncertainty", help="whether the ensemble's spread tells the slow first picks apart")
-    p.add_argument("--model", nargs="+", default=["NVIDIA-H100-matmul"], help="model files or shipped model names")
-    p.add_argument("--data", nargs="+", default=REALMODELS_AND_HELDOUT, help=REALMODELS_AND_HELDOUT_HELP)
-    p.add_argument("--slow", type=float, default=1.1, help="a first pick this many times the best is slow")
-    p.add_argument("--out", required=True)
-    p.set_defaults(run=uncertainty)
-    p = sub.add_parser("learned-risk", help="a classifier of slow first picks against the hand-made unsure rules")
-    p.add_argument("--model", default="NVIDIA-H100-matmul")
-    p.add_argument("--fit-data", default="data/h100/validation", help="held-out set to fit on")
-    p.add_argument("--judge-data", default="data/h100/realmodels", help="held-out set to judge on")
-    p.add_argument("--loss-margin", type=float, default=1.05, help="a first pick this many times the best is lost")
-    p.add_argument("--thresholds", type=float, nargs="+", default=[0.1, 0.2, 0.3, 0.4, 0.5])
-    p.add_argument("--out", required=True)
-    p.set_defaults(run=learned_risk)
-    p = sub.add_parser("config-coverage", help="first picks by how often training timed the fastest config")
-    _paired_model_and_data(p)
-    p.add_argument(
-        "--train-data",
-        nargs="+",
-        default=[str(ROOT / "data" / gpu / "train") for gpu in ("h100", "h200")],
-        help="one training set per --model, in the same order (default: the H100's and the H200's)",
-    )
-    p.add_argument("--slow", type=float, default=1.1, help="a first pick this many times the best is slow")
-    p.add_argument("--out", required=True)
-    p.set_defaults(run=config_coverage)
-    p = sub.add_parser(
-        "deciding-configs", help="a dataset of the configs that decide each first pick, to time again on the GPU"
-    )
-    p.add_argument("--model", default="NVIDIA-H100-matmul")
-    p.add_argument("--data", nargs="+", required=True)
-    p.add_argument("--misaligned-only", action="store_true", help="only problems with misaligned rows")
-    p.add_argument("--top", type=int, default=8, help="the fastest recorded and the handler's first, each")
-    p.add_argument("--others", type=int, default=8, help="more configs drawn at random per problem")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True, help="dataset file to write")
-    p.set_defaults(run=deciding_configs)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -23,12 +23,24 @@ def combine(*reports, out):
     )
 
 
-def selection_replay(*args) -> None:
-    """``python -m benchmarks.selection_replay ARGS``, run in this process (main's argv: no
-    interpreter and torch to start again); it must succeed."""
-    from benchmarks import selection_replay as replay
+# the subcommands of the studies that replay the handler; the others are benchmarks.selection_replay's
+REPLAY_STUDIES = {
+    **dict.fromkeys(("extern-preference", "spread-penalty", "unsure-rules", "unsure-pool"), "selection_rules"),
+    **dict.fromkeys(
+        ("uncertainty", "learned-risk", "misaligned-groups", "config-coverage", "deciding-configs"), "slow_picks"
+    ),
+}
 
-    assert replay.main([str(a) for a in args]) == 0
+
+def selection_replay(command, *args) -> None:
+    """``python -m benchmarks.selection_replay COMMAND ARGS`` (``benchmarks.studies.selection_rules``
+    or ``slow_picks`` for a study's COMMAND), run in this process (main's argv: no interpreter and
+    torch to start again); it must succeed."""
+    import importlib
+
+    study = REPLAY_STUDIES.get(command)
+    replay = importlib.import_module(f"benchmarks.studies.{study}" if study else "benchmarks.selection_replay")
+    assert replay.main([command, *map(str, args)]) == 0
 
 
 def test_combine_merges_rows_by_label(tmp_path):
@@ -170,7 +182,7 @@ def aligned_only_rows(report: dict) -> list[dict]:
 
 
 def test_extern_preference_replay_picks_aten_more_often_the_stronger_the_preference(tmp_path):
-    """benchmarks/selection_replay.py extern-preference on the shipped sample: an overwhelming
+    """benchmarks/studies/selection_rules.py extern-preference on the shipped sample: an overwhelming
     preference picks ATen on every problem, none at all picks it no more often than 1.0 does."""
     out = tmp_path / "pref.json"
     selection_replay(
@@ -285,11 +297,11 @@ def test_readme_is_short_and_states_no_figure_outside_the_generated_table():
 
 
 def test_cross_gpu_carries_the_first_gpus_best_config_to_the_second(tmp_path):
-    """benchmarks.cross_gpu: a second GPU twice as fast, where on one problem another config beats
+    """benchmarks.studies.cross_gpu: a second GPU twice as fast, where on one problem another config beats
     the first GPU's best by 1.5x: that problem's ratio is 1.5, the others' 1."""
     from dataclasses import replace
 
-    from benchmarks.cross_gpu import compare
+    from benchmarks.studies.cross_gpu import compare
     from torch_diode.types import Dataset, load_dataset, save_dataset
 
     sample = load_dataset(ROOT / "data" / "sample" / "h100_sample.json.gz")
@@ -330,7 +342,7 @@ def test_e2e_draws_one_gemm_of_each_model_of_a_shapeset():
 
 
 def test_collector_fault_reads_problem_labels_and_refuses_a_bad_one():
-    from benchmarks.collector_fault import parse_problem
+    from benchmarks.studies.collector_fault import parse_problem
 
     p = parse_problem("addmm 384x1442x1595 float16 TN")
     assert (p.op, p.B, p.M, p.N, p.K, p.dtype_a, p.transpose_a, p.transpose_b) == (
@@ -345,7 +357,7 @@ def test_collector_fault_reads_problem_labels_and_refuses_a_bad_one():
     )
     assert parse_problem(p.short()) == p and parse_problem("bmm 16x100x32x950 float32 NN").B == 16
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.collector_fault", "--problem", "addmm 384x1442 float16 TN"],
+        [sys.executable, "-m", "benchmarks.studies.collector_fault", "--problem", "addmm 384x1442 float16 TN"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -355,7 +367,7 @@ def test_collector_fault_reads_problem_labels_and_refuses_a_bad_one():
 
 
 def test_uncertainty_replay_gives_each_signal_an_auc(tmp_path):
-    """benchmarks/selection_replay.py uncertainty on the shipped sample: one row per kind of
+    """benchmarks/studies/slow_picks.py uncertainty on the shipped sample: one row per kind of
     problem present, each signal's AUC a probability (None where no first pick, or every one, is slow)."""
     out = tmp_path / "unc.json"
     sample = str(ROOT / "data" / "sample" / "h100_sample.json.gz")
@@ -402,10 +414,10 @@ def test_bias_replay_splits_every_timed_candidate_by_kind_and_regime(tmp_path, m
 
 
 def test_spread_penalty_replay_ranks_by_mean_plus_penalty_times_the_members_spread(tmp_path, monkeypatch):
-    """benchmarks/selection_replay.py spread-penalty: without a penalty the handler picks the template
+    """benchmarks/studies/selection_rules.py spread-penalty: without a penalty the handler picks the template
     the members predict fastest on average; with one, the template they agree on, predicted a little
     slower, goes first (and runs faster here); the outcome is never slower than the first pick."""
-    from benchmarks import selection_replay
+    from benchmarks.studies import selection_rules
     from torch_diode.features import FEATURE_NAMES
     from torch_diode.selection import Confidence, Pool
     from torch_diode.types import Problem
@@ -419,12 +431,12 @@ def test_spread_penalty_replay_ranks_by_mean_plus_penalty_times_the_members_spre
     members = np.log([[3.0, 0.8, 1.2], [3.0, 1.4, 1.2]])
     measured = np.array([3.0, 2.0, 1.0])
     monkeypatch.setattr(
-        selection_replay, "replays", lambda model, data, with_tf32: iter([(problem, pool, members, measured, False)])
+        selection_rules, "replays", lambda model, data, with_tf32: iter([(problem, pool, members, measured, False)])
     )
     contract = Confidence(template_kinds=("aten_mm", "triton_mm"))
-    monkeypatch.setattr(selection_replay, "_contract", lambda model: contract)
+    monkeypatch.setattr(selection_rules, "_contract", lambda model: contract)
     out = tmp_path / "penalty.json"
-    selection_replay.spread_penalty(argparse.Namespace(model="m", data=["d"], penalties=[0.0, 1.0], out=str(out)))
+    selection_rules.spread_penalty(argparse.Namespace(model="m", data=["d"], penalties=[0.0, 1.0], out=str(out)))
     rows = json.loads(out.read_text())["rows"]
     assert [(r["penalty"], r["problems"], r["first_pick"]["worst"]) for r in rows] == [(0.0, 1, 2.0), (1.0, 1, 1.0)]
     assert all(r["outcome"]["worst"] <= r["first_pick"]["worst"] for r in rows)
@@ -432,7 +444,7 @@ def test_spread_penalty_replay_ranks_by_mean_plus_penalty_times_the_members_spre
 
 
 def test_auc_counts_ties_half_and_needs_both_classes():
-    from benchmarks.selection_replay import _auc
+    from benchmarks.studies.slow_picks import _auc
 
     assert _auc(np.array([3.0, 1.0, 2.0]), np.array([True, False, False])) == 1.0
     assert _auc(np.array([1.0, 3.0, 2.0]), np.array([True, False, False])) == 0.0
@@ -442,15 +454,19 @@ def test_auc_counts_ties_half_and_needs_both_classes():
 
 
 def test_every_benchmark_imports():
-    """Every script under benchmarks/ imports (their GPU work starts in main): a renamed function
-    of the package breaks a benchmark before it reaches the device. Those that import triton at
-    the top are imported where triton is installed."""
-    modules = sorted(p.stem for p in (ROOT / "benchmarks").glob("*.py") if p.stem != "__init__")
+    """Every script under benchmarks/, benchmarks/studies/ included, imports (their GPU work starts
+    in main): a renamed function of the package breaks a benchmark before it reaches the device.
+    Those that import triton at the top are imported where triton is installed."""
+    modules = sorted(
+        ".".join(p.relative_to(ROOT).with_suffix("").parts)
+        for p in (ROOT / "benchmarks").rglob("*.py")
+        if p.stem != "__init__"
+    )
     script = (
         "import importlib, sys\n"
         "for m in sys.argv[1:]:\n"
         "    try:\n"
-        "        importlib.import_module('benchmarks.' + m)\n"
+        "        importlib.import_module(m)\n"
         "    except ModuleNotFoundError as e:\n"
         "        if e.name != 'triton':\n"
         "            raise\n"
@@ -464,7 +480,7 @@ def test_every_benchmark_imports():
 
 
 def test_misaligned_groups_replay_partitions_the_misaligned_problems_by_each_grouping(tmp_path):
-    """benchmarks/selection_replay.py misaligned-groups on the shipped sample (two of its twelve
+    """benchmarks/studies/slow_picks.py misaligned-groups on the shipped sample (two of its twelve
     problems are misaligned): each grouping's groups hold every misaligned problem once, the aligned
     row the other ten, and each group's first picks are ratios to the best measured time."""
     out = tmp_path / "groups.json"
@@ -504,7 +520,7 @@ def test_misaligned_groups_of_data_without_aligned_problems_has_no_aligned_row(t
 
 
 def test_config_coverage_groups_first_picks_by_how_often_training_timed_the_fastest_config(tmp_path):
-    """benchmarks/selection_replay.py config-coverage on the shipped sample: judged against itself as
+    """benchmarks/studies/slow_picks.py config-coverage on the shipped sample: judged against itself as
     the training data, every fastest Triton config was timed at least by its own problem (never under
     2% of a dozen); against the sample's ATen choices alone, none was timed."""
     from torch_diode.types import Dataset, load_dataset, save_dataset
@@ -515,7 +531,7 @@ def test_config_coverage_groups_first_picks_by_how_often_training_timed_the_fast
     for hardware, problem, timings in sample.problems():
         aten_only.add(hardware, problem, [t for t in timings if not t.config.is_tiled])
     save_dataset(aten_only, tmp_path / "aten.json")
-    from benchmarks.selection_replay import config_coverage
+    from benchmarks.studies.slow_picks import config_coverage
 
     groups = {}
     for train in (sample_path, tmp_path / "aten.json"):
@@ -533,7 +549,7 @@ def test_config_coverage_groups_first_picks_by_how_often_training_timed_the_fast
 
 
 def test_deciding_configs_keeps_what_decides_the_first_pick_and_the_replay_decides_alike(tmp_path):
-    """benchmarks/selection_replay.py deciding-configs on the shipped sample: each problem keeps its
+    """benchmarks/studies/slow_picks.py deciding-configs on the shipped sample: each problem keeps its
     ATen choices, its fastest recorded config and the handler's first pick with their recorded
     times, and fewer configs than it had; replayed on that subset the handler picks as before."""
     from torch_diode.types import load_dataset
@@ -617,7 +633,7 @@ def test_compile_breakdown_counts_triton_compiles_by_thread_and_takes_the_median
 
 
 def test_margin_groups_bound_the_predicted_gain_of_the_first_pick_over_aten():
-    from benchmarks.selection_replay import _margin_group
+    from benchmarks.studies.slow_picks import _margin_group
 
     members = np.log([[10.0, 10.0 * np.exp(0.25), 11.0], [10.0, 10.0 * np.exp(0.25), 11.0]])
     assert _margin_group(members, 0, 1) == "[0.2, 0.4)"
@@ -757,7 +773,7 @@ def test_draw_of_names_the_draw_only_where_its_slices_cover_it():
 
 
 def test_learned_risk_replay_judges_a_classifier_against_the_shipped_rules(tmp_path):
-    """benchmarks/selection_replay.py learned-risk on the shipped sample: trusting every first pick
+    """benchmarks/studies/slow_picks.py learned-risk on the shipped sample: trusting every first pick
     benchmarks nothing; a threshold of 0 benchmarks every problem, whose outcome is then never worse;
     the shipped rules' row is what the realmodels replay of the handler says."""
     sample = str(ROOT / "data" / "sample" / "h100_sample.json.gz")
@@ -785,7 +801,7 @@ def test_learned_risk_replay_judges_a_classifier_against_the_shipped_rules(tmp_p
 
 
 def test_unsure_rules_replays_each_rule_and_the_misaligned_calibration_against_the_general_one(tmp_path):
-    """benchmarks/selection_replay.py unsure-rules on the shipped sample: one row per variant, each
+    """benchmarks/studies/selection_rules.py unsure-rules on the shipped sample: one row per variant, each
     unsure fraction a fraction; a model whose contract records a calibration of its misaligned
     problems adds the variant that reads their risk through the calibration of all problems."""
     from dataclasses import replace
@@ -812,10 +828,10 @@ def test_unsure_rules_replays_each_rule_and_the_misaligned_calibration_against_t
 
 
 def test_sample_rotation_counts_kernels_and_untimed_configs_per_number_of_draws():
-    """benchmarks/sample_rotation.py: more draws never compile fewer kernels nor leave more of the
+    """benchmarks/studies/sample_rotation.py: more draws never compile fewer kernels nor leave more of the
     EXHAUSTIVE list untimed; with a draw per problem, a part of odd-sized problems times more of it
     and compiles no fewer kernels than with one draw."""
-    from benchmarks.sample_rotation import part_rows
+    from benchmarks.studies.sample_rotation import part_rows
     from torch_diode.types import Problem
 
     problems = [Problem("bmm", 4, 101 + 6 * i, 64, 203 + 10 * i, "float16", "float16", "float16") for i in range(12)]

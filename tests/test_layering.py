@@ -124,7 +124,7 @@ def test_one_implementation_of_the_first_pick():
         tree = ast.parse(path.read_text())
         called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
         assert "decide" in called, path
-    for path in [*PACKAGE.rglob("*.py"), *(ROOT / "benchmarks").glob("*.py")]:
+    for path in [*PACKAGE.rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py")]:
         if path.parent == PACKAGE / "selection":
             continue
         text = path.read_text()

@@ -54,7 +54,7 @@ run_diode() {
   done
 }
 # Half precision: every layout/op/size class. fp32 (no TF32): mm/addmm of nn.Linear's layout, sizes
-# >= 256, at most 20 GFLOP, because its kernels compile far slower (benchmarks/results/collection_h100.log).
+# >= 256, at most 20 GFLOP, because its kernels compile far slower (data/logs/collection_h100.log).
 COMMON="--search-mode fast --exhaustive-sample 320 --reps 6 --chunk-size 50 --workers 14"
 HALF="--dtypes float16 bfloat16 --layouts NN NT --max-gflop 200"
 MM="$HALF --ops mm addmm --sizes 64 128 256 512 768 1024 1536 2048 2304 3072 4096 5120 8192 11008 14336 --m-sizes 16 32 64 128 256 512 1024 2048 4096 8192"
@@ -88,7 +88,7 @@ ODD_V1="--dtypes float16 bfloat16 --layouts NN NT TN --max-gflop 100 --ops mm ad
 # vocabulary-sized N up to 262144 (lm_head), skinny K, batches of 64-2048, attention bmm over odd
 # token counts with head dims 32-256, fp32 with and without TF32. ATen + DEFAULT + 150 sampled
 # EXHAUSTIVE configs per half-precision problem, 48 for the unaligned and fp32 parts (see
-# data/README.md for the measurement behind the sample sizes). ${N:-...} caps a part's problems
+# benchmarks/studies/README.md, sample_budget.py, for the measurement behind the sample sizes). ${N:-...} caps a part's problems
 # for one call; a later call with a larger N extends the same draw.
 V2_TIMING="--reps 6 --chunk-size 50 --workers 14"
 ALIGNED="--search-mode fast --exhaustive-sample 150 $V2_TIMING"
@@ -98,7 +98,7 @@ V2_SAMPLED="$SAMPLED --exclude $HELD_OUT"
 # The parts below that take $PER_PROBLEM draw each problem's 48 configs apart instead of one draw
 # for the part: odd sizes and attention specialise their kernels per problem anyway, so the part's
 # problems time nearly all of the EXHAUSTIVE list between them for 4-12% more kernels to compile
-# (python -m benchmarks.sample_rotation, data/README.md "Configs per problem"). The H200's files
+# (python -m benchmarks.studies.sample_rotation; benchmarks/studies/README.md). The H200's files
 # of those parts were collected with one draw before the option existed (each file records it);
 # v2-attn-qk4b, v2-attn-pv4b and v2-odd1b are more problems of the same designs (seeds of their own),
 # each drawn per problem, so that a GPU with those files still gets per-problem draws.
@@ -118,7 +118,7 @@ V2_ATTN_PV="$V2_HALF --ops bmm baddbmm --min-batch 8 --max-batch 512 --max-gflop
 V2_ATTN4="--alignment 4 --aligned-fraction 1"
 # attention as models lay it out: p @ v with both operands row-major (NN), q @ k^T with k's transpose
 # as a view (NT). The designs above spread their problems over the four layouts, so few of them are
-# these two (data/README.md counts them); half of the token counts here are multiples of 4
+# these two; half of the token counts here are multiples of 4
 # (Whisper's 1500, ViT's 196), the rest any count (77, 257)
 V2_ATTN_MODEL="--alignment 4 --aligned-fraction 0.5"
 # decode attention: one query row per sequence and head (M of 1; 2-8 where grouped-query heads share
@@ -157,7 +157,7 @@ V2_F32_ATTN_ODD="--dtypes float32 --ops bmm baddbmm --min-batch 8 --max-batch 25
 V2_F32_ATTN_QK_ODD="$V2_F32_ATTN_ODD --layouts NN NT --k-sizes 32 64 80 96 128"
 V2_F32_ATTN_PV_ODD="$V2_F32_ATTN_ODD --layouts NN --n-sizes 32 64 80 96 128"
 # Public models' hidden and intermediate sizes (Qwen2.5's 896/3584/18944, Llama's 11008/14336, ...):
-# cuBLAS's speed on a size depends on its factors (data/README.md, the H200's Qwen2.5-7B decode
+# cuBLAS's speed on a size depends on its factors (the H200's Qwen2.5-7B decode
 # addmms), and V2_SIZES holds few of them.
 V2_HIDDEN="$V2_HALF --ops mm addmm --max-gflop 200 --sizes 576 896 960 1152 1536 1792 2560 3584 4608 5632 6912 7168 8960 9216 12288 13824 18944 --m-sizes 1 2 4 8 16 32 64 128 256 512 1024 2048 4096"
 # decompose_k (mm with K >= 32 x M and K >= 32 x N: one candidate per split of K): the fast
@@ -166,7 +166,7 @@ V2_HIDDEN="$V2_HALF --ops mm addmm --max-gflop 200 --sizes 576 896 960 1152 1536
 # DEFAULT list where Inductor offers it (v2-tma, val-v2-tma). inductor-tma records every choice
 # Inductor benchmarks in stock max-autotune (DEFAULT list), timed by Inductor's benchmark, whose
 # ATen and decompose_k times carry the host's launch; so those files go to $DATA/inductor_timed,
-# which no training reads (data/README.md); benchmarks.collector_fidelity --recorded compares the
+# which no training reads (docs/data.md, "How kernels are timed"); benchmarks.collector_fidelity --recorded compares the
 # fast path's timings with them. inductor-decomposek is the same for the decompose_k shapes.
 V2_MA="--search-mode max-autotune --search-space DEFAULT --chunk-size 25 --exclude $HELD_OUT"
 V2_DECOMPOSEK="--dtypes float16 bfloat16 --layouts NN NT TN TT --ops mm --max-gflop 20 --m-sizes 16 32 64 128 256 --n-sizes 16 32 64 128 256 --k-sizes 8192 12288 16384 24576 32768 49152 65536 131072"
@@ -211,7 +211,7 @@ parts=("$@")
 # GPUS=n (a machine of n GPUs): the parts are dealt to the GPUs in turn (part i to GPU i mod n,
 # CUDA_VISIBLE_DEVICES), each GPU runs its parts one after another, all GPUs at once. Compiling
 # limits a part's rate and each part compiles on its own 14 processes, so n GPUs with the cores
-# to match collect about n times as fast (benchmarks/results/collection_v2_x4_h200.log). The
+# to match collect about n times as fast (data/logs/collection_v2_x4_h200.log). The
 # parts must write different files: give each part once. Exits with the first failing GPU's code.
 case ${GPUS:-1} in ''|*[!0-9]*|0) echo "GPUS: expected a number of GPUs (1 or more), got '$GPUS'" >&2; exit 2 ;; esac
 if [ "${GPUS:-1}" -gt 1 ]; then
@@ -329,7 +329,7 @@ for part in "${parts[@]}"; do
       # remeasure-lead: the same for each file timed without the collector's lead before each flush
       # (fast_sweep.LEAD_US), which the H200's short kernels need: its problems whose fastest
       # recorded time is under $LEAD_BELOW_US (default 30) us, the ones whose timings the lead
-      # changes (data/README.md, "Timed without the lead"), into $DATA/remeasured_lead/<folder>/<file>
+      # changes (docs/data.md, "How kernels are timed"), into $DATA/remeasured_lead/<folder>/<file>
       kind=${part%%/*}
       shard=0 shards=1
       if [ "$part" != "$kind" ]; then

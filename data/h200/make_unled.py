@@ -4,8 +4,8 @@ lead before each flush (fast_sweep.LEAD_US), with those timings.
 
     python data/h200/make_unled.py
 
-On the H200 those short kernels' timings read slow, Triton's more than cuBLAS's (data/README.md,
-"Timed without the lead"): `diode train --exclude data/h200/unled` leaves them out until
+On the H200 those short kernels' timings read slow, Triton's more than cuBLAS's (docs/data.md,
+"How kernels are timed"): `diode train --exclude data/h200/unled` leaves them out until
 `collect.sh remeasure-lead` has measured them again, and `--prior-data` then takes the H100's
 timings of those it holds. A file counts as timed with the lead by the rule `diode remeasure
 --without-lead --below-us BELOW_US` reads (cli.collect._led_already), and its problems under the

@@ -28,7 +28,7 @@ from .types import (
     save_dataset,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 logger = logging.getLogger(__name__)
 logger.addHandler(logging.NullHandler())

@@ -78,7 +78,7 @@ def sample_draw(problem: Problem, seed: int, rotations: int = 1) -> int | str:
     for all problems that specialise it alike, and never times the rest of the list; with
     ``rotations`` R, one of R draws by a hash of the problem, so a run's problems time about R
     times as many of the list's configs between them, at the cost of compiling up to R times as
-    many kernels; with 0, a draw of its own for every problem (benchmarks/sample_rotation.py)."""
+    many kernels; with 0, a draw of its own for every problem (benchmarks/studies/sample_rotation.py)."""
     if rotations == 1:
         return seed
     problem_hash = _hash64(repr(problem_key(problem)))
@@ -325,7 +325,7 @@ class KernelCompiler:
     while the caller times the ones already done.
 
     Processes, not threads: Triton's front end holds the GIL, so threads barely compile in parallel
-    (benchmarks/compile_reuse.py measures it). The workers write Triton's on-disk cache; the first
+    (benchmarks/studies/compile_reuse.py measures it). The workers write Triton's on-disk cache; the first
     launch in this process then loads the binary from it instead of compiling.
     ``workers <= 1`` compiles in this process. If the pool breaks (a worker crashed), the rest
     is compiled in this process and the stats say so.
@@ -480,7 +480,7 @@ def precompile(
 # GPU time queued before each timed launch's flush (microseconds; 0: none). The host enqueues the
 # flush, the start event and the launch; the flush hides the host's time behind it only while that
 # time is shorter than the flush, which a faster memory shortens (python -m
-# benchmarks.timing_stability times both ways, with and without a busy host).
+# benchmarks.studies.timing_stability times both ways, with and without a busy host).
 LEAD_US = 100.0
 TIMING = (
     "min over reps of CUDA events around one launch after an L2 flush (Inductor's method), "
@@ -703,7 +703,7 @@ def flush_buffer(device: str) -> Any:
     """The buffer zeroed before each timed launch: larger than L2 (a cold cache, as Inductor
     measures) and, after the lead (LEAD_US), long enough to zero that the host's launch overhead
     is hidden behind it instead of landing between the events, as it does behind an L2-sized flush
-    (python -m benchmarks.timing_methods, benchmarks.timing_stability; docs/results.md)."""
+    (python -m benchmarks.studies.timing_methods, benchmarks.studies.timing_stability; docs/results.md)."""
     import torch
 
     return torch.empty(max(FLUSH_BYTES, hardware_l2_bytes()) // 4, dtype=torch.int32, device=device)

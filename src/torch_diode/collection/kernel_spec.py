@@ -15,7 +15,7 @@ from ..types import KernelConfig
 _MAX_GRID_Y = 65535
 
 # Kernels specialised on M, N, K as Triton specialises any int (== 1, multiple of 16), so that they
-# run as Inductor's static-size kernels do (python -m benchmarks.timing_methods compares the two;
+# run as Inductor's static-size kernels do (python -m benchmarks.studies.timing_methods compares the two;
 # its figures: docs/results.md).
 SPECIALIZE_SIZES = True
 

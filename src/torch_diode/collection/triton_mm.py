@@ -8,7 +8,7 @@ constants baked into the source, so one compilation per config serves every shap
 strides are the exception: compile-time constants, as in Inductor's kernels (where a broadcast
 bias's zero stride drops out of the index). Passed at run time, they made Triton 3.6 build
 kernels that end in a CUDA misaligned-address fault on some shapes with unaligned rows, where
-Inductor's kernel of the same config runs (``python -m benchmarks.collector_fault``;
+Inductor's kernel of the same config runs (``python -m benchmarks.studies.collector_fault``;
 benchmarks/results/collector_fault_h200.json).
 
 Layout hints. Triton specialises an int argument of 1 and one that is a multiple of 16; below 16

@@ -66,7 +66,7 @@ class TrainConfig:
     ensemble: int = 1
     # each member fits its own resample of the training problems (drawn with replacement, as many
     # as there are): members disagree more where few problems are alike, which is what their
-    # spread should say (benchmarks.selection_replay uncertainty measures it)
+    # spread should say (benchmarks.studies.slow_picks uncertainty measures it)
     bootstrap: bool = False
     # the squared error of each ATen (cuBLAS) row counts this many times a Triton row's: a problem
     # has one or two ATen choices among a hundred or more Triton configs, so at 1 the fit of

@@ -5,7 +5,7 @@ timed in turns (``do_bench_cudagraph`` medians on one copy of the inputs, benchm
 ``runtime_cudagraph_warm_l2_us``, ``--reps`` rounds),
 with the generated call and the CUDA kernels the profiler sees.
 
-    python -m benchmarks.extern_call --match "Falcon-7B self_attention.query_key_value (prefill" \\
+    python -m benchmarks.studies.extern_call --match "Falcon-7B self_attention.query_key_value (prefill" \\
         "DINOv2 ViT-B/14 mlp.fc2 (batch 1" --out benchmarks/results/extern_call_h200.json
 """
 

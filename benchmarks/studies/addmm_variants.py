@@ -9,7 +9,7 @@ three ways with the fast path's own launchers (``untiled_launcher``, as Inductor
 (replay) ``triton.testing.do_bench_cudagraph`` median: what a compiled graph's kernel costs;
 (loop) ``triton.testing.do_bench`` median without a graph.
 
-    python -m benchmarks.addmm_variants --out $OUT/addmm_variants_h100.json
+    python -m benchmarks.studies.addmm_variants --out $OUT/addmm_variants_h100.json
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def main() -> int:
             }
         rows.append(row)
     report = {
-        "command": "python -m benchmarks.addmm_variants",
+        "command": "python -m benchmarks.studies.addmm_variants",
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "triton": triton.__version__,

@@ -13,7 +13,7 @@ of operands, each allocated after a spacer of its own size, each replayed on its
 ``runtime_us``), as often. Per GEMM: its operands' bytes, the warm figures' spread across copies
 (slowest copy's median over the fastest's) and the rotating figure over the fastest warm one.
 
-    python -m benchmarks.l2_residency --out benchmarks/results/l2_residency_h200.json
+    python -m benchmarks.studies.l2_residency --out benchmarks/results/l2_residency_h200.json
 """
 
 from __future__ import annotations

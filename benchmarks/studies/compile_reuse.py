@@ -5,7 +5,7 @@ A: torch_diode's precompile() (spawned worker processes), then the main process'
 B: a thread pool calls warmup() in the main process for other configs, then first launches;
 C: serial warmup() in the main process.
 
-    python -m benchmarks.compile_reuse --out $OUT/compile_reuse_h100.json
+    python -m benchmarks.studies.compile_reuse --out $OUT/compile_reuse_h100.json
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ epilogue, no A or B contiguity hint, sizes not specialised by Triton, every size
 compile-time constant as in Inductor's generated kernels, the bias's strides passed at run time
 as they were before they became constants), to tell which one the fault depends on.
 
-    python -m benchmarks.collector_fault --problem "addmm 384x1442x1595 float16 TN" \\
+    python -m benchmarks.studies.collector_fault --problem "addmm 384x1442x1595 float16 TN" \\
         --sample 48 --seed 8 --out collector_fault.json
 
 Needs a CUDA GPU and triton.
@@ -27,9 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import report_header
 from torch_diode.types import Problem
-
-from .common import report_header
 
 VARIANTS = (
     "as_is",
@@ -133,7 +132,7 @@ def child(problem: Problem, sample: int, seed: int, skip: set[int], only: int | 
 
 def _run_child(args: list[str]) -> tuple[bool, int | None, str]:
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.collector_fault", "--child", *args],
+        [sys.executable, "-m", "benchmarks.studies.collector_fault", "--child", *args],
         capture_output=True,
         text=True,
         timeout=900,

@@ -8,7 +8,7 @@ launch overhead lands behind the flush), (graph) a CUDA graph of one launch, rep
 L2-sized flush. Also measures the first-launch cost per kernel in the
 main process after the workers' precompile (a recompile shows up as hundreds of ms).
 
-    python -m benchmarks.timing_methods --out $OUT/timing_methods_h100.json
+    python -m benchmarks.studies.timing_methods --out $OUT/timing_methods_h100.json
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import, which on a GPU with a shipped model initialises CUDA, reads the model an
 Inductor's choices in every worker. Both are timed alternately, ``--repeats`` times each, in
 this process with CUDA initialised (as a collector is), and the ratio of their medians reported.
 
-    python -m benchmarks.worker_start --workers 14 --out $OUT/worker_start_h200.json
+    python -m benchmarks.studies.worker_start --workers 14 --out $OUT/worker_start_h200.json
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ for each smaller sample size it keeps the configs that `choices_for` would have 
 seeded order, so a smaller sample is a prefix of the larger one) and reports how much slower the
 best kept choice is than the best measured one.
 
-    python -m benchmarks.sample_budget data/h100/train/h100_mm_chunk000*.msgpack.gz \
+    python -m benchmarks.studies.sample_budget data/h100/train/h100_mm_chunk000*.msgpack.gz \
         data/h100/train/h100_bmm_chunk000*.msgpack.gz --out benchmarks/results/sample_budget_cpu.json
 """
 

@@ -9,12 +9,12 @@ alike, and the other configs of the list are never timed on such problems: the m
 inference from what it learnt of their neighbours. With R rotations each problem takes one of R
 draws; with 0, a draw of its own. For each part (the files of one name before ``_chunk``) and each
 R this counts the kernel variants the run would compile
-(:func:`torch_diode.collection.fast_sweep.variant_key`; minutes at benchmarks.variant_budget's
+(:func:`torch_diode.collection.fast_sweep.variant_key`; minutes at benchmarks.studies.variant_budget's
 compile rate) and how the part's problems cover their lists: of every
 (problem, EXHAUSTIVE config of its list) pair, the share whose config the part times in fewer than
 2% of the problems whose list holds it ("rare"), and the configs timed by no problem at all.
 
-    python -m benchmarks.sample_rotation data/h200/train/h200_v2_attn_pv4_*.msgpack.gz \\
+    python -m benchmarks.studies.sample_rotation data/h200/train/h200_v2_attn_pv4_*.msgpack.gz \\
         data/h200/train/h200_v2_attn_qk4_*.msgpack.gz data/h200/train/h200_v2_odd1_*.msgpack.gz \\
         data/h200/train/h200_v2_layouts_*.msgpack.gz --out benchmarks/results/sample_rotation_cpu.json
 """
@@ -29,7 +29,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from benchmarks.common import config_design, cpu_report_header, first_collection_settings
-from benchmarks.variant_budget import COMPILE_KERNELS_PER_S
+from benchmarks.studies.variant_budget import COMPILE_KERNELS_PER_S
 from torch_diode.collection.fast_sweep import choices_for, variant_key
 from torch_diode.inductor.config_space import triton_configs
 from torch_diode.types import load_dataset

@@ -5,7 +5,7 @@ constexprs, the classes of the ints it specialises on) for problems drawn like `
 draws them, with sizes specialised or not. Divided by the compile rate that compile_reuse.py
 measures (benchmarks/results/compile_reuse_h100.json), this gives the compile minutes.
 
-    python -m benchmarks.variant_budget --out benchmarks/results/variant_budget_cpu.json
+    python -m benchmarks.studies.variant_budget --out benchmarks/results/variant_budget_cpu.json
 """
 
 from __future__ import annotations

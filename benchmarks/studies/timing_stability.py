@@ -4,8 +4,8 @@ The fast path times a launch with events after a flush of the cache (fast_sweep.
 While the GPU zeroes the flush buffer, the host enqueues the start event and the launch; where the
 host takes longer than the flush, the GPU waits between the events and the kernel reads slower.
 A short kernel leaves the GPU idle before every repetition, so each one depends on the host. This
-times the configs of recorded problems (a dataset, such as `selection_replay deciding-configs`
-writes) in several passes, every method in turn on each problem, with the host idle and with
+times the configs of recorded problems (a dataset, such as `slow_picks deciding-configs` writes)
+in several passes, every method in turn on each problem, with the host idle and with
 ``--busy`` processes spinning on its cores (as the collector's compile workers do while it times):
 
   flush   the method with no lead (the collector before fast_sweep.LEAD_US)
@@ -16,7 +16,7 @@ median, 90th percentile, share over 10%), and its time over the fastest that any
 measured for it (median, 90th percentile), by that fastest time; the recorded timings over the
 same fastest.
 
-    python -m benchmarks.timing_stability --recorded FOCUS.msgpack.gz --out $OUT/timing_stability.json
+    python -m benchmarks.studies.timing_stability --recorded FOCUS.msgpack.gz --out $OUT/timing_stability.json
 """
 
 from __future__ import annotations

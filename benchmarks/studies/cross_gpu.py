@@ -5,7 +5,7 @@ the first, over the second GPU's best (by op, unaligned problems apart), how muc
 second GPU's best is, and the problems whose cuBLAS (best ATen over best Triton config) changed
 most between the two.
 
-    python -m benchmarks.cross_gpu --first data/h100/train data/h100/realmodels \
+    python -m benchmarks.studies.cross_gpu --first data/h100/train data/h100/realmodels \
         --second data/h200/train data/h200/realmodels --out benchmarks/results/cross_gpu_h100_h200_cpu.json
 """
 
