@@ -204,9 +204,10 @@ def test_a_kind_without_training_data_is_never_chosen_alone(model):
 def test_dynamic_shapes_compile_once_and_stay_right(model):
     """Shapes that change from call to call, as a user's model makes them: an nn.Linear-like addmm
     over a growing token count and a decode step's attention bmm over a growing KV length, compiled
-    with dynamic=True (Inductor's Triton templates with symbolic sizes, decided at their size hints)
-    and with torch.compile's automatic dynamic shapes. Every output equals eager's, diode decides
-    every graph and falls back nowhere."""
+    with dynamic=True (Inductor's Triton templates with symbolic sizes, decided over the sizes they
+    will run: selection.dynamic) and with torch.compile's automatic dynamic shapes. Every output
+    equals eager's, diode decides every graph, each dynamic one over more than one size, and falls
+    back nowhere."""
     dtype = torch.bfloat16
     w, bias = torch.randn(1024, 768, device="cuda", dtype=dtype), torch.randn(1024, device="cuda", dtype=dtype)
     linear = lambda x, w, bias: torch.addmm(bias, x, w.t())
@@ -233,3 +234,5 @@ def test_dynamic_shapes_compile_once_and_stay_right(model):
                     torch.testing.assert_close(compiled(*x).float(), ref, atol=4e-2 * ref.abs().max().item(), rtol=4e-2)
             stats = choices.get_stats()
             assert stats["fallbacks_total"] == 0 and stats["model_selections"] >= 2, (dynamic, stats)
+            assert stats["dynamic_decisions"] >= 2, (dynamic, stats)
+            assert all(d["scenarios"] > 1 for d in choices.decisions if "sizes" in d), list(choices.decisions)
