@@ -1,5 +1,5 @@
 """The ``diode`` command line: thin subcommand modules (:mod:`.dataset`, :mod:`.collect`,
-:mod:`.model`) that parse options and call the library.
+:mod:`.model`, :mod:`.rebuild`) that parse options and call the library.
 
 One error discipline: bad input (a :class:`~torch_diode.errors.UserError`, a model file's
 ``ModelFormatError``, an ``OSError`` about a file) prints one line naming the file, field or option
@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .collect import add_collection_commands
     from .dataset import add_dataset_commands
     from .model import add_model_commands
+    from .rebuild import add_rebuild_command
 
     parser = Parser(prog="diode", description="torch-diode: learned GEMM kernel selection for torch.compile.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_dataset_commands(sub)
     add_collection_commands(sub)
     add_model_commands(sub)
+    add_rebuild_command(sub)
     return parser
 
 

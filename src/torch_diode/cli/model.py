@@ -23,6 +23,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
+    from ..training.train import TrainConfig
     from ..types import Dataset, Hardware, Problem
 
 
@@ -99,26 +100,33 @@ def _without_exclusions(dataset: Dataset, excluded: Callable[[Hardware, Problem]
     return kept
 
 
-def _cmd_train(args: argparse.Namespace) -> int:
-    from ..model_file import write_model
-    from ..training.train import TrainConfig, train_model, with_prior_data
+def training_data(args: argparse.Namespace) -> tuple[Dataset, dict | None]:
+    """The data `diode train` fits (its inputs less the held-out problems and --exclude, with
+    --prior-data's problems the inputs lack) and the record of the prior data added (or None)."""
+    from ..training.train import with_prior_data
     from ..types import load_datasets
 
-    check_outputs(_inputs(args), {"--model": args.model})
-    if args.bootstrap and args.ensemble < 2:
-        raise OptionError("--bootstrap", "resamples the problems per ensemble member: give --ensemble 2 or more")
     excluded = excluded_measurements(args.exclude) if args.exclude else None
     dataset = _without_exclusions(_without_heldout(_load(args), args), excluded, "the training data")
-    prior = None
-    if args.prior_data:
-        loaded = _without_heldout(load_datasets(args.prior_data, args.file_extensions), args, args.prior_data)
-        loaded = _without_exclusions(loaded, excluded, "--prior-data")
-        dataset, prior = with_prior_data(dataset, loaded, args.hardware_name)
-        print(
-            f"train: {prior['problems']} problems measured on {', '.join(prior['device_names']) or 'no other GPU'} "
-            f"that the data of {prior['device_name']} lacks, trained on as measured there (--prior-data)"
-        )
-    config = TrainConfig(
+    if not args.prior_data:
+        return dataset, None
+    loaded = _without_heldout(load_datasets(args.prior_data, args.file_extensions), args, args.prior_data)
+    loaded = _without_exclusions(loaded, excluded, "--prior-data")
+    dataset, prior = with_prior_data(dataset, loaded, args.hardware_name)
+    print(
+        f"train: {prior['problems']} problems measured on {', '.join(prior['device_names']) or 'no other GPU'} "
+        f"that the data of {prior['device_name']} lacks, trained on as measured there (--prior-data)"
+    )
+    return dataset, prior
+
+
+def train_config(args: argparse.Namespace) -> TrainConfig:
+    """The TrainConfig of `diode train`'s options (a model records it as its ``training``)."""
+    from ..training.train import TrainConfig
+
+    if args.bootstrap and args.ensemble < 2:
+        raise OptionError("--bootstrap", "resamples the problems per ensemble member: give --ensemble 2 or more")
+    return TrainConfig(
         model_type=args.model_type,
         hidden_dim=args.hidden_dim,
         num_layers=args.num_layers,
@@ -136,6 +144,15 @@ def _cmd_train(args: argparse.Namespace) -> int:
         extern_weight=args.extern_weight,
         clip_slowdown=args.clip_slowdown,
     )
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from ..model_file import write_model
+    from ..training.train import train_model
+
+    check_outputs(_inputs(args), {"--model": args.model})
+    config = train_config(args)
+    dataset, prior = training_data(args)
     model, report = train_model(
         dataset,
         config,

@@ -1,0 +1,166 @@
+"""Each shipped model's recipe (``models/<name>.recipe.json``) against what the model records, and
+`diode rebuild-model` end to end on a small repository of its own."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import pytest
+
+import torch_diode
+from torch_diode.cli.model import train_config, training_data
+from torch_diode.cli.rebuild import find_recipe, recipe_options
+from torch_diode.errors import UserError
+from torch_diode.model_file import model_metadata
+from torch_diode.registry import shipped_models
+from torch_diode.training.data import build_arrays, matches_hardware
+from torch_diode.training.recipe import extract_at_commit, load_recipe, repository_root, resolve_commit
+from torch_diode.types import Dataset, Hardware, load_dataset, save_dataset
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "data" / "sample" / "h100_sample.json.gz"
+SHIPPED = sorted(shipped_models())
+PACKAGE_ROOT = Path(torch_diode.__file__).resolve().parents[1]
+
+
+def test_every_shipped_model_has_a_recipe():
+    assert SHIPPED, "no shipped model"
+    for name, path in shipped_models().items():
+        assert find_recipe(name).model_path == path
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_the_recipes_options_are_the_ones_the_shipped_model_records(name):
+    """Every TrainConfig field (the recipe's options with `diode train`'s defaults) equals the model's
+    ``training``; its GPU, op and prior data are the model's; its data folders are in the repository.
+    The data folders, --exclude and data_commit are not in the metadata: the slow test below reads
+    the data at data_commit and counts what the model records it was trained on."""
+    recipe = find_recipe(name)
+    meta = model_metadata(recipe.model_path)
+    args = recipe_options(recipe, ROOT, "unused.diode")
+    recorded = {k: v for k, v in meta["training"].items() if k != "report"}
+    assert asdict(train_config(args)) == recorded
+    assert matches_hardware(Hardware.from_dict(meta["hardware"]), args.hardware_name)
+    assert args.op_name == meta["op"]
+    assert bool(args.prior_data) == ("prior_data" in meta["training_data"])
+    for path in recipe.paths():
+        assert (ROOT / path).exists(), path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SHIPPED)
+def test_the_recipes_data_at_its_commit_is_what_the_shipped_model_was_trained_on(name, tmp_path):
+    """The recipe's data folders at its data_commit, less what it excludes and with its prior data,
+    hold the problems, rows and prior problems that the shipped model records."""
+    recipe = find_recipe(name)
+    try:
+        commit = resolve_commit(repository_root(ROOT), recipe)
+    except UserError as e:
+        pytest.skip(f"no history to read the data from: {e}")
+    extract_at_commit(ROOT, recipe, commit, tmp_path)
+    args = recipe_options(recipe, tmp_path, str(tmp_path / "unused.diode"))
+    dataset, prior = training_data(args)
+    arrays = build_arrays(dataset, args.hardware_name, args.op_name)
+    recorded = model_metadata(recipe.model_path)["training_data"]
+    assert arrays.num_problems == recorded["problems"]
+    assert len(arrays.log_time_us) == recorded["rows"]
+    assert prior == recorded.get("prior_data")
+
+
+def _git(repo: Path, *words: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *words],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def _diode(cwd: Path, *words: str) -> subprocess.CompletedProcess:
+    """`diode rebuild-model words` in ``cwd``, of the torch_diode this test imported."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run(
+        [sys.executable, "-m", "torch_diode.cli", "rebuild-model", *map(str, words)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+def _recipe_repo(tmp_path: Path, train: dict) -> tuple[Path, Path]:
+    """A git repository whose one commit holds the sample as data/s/, with a recipe of ``train``
+    naming that commit; (the repository, the recipe)."""
+    repo = tmp_path / "repo"
+    (repo / "data" / "s").mkdir(parents=True)
+    shutil.copy(SAMPLE, repo / "data" / "s" / SAMPLE.name)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "data")
+    _git(repo, "commit", "-q", "-m", "data")
+    recipe = repo / "models" / "M.recipe.json"
+    recipe.parent.mkdir()
+    recipe.write_text(json.dumps({"data_commit": _git(repo, "rev-parse", "HEAD"), "train": train}))
+    return repo, recipe
+
+
+@pytest.mark.slow
+def test_rebuild_model_trains_the_recipe_on_the_data_of_its_commit(tmp_path):
+    """The rebuild reads the data as committed, not the files added since (unless --current-data),
+    writes a new file, and trains the same weights again (the table shows no difference)."""
+    train = {"data-dir": "data/s", "drop-heldout": True, "hidden-dim": 8, "num-epochs": 2, "seed": 3}
+    repo, recipe = _recipe_repo(tmp_path, train)
+    sample = load_dataset(SAMPLE)
+    added = Dataset()
+    for hardware, problem, timings in sample.problems():
+        added.add(hardware, replace(problem, M=problem.M + 3), timings)
+    save_dataset(added, repo / "data" / "s" / "added.json.gz")  # not committed
+
+    first = _diode(repo, recipe, "-o", recipe.with_name("M.diode"))  # the "shipped" model, asked for
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "data/s in " in first.stdout and "differ from" in first.stdout and "(1 files" in first.stdout
+    committed = model_metadata(recipe.with_name("M.diode"))["training_data"]["problems"]
+    assert committed == sample.num_problems
+
+    again = _diode(repo / "data", recipe)  # from a subfolder: the default output is M.diode there
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert model_metadata(repo / "data" / "M.diode")["training_data"]["problems"] == committed
+    table = again.stdout[again.stdout.index("shipped") :]
+    assert "weights: largest difference" in table and "differs" not in table, table
+
+    current = _diode(repo, recipe, "--current-data", "-o", tmp_path / "current.diode")
+    assert current.returncode == 0, current.stderr[-2000:]
+    assert model_metadata(tmp_path / "current.diode")["training_data"]["problems"] > committed
+    assert "training_data.problems" in current.stdout and "differs" in current.stdout
+
+
+def test_rebuild_model_refuses_a_bad_recipe_in_one_line(tmp_path):
+    """A recipe's bad field, an unknown commit and the shipped file as the default output are each
+    one line naming the recipe's field or the option (exit 2), before any training."""
+    repo, recipe = _recipe_repo(tmp_path, {"data-dir": "data/s", "hidden-dim": 0})
+    shutil.copy(ROOT / "src" / "torch_diode" / "models" / f"{SHIPPED[0]}.diode", recipe.with_name("M.diode"))
+    cases = [
+        ({"data-dir": "data/s", "hidden-dim": 0}, repo, "field 'train': argument --hidden-dim: must be >= 1"),
+        ({"data-dir": "data/s", "hidden-size": 48}, repo, "field 'train.hidden-size': not an option"),
+        ({"data-dir": "data/s", "model": "x.diode"}, repo, "field 'train.model'"),
+        ({"exclude": ["data/x"]}, repo, "field 'train': names no data"),
+        ({"data-dir": "data/s"}, recipe.parent, "--output: the default M.diode is the shipped model"),
+    ]
+    for train, cwd, message in cases:
+        recipe.write_text(json.dumps({"data_commit": _git(repo, "rev-parse", "HEAD"), "train": train}))
+        proc = _diode(cwd, recipe)
+        assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, (
+            train,
+            proc.stderr,
+        )
+    recipe.write_text(json.dumps({"data_commit": "0123456789abcdef", "train": {"data-dir": "data/s"}}))
+    proc = _diode(repo, recipe)
+    assert proc.returncode == 2 and "field 'data_commit': 0123456789abcdef is not in the history" in proc.stderr
+    assert list(repo.glob("*.diode")) == []
+    with pytest.raises(UserError, match="field 'data_commit'"):
+        recipe.write_text(json.dumps({"data_commit": "HEAD", "train": {"data-dir": "data/s"}}))
+        load_recipe(recipe)
