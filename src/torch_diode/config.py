@@ -104,11 +104,28 @@ def _from_env(name: str, default: Any, parse: Callable[[str], Any], valid: Calla
 
 def _warn(message: str) -> None:
     """A WARNING on this module's logger; where the program has configured no logging (the
-    package's NullHandler would swallow it) it goes out as a Python warning, so it is seen."""
+    package's NullHandler would swallow it) it goes out as a Python warning, so it is seen,
+    attributed to the first caller outside torch-diode (the user's line)."""
     if logging.getLogger().handlers:
         logger.warning(message)
     else:
-        warnings.warn(message, RuntimeWarning, stacklevel=4)
+        warnings.warn(message, RuntimeWarning, stacklevel=_outside_stacklevel())
+
+
+def _outside_stacklevel() -> int:
+    """The ``stacklevel`` of ``warnings.warn`` called from :func:`_warn` that names the first frame
+    outside this package (and outside importlib, for a warning at import)."""
+    import sys
+
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and (
+        frame.f_code.co_filename.startswith(package)
+        or frame.f_code.co_filename.startswith("<frozen")
+        or frame.f_code.co_filename.endswith("contextlib.py")
+    ):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _env_bool(name: str, default: bool) -> bool:

@@ -117,10 +117,11 @@ def _user_error(e: BaseException) -> bool:
 
 
 def _one_line(e: BaseException) -> str:
+    from ..errors import one_line
+
     if isinstance(e, OSError) and e.filename is not None and e.strerror:
-        return f"{e.filename}: {e.strerror}"
-    text = " ".join(str(e).split())
-    return text or type(e).__name__
+        return one_line(f"{e.filename}: {e.strerror}")
+    return one_line(str(e)) or type(e).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
