@@ -75,12 +75,13 @@ def read_regular(path: str | os.PathLike, limit: int | None = None) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         raise FileError(path, f"cannot read: {e.strerror or e}") from None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+        os.close(fd)
         if not stat.S_ISREG(st.st_mode):
             raise FileError(path, f"cannot read: {kind_of_mode(st.st_mode)}, not a regular file")
-        if st.st_size > limit:
-            raise FileError(path, _too_big(f"is {st.st_size:,} bytes", limit))
+        raise FileError(path, _too_big(f"is {st.st_size:,} bytes", limit))
+    with os.fdopen(fd, "rb") as f:
         try:
             data = f.read(limit + 1)
         except OSError as e:

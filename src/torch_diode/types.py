@@ -426,6 +426,10 @@ class TimedConfig:
             object.__setattr__(self, "time_us", math.inf)
         elif not (self.time_us > 0 and math.isfinite(self.time_us)):
             raise ValueError(f"TimedConfig.time_us: expected a positive finite time, got {self.time_us!r}")
+        if not all(isinstance(v, (int, float)) and v > 0 and math.isfinite(v) for v in self.samples_us):
+            raise ValueError(
+                f"TimedConfig.samples_us: expected positive finite times, got {list(self.samples_us)!r:.80}"
+            )
 
     @classmethod
     def failure(cls, config: KernelConfig) -> TimedConfig:
@@ -820,7 +824,7 @@ def check_document(data: Any, source: str | os.PathLike | None, where: str = "")
         if depth > max_nesting:
             raise DatasetFormatError(
                 source,
-                where or "<root>",
+                where.lstrip(".") or "<root>",
                 f"nested deeper than {max_nesting} levels (TORCH_DIODE_MAX_NESTING, torch_diode.config.max_nesting, "
                 "raises the limit)",
             )
@@ -832,7 +836,7 @@ def check_document(data: Any, source: str | os.PathLike | None, where: str = "")
             items = enumerate(value)
         for key, item in items:
             if isinstance(value, dict) and not isinstance(key, str):
-                raise DatasetFormatError(source, where or "<root>", f"key {key!r:.40} is not a string")
+                raise DatasetFormatError(source, where.lstrip(".") or "<root>", f"key {key!r:.40} is not a string")
             if isinstance(item, (dict, list)):
                 stack.append((item, f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]", depth + 1))
             elif item is None or isinstance(item, (str, bool)):
@@ -967,7 +971,7 @@ class DatasetWriter:
         """Writes atomically; the format follows the suffix (.json, .msgpack, each optionally .gz)."""
         if self._lock is None:
             raise RuntimeError(f"{self.path}: DatasetWriter.save after close")
-        atomic_write_bytes(self.path, encode(dataset.to_dict(), self.path))
+        atomic_write_bytes(self.path, encode(checked_for_writing(dataset, self.path), self.path))
         return self.path
 
     def close(self) -> None:
@@ -983,6 +987,19 @@ class DatasetWriter:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def checked_for_writing(dataset: Dataset, path: str | os.PathLike) -> dict[str, Any]:
+    """``dataset.to_dict()`` where :func:`load_dataset` would read it back: DatasetFormatError
+    naming ``path`` and the field otherwise (NaN, bytes, non-string keys or nesting too deep in the
+    metadata, progress records of the wrong type), and nothing is written."""
+    data = dataset.to_dict()
+    try:
+        check_document(data, path)
+        _check_metadata(_Reader(data["metadata"], "metadata", str(path)))
+    except DatasetFormatError as e:
+        raise DatasetFormatError(path, e.field_path, f"{e.detail}: not written (a reader would refuse it)") from None
+    return data
 
 
 def save_dataset(dataset: Dataset, path: str | os.PathLike) -> Path:

@@ -100,13 +100,11 @@ def hoist_global_options(parser: argparse.ArgumentParser, argv: list[str]) -> li
 
 
 def _debug(argv: Sequence[str]) -> bool:
-    return "--debug" in argv or os.environ.get("TORCH_DIODE_DEBUG", "").strip().lower() not in (
-        "",
-        "0",
-        "false",
-        "no",
-        "off",
-    )
+    """--debug, or TORCH_DIODE_DEBUG set to a true word (a value that is no boolean is warned
+    about and taken as off)."""
+    from ..config import _env_bool
+
+    return "--debug" in argv or _env_bool("TORCH_DIODE_DEBUG", False)
 
 
 def _user_error(e: BaseException) -> bool:

@@ -138,14 +138,19 @@ def _same_device(device: str) -> str:
 
 def _check_devices(args: argparse.Namespace) -> None:
     """A device that cannot run here fails at once, before any shape is drawn or marked; so do a
-    device listed twice in --devices and --device given with --devices."""
+    GPU listed twice in --devices (the CPU may take several workers) and --device given with
+    --devices."""
     from ..hardware import DeviceError, check_device
 
     if args.devices:
         seen: dict[str, str] = {}
         for device in args.devices:
-            if _same_device(device) in seen:
-                raise OptionError("--devices", f"{device!r} is listed twice (as {seen[_same_device(device)]!r})")
+            if _same_device(device) in seen and device.strip().startswith("cuda"):
+                raise OptionError(
+                    "--devices",
+                    f"{device!r} is listed twice (as {seen[_same_device(device)]!r}): two workers timing "
+                    "kernels on one GPU disturb each other's timings",
+                )
             seen[_same_device(device)] = device
         words = getattr(args, "argv", None) or []
         if any(w == "--device" or w.startswith("--device=") for w in words):

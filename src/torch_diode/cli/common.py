@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import OptionError
 
@@ -205,14 +205,36 @@ def write_report(path: str | None, report: dict, argv: Sequence[str] | None = No
     ``argv`` (the command's words, ``args.argv``) it records the command line and the UTC date it
     ran at (``command``, ``date``) where the report has none."""
     if path:
-        from ..types import atomic_write_bytes
+        from ..fileio import atomic_write_bytes
 
         clean = {k: v for k, v in report.items() if not k.startswith("_")}
         if argv is not None:
             clean.setdefault("command", " ".join(["diode", *argv]))
             clean.setdefault("date", datetime.now(timezone.utc).isoformat(timespec="seconds"))
-        atomic_write_bytes(path, (json.dumps(clean, indent=2, sort_keys=True, default=str) + "\n").encode())
+        text = json.dumps(strict_json(clean), indent=2, sort_keys=True, allow_nan=False)
+        atomic_write_bytes(path, (text + "\n").encode())
         print(f"report written to {path}")
+
+
+def strict_json(value: Any, where: str = "") -> Any:
+    """``value`` as strict JSON values: a NaN or infinite number (a figure with nothing to compute
+    it from) as null, numpy scalars and arrays as numbers and lists, tuples as lists, paths as
+    strings, keys as strings; TypeError naming the field for anything else."""
+    import numpy as np
+
+    if isinstance(value, dict):
+        return {str(k): strict_json(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, (np.generic, np.ndarray)):
+        return strict_json(value.tolist(), where)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, (str, int)):
+        return value
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    raise TypeError(f"report field '{where}': {type(value).__name__} is not a JSON value")
 
 
 def _shapesets_and_datasets(paths: Sequence[str] | None) -> tuple[set[str], list[str]]:
