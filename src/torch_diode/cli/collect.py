@@ -247,6 +247,18 @@ def _named_options() -> Iterator[None]:
 
 
 def _spec(args: argparse.Namespace):
+    """The ShapeSpec of the options; OptionError naming the option where they contradict each
+    other or allow fewer distinct problems than --num-shapes."""
+    spec = _shape_spec(args)
+    possible = spec.distinct_problems()
+    if args.num_shapes > possible:
+        raise OptionError(
+            "--num-shapes", f"{args.num_shapes} problems asked, but these options allow only {possible} distinct ones"
+        )
+    return spec
+
+
+def _shape_spec(args: argparse.Namespace):
     from ..collection.shapes import ShapeSpec
 
     with _named_options():

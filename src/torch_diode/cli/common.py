@@ -207,7 +207,7 @@ def write_report(path: str | None, report: dict, argv: Sequence[str] | None = No
     if path:
         from ..fileio import atomic_write_bytes
 
-        clean = {k: v for k, v in report.items() if not k.startswith("_")}
+        clean = {k: v for k, v in report.items() if not (isinstance(k, str) and k.startswith("_"))}
         if argv is not None:
             clean.setdefault("command", " ".join(["diode", *argv]))
             clean.setdefault("date", datetime.now(timezone.utc).isoformat(timespec="seconds"))

@@ -93,8 +93,9 @@ def sweep_inductor(
         skip_crashed(collector)
         done = done_keys(collector)
         # a skip is recorded once a problem of the run was measured: until then every problem
-        # failing (a backend list that offers nothing, one that offers one choice) may be the
-        # caller's fault, and a corrected command must find them not done
+        # failing (a backend list that offers nothing, one that offers one choice, a dtype the
+        # device lacks) may be the caller's fault, and a corrected command must find them not
+        # done. A problem too large for the device's memory is its own: recorded at once.
         pending: list[tuple[Problem, str]] = []
         bar = tqdm(problems, desc="collect", unit="shape", disable=not progress)
         for problem in bar:
@@ -107,7 +108,7 @@ def sweep_inductor(
             reason = _measure(problem, device, settings, collector, before[2])
             if reason is not None:
                 summary.problems_skipped += 1
-                if summary.problems_measured:
+                if summary.problems_measured or _problems_own(reason):
                     mark(collector, problem, reason)
                 else:
                     pending.append((problem, reason))
@@ -146,6 +147,13 @@ def _measure(problem: Problem, device: str, settings: dict[str, Any], collector:
     if collector.stats["gemms"] == gemms_before:
         return "no autotuning (one choice)"  # Inductor did not benchmark: nothing to learn from it
     return None
+
+
+def _problems_own(reason: str) -> bool:
+    """Whether a skip's reason is the problem's own (it does not fit the device's memory), not
+    possibly the caller's settings."""
+    text = reason.lower()
+    return "out of memory" in text or "outofmemory" in text or "can't allocate memory" in text
 
 
 class CollectionError(UserError):

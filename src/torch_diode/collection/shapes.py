@@ -123,11 +123,6 @@ class ShapeSpec:
             raise ValueError(
                 f"min_batch: batches are powers of two and none lies in [{self.min_batch}, {self.max_batch}]"
             )
-        possible = self.distinct_problems()
-        if self.num_shapes > possible:
-            raise ValueError(
-                f"num_shapes: {self.num_shapes} distinct problems asked, but these options allow only {possible}"
-            )
 
     def distinct_problems(self) -> int:
         """How many distinct problems the options can draw at most (the size filter aside)."""
