@@ -94,6 +94,12 @@ def _f32(x: Any) -> bytes:
 
 def write_model(path: str | os.PathLike, model: ModelFile) -> Path:
     """Writes atomically; the file is read back by the C++ loader before it replaces ``path``."""
+    from .types import DatasetFormatError, check_document
+
+    try:  # what JSON would change (non-string keys) or refuse (NaN), before encoding; tuples are lists
+        check_document(_lists(model.metadata), path, "metadata")
+    except DatasetFormatError as e:
+        raise ModelFormatError(f"{path}: field '{e.field_path}': {e.detail}: not written") from None
     payload = model.to_bytes()
     _metadata(_C.Model.from_bytes(payload, str(path)), path)  # never write a file a reader would refuse
     atomic_write_bytes(path, payload)
@@ -105,6 +111,15 @@ def read_model_bytes(path: str | os.PathLike) -> bytes:
     from .fileio import read_regular
 
     return read_regular(path)
+
+
+def _lists(value: Any) -> Any:
+    """``value`` with its tuples as lists (as JSON writes them)."""
+    if isinstance(value, dict):
+        return {k: _lists(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_lists(v) for v in value]
+    return value
 
 
 def load_engine(path: str | os.PathLike) -> _C.Model:

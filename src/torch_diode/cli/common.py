@@ -223,7 +223,10 @@ def strict_json(value: Any, where: str = "") -> Any:
     import numpy as np
 
     if isinstance(value, dict):
-        return {str(k): strict_json(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+        out = {str(k): strict_json(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+        if len(out) != len(value):
+            raise TypeError(f"report field '{where}': keys that are equal as strings")
+        return out
     if isinstance(value, (list, tuple)):
         return [strict_json(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, (np.generic, np.ndarray)):
