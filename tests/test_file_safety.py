@@ -190,6 +190,7 @@ def test_a_file_that_is_not_regular_gets_one_line_naming_it(tmp_path, diode_cli,
         ["dataset", "convert", path, tmp_path / "o.json"],
         ["validate-model", "--model", path, "--dataset", SAMPLE],
         ["collect-shapeset", "--shapeset", path, "--device", "cpu", "-o", tmp_path / "o.json"],
+        ["collect", "--fill-cells", path, "--device", "cpu", "-o", tmp_path / "o.json"],
     ):
         code, _, err = diode_cli(*argv)
         assert_user_error(code, err, str(path))

@@ -162,7 +162,7 @@ BAD_METADATA = [
 ]
 
 
-@pytest.mark.parametrize("metadata, field", BAD_METADATA)
+@pytest.mark.parametrize("metadata, field", BAD_METADATA, ids=[field for _, field in BAD_METADATA])
 def test_model_metadata_is_checked_field_by_field(tmp_path, diode_cli, metadata, field):
     path = tmp_path / "bad.diode"
     path.write_bytes(_pack(metadata))

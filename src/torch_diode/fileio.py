@@ -66,22 +66,29 @@ def kind_of_mode(mode: int) -> str:
     return "not a regular file"
 
 
-def read_regular(path: str | os.PathLike, limit: int | None = None) -> bytes:
-    """The bytes of the regular file ``path``; FileError naming it where it is missing, not a
-    regular file (opened without blocking, so a FIFO cannot hang the reader) or larger than
-    ``limit`` (default :func:`max_file_bytes`)."""
-    limit = max_file_bytes() if limit is None else limit
+def _open_regular(path: str | os.PathLike) -> tuple[io.BufferedReader, os.stat_result]:
+    """``path`` opened for reading without blocking on a FIFO, with its stat; FileError naming it
+    where it cannot be opened or is not a regular file."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         raise FileError(path, f"cannot read: {e.strerror or e}") from None
     st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+    if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise FileError(path, f"cannot read: {kind_of_mode(st.st_mode)}, not a regular file")
-        raise FileError(path, _too_big(f"is {st.st_size:,} bytes", limit))
-    with os.fdopen(fd, "rb") as f:
+        raise FileError(path, f"cannot read: {kind_of_mode(st.st_mode)}, not a regular file")
+    return os.fdopen(fd, "rb"), st
+
+
+def read_regular(path: str | os.PathLike, limit: int | None = None) -> bytes:
+    """The bytes of the regular file ``path``; FileError naming it where it is missing, not a
+    regular file (opened without blocking, so a FIFO cannot hang the reader) or larger than
+    ``limit`` (default :func:`max_file_bytes`)."""
+    limit = max_file_bytes() if limit is None else limit
+    f, st = _open_regular(path)
+    with f:
+        if st.st_size > limit:
+            raise FileError(path, _too_big(f"is {st.st_size:,} bytes", limit))
         try:
             data = f.read(limit + 1)
         except OSError as e:
@@ -225,9 +232,10 @@ def existing_kind(path: str | os.PathLike) -> str | None:
     if st.st_size == 0:
         return "empty"
     try:
-        with open(path, "rb") as f:
+        f, _ = _open_regular(path)
+        with f:
             head = f.read(_HEAD_BYTES)
-    except OSError:
+    except (FileError, OSError):
         return "other"
     if head.startswith(b"DIODEMDL"):
         return "model"
