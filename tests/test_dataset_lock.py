@@ -37,14 +37,15 @@ def _measure(collector: Collector, m: int) -> None:
 
 def test_the_next_writer_removes_what_a_killed_writer_left(tmp_path):
     """A writer killed between writing its temporary file and renaming it leaves the file behind;
-    the next writer of that dataset removes it, and only its own."""
+    the next writer of that dataset removes it, and only its own: a user's file named almost like
+    one (``.d.msgpack.backup.tmp``) stays."""
     path = tmp_path / "d.msgpack"
-    orphan = tmp_path / ".d.msgpack.k3x9q1.tmp"
-    other = tmp_path / ".e.msgpack.k3x9q1.tmp"
-    for f in (orphan, other):
+    orphan = tmp_path / ".d.msgpack.k3x9q1ab.diode-tmp"
+    kept = [tmp_path / n for n in (".e.msgpack.k3x9q1ab.diode-tmp", ".d.msgpack.backup.tmp", ".d.msgpack.k3x9q1.tmp")]
+    for f in (orphan, *kept):
         f.write_bytes(b"half a dataset")
     with DatasetWriter(path):
-        assert not orphan.exists() and other.exists()
+        assert not orphan.exists() and all(f.exists() for f in kept)
 
 
 def test_a_second_writer_is_refused_until_the_first_closes(tmp_path):

@@ -55,6 +55,11 @@ Each setting below reads: name (environment variable; default): meaning.
   benchmarks an unsure decision's choices it finds the kernels its workers compiled in Triton's
   cache instead of compiling each again (torch_diode.inductor.hooks.use_worker_ptxas); 0: leave
   ``TRITON_PTXAS_PATH`` alone
+- ``max_file_bytes`` (``TORCH_DIODE_MAX_FILE_BYTES``; 1073741824, 1 GiB): the largest file a
+  reader of datasets, models, shapesets and reports reads, and the most a gzip-compressed one may
+  inflate to; past it the reader refuses the file in one line naming it (torch_diode.fileio)
+- ``max_nesting`` (``TORCH_DIODE_MAX_NESTING``; 64): the deepest nesting of objects and arrays a
+  data file may have (torch-diode's own reach about 8)
 
 Inductor's settings from the torch.compile integration guide (``diode_confidence_threshold``,
 ``diode_cache_predictions``, ...) map onto these: torch_diode.inductor.settings.
@@ -107,11 +112,28 @@ def _from_env(name: str, default: Any, parse: Callable[[str], Any], valid: Calla
 
 def _warn(message: str) -> None:
     """A WARNING on this module's logger; where the program has configured no logging (the
-    package's NullHandler would swallow it) it goes out as a Python warning, so it is seen."""
+    package's NullHandler would swallow it) it goes out as a Python warning, so it is seen,
+    attributed to the first caller outside torch-diode (the user's line)."""
     if logging.getLogger().handlers:
         logger.warning(message)
     else:
-        warnings.warn(message, RuntimeWarning, stacklevel=4)
+        warnings.warn(message, RuntimeWarning, stacklevel=_outside_stacklevel())
+
+
+def _outside_stacklevel() -> int:
+    """The ``stacklevel`` of ``warnings.warn`` called from :func:`_warn` that names the first frame
+    outside this package (and outside importlib, for a warning at import)."""
+    import sys
+
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and (
+        frame.f_code.co_filename.startswith(package)
+        or frame.f_code.co_filename.startswith("<frozen")
+        or frame.f_code.co_filename.endswith("contextlib.py")
+    ):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -122,15 +144,14 @@ def _env_int(name: str, default: int, minimum: int) -> int:
     return _from_env(name, default, int, lambda v: v >= minimum, f"an integer >= {minimum}")
 
 
-def _env_float(name: str, default: float, minimum: float, inclusive: bool = True) -> float:
+def _env_float(
+    name: str, default: float, minimum: float, inclusive: bool = True, maximum: float | None = None
+) -> float:
     above = (lambda v: v >= minimum) if inclusive else (lambda v: v > minimum)
-    return _from_env(
-        name,
-        default,
-        float,
-        lambda v: math.isfinite(v) and above(v),
-        f"a finite number {'>=' if inclusive else '>'} {minimum:g}",
-    )
+    below = (lambda v: True) if maximum is None else (lambda v: v <= maximum)
+    span = f"{'>=' if inclusive else '>'} {minimum:g}" + ("" if maximum is None else f" and <= {maximum:g}")
+    ok = lambda v: math.isfinite(v) and above(v) and below(v)  # noqa: E731
+    return _from_env(name, default, float, ok, f"a finite number {span}")
 
 
 enable_fallback: bool = _env_bool("TORCH_DIODE_ENABLE_FALLBACK", True)
@@ -139,7 +160,7 @@ performance_threshold: float = _env_float("TORCH_DIODE_PERFORMANCE_THRESHOLD", 1
 max_selected_configs: int = _env_int("TORCH_DIODE_MAX_SELECTED", 8, minimum=1)
 unsure_top_k: int = _env_int("TORCH_DIODE_UNSURE_TOP_K", 5, minimum=1)
 unsure_heldout_slowdown: float = _env_float("TORCH_DIODE_UNSURE_HELDOUT_SLOWDOWN", 1.05, minimum=0.0, inclusive=False)
-unsure_loss_probability: float = _env_float("TORCH_DIODE_UNSURE_LOSS_PROBABILITY", 0.2, minimum=0.0)
+unsure_loss_probability: float = _env_float("TORCH_DIODE_UNSURE_LOSS_PROBABILITY", 0.2, minimum=0.0, maximum=1.0)
 min_dtype_problems: int = _env_int("TORCH_DIODE_MIN_DTYPE_PROBLEMS", 100, minimum=0)
 extern_preference: float = _env_float("TORCH_DIODE_EXTERN_PREFERENCE", 1.1, minimum=1.0)
 candidate_pool: str = _from_env(
@@ -179,6 +200,8 @@ autoregister: bool = not _env_bool("TORCH_DIODE_NO_AUTOREGISTER", False) and not
 fast_autotune: bool = _env_bool("TORCH_DIODE_FAST_AUTOTUNE", True)
 fallback_to_autotune: bool = _env_bool("TORCH_DIODE_FALLBACK_TO_AUTOTUNE", True)
 worker_ptxas: bool = _env_bool("TORCH_DIODE_WORKER_PTXAS", True)
+max_file_bytes: int = _env_int("TORCH_DIODE_MAX_FILE_BYTES", 1 << 30, minimum=1)
+max_nesting: int = _env_int("TORCH_DIODE_MAX_NESTING", 64, minimum=1)
 
 _NAMES = (
     "enable_fallback",
@@ -200,6 +223,8 @@ _NAMES = (
     "fast_autotune",
     "fallback_to_autotune",
     "worker_ptxas",
+    "max_file_bytes",
+    "max_nesting",
 )
 
 

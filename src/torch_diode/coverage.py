@@ -23,7 +23,6 @@ empty; candidate kinds found in the data beyond them are added.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -201,11 +200,12 @@ def missing_counts(cells: dict[str, int], targets: dict[str, int] = DEFAULT_TARG
 def read_missing(path: str | os.PathLike) -> dict[str, int]:
     """The ``missing`` map (cell -> problems short) of a report that `diode dataset coverage
     --targets --report-json` wrote; a bad file names itself and the field."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            report = json.load(f)
-    except ValueError as e:  # not JSON, or not text
-        raise UserError(f"{path}: not a JSON coverage report ({e})") from None
+    from .types import DatasetFormatError, decode_bytes, read_input_bytes
+
+    try:  # a regular file of bounded size (fileio.read_regular): a FIFO or device is refused
+        report = decode_bytes(read_input_bytes(path), "json", False, path)
+    except DatasetFormatError as e:
+        raise UserError(f"{path}: not a JSON coverage report ({e.detail})") from None
     missing = report.get("missing") if isinstance(report, dict) else None
     if not isinstance(missing, dict):
         raise UserError(f"{path}: missing: no map of short cells (write it with `diode dataset coverage --targets`)")

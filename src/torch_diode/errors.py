@@ -20,4 +20,16 @@ class OptionError(UserError):
         super().__init__(f"{option}: {message}")
 
 
-__all__ = ["OptionError", "UserError"]
+# the longest error line the command prints (the rest is cut, marked with "...")
+MAX_LINE = 500
+
+
+def one_line(text: str, limit: int = MAX_LINE) -> str:
+    """``text`` as one line: runs of whitespace (newlines included) as one space, other control
+    characters escaped (``\\x1b``), cut to ``limit`` characters."""
+    words = " ".join(text.split())
+    escaped = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in words)
+    return escaped if len(escaped) <= limit else escaped[: limit - 3] + "..."
+
+
+__all__ = ["MAX_LINE", "OptionError", "UserError", "one_line"]

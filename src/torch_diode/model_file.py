@@ -69,7 +69,7 @@ class ModelFile:
                     raise ValueError(
                         f"members[{k}].layers[{i}]: weight {w.shape} / bias {b.shape} do not chain with dims {dims}"
                     )
-        meta = json.dumps(self.metadata, sort_keys=True).encode()
+        meta = json.dumps(self.metadata, sort_keys=True, allow_nan=False).encode()
         parts = [
             MAGIC,
             struct.pack("<4I", FORMAT_VERSION, self.feature_version, len(self.members), len(self.layers)),
@@ -94,15 +94,40 @@ def _f32(x: Any) -> bytes:
 
 def write_model(path: str | os.PathLike, model: ModelFile) -> Path:
     """Writes atomically; the file is read back by the C++ loader before it replaces ``path``."""
+    from .types import DatasetFormatError, check_document
+
+    try:  # what JSON would change (non-string keys) or refuse (NaN), before encoding; tuples are lists
+        check_document(_lists(model.metadata), path, "metadata")
+    except DatasetFormatError as e:
+        raise ModelFormatError(f"{path}: field '{e.field_path}': {e.detail}: not written") from None
     payload = model.to_bytes()
-    _C.Model.from_bytes(payload, str(path))  # never write a file the engine would refuse
+    _metadata(_C.Model.from_bytes(payload, str(path)), path)  # never write a file a reader would refuse
     atomic_write_bytes(path, payload)
     return Path(path)
 
 
+def read_model_bytes(path: str | os.PathLike) -> bytes:
+    """A model file's bytes (a regular file, at most config.max_file_bytes: fileio.read_regular)."""
+    from .fileio import read_regular
+
+    return read_regular(path)
+
+
+def _lists(value: Any) -> Any:
+    """``value`` with its tuples as lists (as JSON writes them)."""
+    if isinstance(value, dict):
+        return {k: _lists(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_lists(v) for v in value]
+    return value
+
+
 def load_engine(path: str | os.PathLike) -> _C.Model:
-    """The C++ engine for a model file (ModelFormatError naming the file and field if unusable)."""
-    return _C.Model.load(str(path))
+    """The C++ engine for a model file whose metadata :func:`check_metadata` accepts
+    (ModelFormatError naming the file and field if unusable)."""
+    engine = _C.Model.from_bytes(read_model_bytes(path), str(path))
+    _metadata(engine, path)
+    return engine
 
 
 def read_model(path: str | os.PathLike) -> ModelFile:
@@ -137,9 +162,85 @@ def _metadata(engine: _C.Model, path: str | os.PathLike) -> dict[str, Any]:
     except DatasetFormatError as e:
         where = "metadata" if e.field_path in ("<file>", "<root>") else f"metadata.{e.field_path}"
         raise ModelFormatError(f"{path}: field '{where}': {e.detail}") from None
-    if not isinstance(metadata, dict):
-        raise ModelFormatError(f"{path}: field 'metadata': expected a JSON object, got {type(metadata).__name__}")
+    check_metadata(metadata, path)
     return metadata
+
+
+# the metadata fields torch-diode reads back, and their types (None: the field may be null)
+_FIELDS: dict[str, tuple[type, ...]] = {
+    "created": (str,),
+    "feature_names": (list,),
+    "feature_version": (int,),
+    "hardware": (dict,),
+    "hidden_dim": (int,),
+    "model_family": (str,),
+    "num_layers": (int,),
+    "op": (str, type(None)),
+    "target": (str,),
+    "torch_diode_version": (str,),
+    "training": (dict,),
+    "training_data": (dict, type(None)),
+}
+_HARDWARE_FIELDS: dict[str, tuple[type, ...]] = {
+    "device_name": (str,),
+    "compute_capability": (list, type(None)),
+    "sm_count": (int,),
+    "memory_bytes": (int,),
+    "smem_per_block_bytes": (int,),
+    "torch_version": (str, type(None)),
+    "triton_version": (str, type(None)),
+    "cuda_version": (str, type(None)),
+}
+_TRAINING_DATA_FIELDS: dict[str, tuple[type, ...]] = {"problems": (int, type(None)), "ops": (list, type(None))}
+
+
+def check_metadata(metadata: Any, path: str | os.PathLike) -> None:
+    """ModelFormatError naming the file and the field unless ``metadata`` is a JSON object whose
+    fields that torch-diode reads have their types (each optional), the hardware record's and the
+    confidence contract's (``training_data``, :class:`selection.contract.Confidence`) included."""
+    from .selection.contract import Confidence
+
+    def fail(where: str, message: str) -> ModelFormatError:
+        return ModelFormatError(f"{path}: field '{where}': {message}")
+
+    if not isinstance(metadata, dict):
+        raise fail("metadata", f"expected a JSON object, got {_json_type(metadata)}")
+    _check_fields(metadata, _FIELDS, "metadata", fail)
+    if "feature_names" in metadata and not all(isinstance(n, str) for n in metadata["feature_names"]):
+        raise fail("metadata.feature_names", "expected a list of strings")
+    _check_fields(metadata.get("hardware") or {}, _HARDWARE_FIELDS, "metadata.hardware", fail)
+    capability = (metadata.get("hardware") or {}).get("compute_capability")
+    if capability is not None and (len(capability) != 2 or not all(_is_int(v) for v in capability)):
+        raise fail("metadata.hardware.compute_capability", f"expected [major, minor], got {capability!r:.60}")
+    data = metadata.get("training_data") or {}
+    _check_fields(data, _TRAINING_DATA_FIELDS, "metadata.training_data", fail)
+    if not all(isinstance(op, str) for op in data.get("ops") or []):
+        raise fail("metadata.training_data.ops", "expected a list of op names")
+    try:
+        Confidence.from_dict(data)
+    except (ValueError, TypeError) as e:
+        where, _, message = str(e).partition(": ")
+        raise fail(f"metadata.{where}", message or str(e)) from None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def _check_fields(record: dict, fields: dict[str, tuple[type, ...]], where: str, fail: Any) -> None:
+    for name, kinds in fields.items():
+        if name not in record:
+            continue
+        value = record[name]
+        ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+        if not ok:
+            expected = " or ".join(_json_type(k()) if k is not type(None) else "null" for k in kinds)
+            raise fail(f"{where}.{name}", f"expected {expected}, got {_json_type(value)} {value!r:.40}")
 
 
 def read_validation_summary(path: str | os.PathLike) -> dict[str, Any] | None:

@@ -7,7 +7,6 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
@@ -24,10 +23,11 @@ def load_model_and_checksum(name_or_path: str | os.PathLike) -> tuple[_C.Model, 
     """The C++ engine of a model name or path and the SHA-256 of the file's bytes it was built
     from. Engines are cached by that checksum: a file replaced in a running process gives the new
     weights, and the checksum (the FX-graph cache key's model identity) is always the engine's."""
+    from .model_file import _metadata, read_model_bytes
     from .registry import resolve_model
 
     path = resolve_model(name_or_path)
-    payload = Path(path).read_bytes()
+    payload = read_model_bytes(path)
     checksum = hashlib.sha256(payload).hexdigest()
     with _ENGINES_LOCK:
         engine = _ENGINES.get(checksum)
@@ -35,6 +35,7 @@ def load_model_and_checksum(name_or_path: str | os.PathLike) -> tuple[_C.Model, 
             _ENGINES.move_to_end(checksum)
             return engine, checksum
     engine = _C.Model.from_bytes(payload, str(path))
+    _metadata(engine, path)  # a model whose metadata is malformed is refused here, naming the field
     with _ENGINES_LOCK:
         _ENGINES[checksum] = engine
         while len(_ENGINES) > _ENGINES_SIZE:

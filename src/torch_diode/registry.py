@@ -44,6 +44,10 @@ def resolve_model(name_or_path: str | os.PathLike) -> Path:
     path = Path(name_or_path)
     if path.is_file():
         return path
+    if path.exists():  # a folder, a FIFO, a device: named, not taken for a model's name
+        from .fileio import FileError, kind_of_mode
+
+        raise FileError(path, f"cannot read: {kind_of_mode(path.stat().st_mode)}, not a model file")
     models = available_models()
     if str(name_or_path) in models:
         return models[str(name_or_path)]

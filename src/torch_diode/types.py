@@ -35,14 +35,13 @@ first one's data.
 from __future__ import annotations
 
 import fcntl
-import glob
 import gzip
 import json
 import math
 import os
 import socket
+import stat
 import statistics
-import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -53,6 +52,16 @@ from typing import Any
 import msgpack
 
 from .errors import UserError
+from .fileio import (
+    FileError,
+    SizeLimitError,
+    atomic_write_bytes,
+    gunzip,
+    kind_of_mode,
+    open_lock,
+    read_regular,
+    remove_orphans,
+)
 
 SCHEMA_VERSION = 1
 FORMAT_NAME = "torch-diode-dataset"
@@ -417,13 +426,18 @@ class TimedConfig:
             object.__setattr__(self, "time_us", math.inf)
         elif not (self.time_us > 0 and math.isfinite(self.time_us)):
             raise ValueError(f"TimedConfig.time_us: expected a positive finite time, got {self.time_us!r}")
+        if not all(isinstance(v, (int, float)) and v > 0 and math.isfinite(v) for v in self.samples_us):
+            raise ValueError(
+                f"TimedConfig.samples_us: expected positive finite times, got {list(self.samples_us)!r:.80}"
+            )
 
     @classmethod
     def failure(cls, config: KernelConfig) -> TimedConfig:
         return cls(config=config, time_us=math.inf, failed=True)
 
-    def merged_with(self, other: TimedConfig) -> TimedConfig:
-        samples = self.samples_us + other.samples_us
+    def merged_with(self, *others: TimedConfig) -> TimedConfig:
+        """This measurement with the samples of ``others`` (of the same config) added."""
+        samples = self.samples_us + tuple(v for other in others for v in other.samples_us)
         if not samples:
             return self
         return TimedConfig(self.config, statistics.median(samples), False, samples)
@@ -534,22 +548,19 @@ class Dataset:
 
     def add(self, hardware: Hardware, problem: Problem, timings: Iterable[TimedConfig]) -> None:
         """Adds measurements; a (problem, config) pair already present gains the new samples."""
-        existing = self.entry_for(hardware).ops.setdefault(problem.op, {}).setdefault(problem, [])
-        index = {t.config: i for i, t in enumerate(existing)}
-        for timed in timings:
-            i = index.get(timed.config)
-            if i is None:
-                index[timed.config] = len(existing)
-                existing.append(timed)
-            else:
-                existing[i] = existing[i].merged_with(timed)
+        _add_timings(self.entry_for(hardware), problem, timings)
 
     def merge(self, other: Dataset) -> Dataset:
         """Merges ``other`` into this dataset in place (see the module docstring) and returns it."""
+        entries = {e.hardware: e for e in reversed(self.entries)}  # the first entry of a hardware wins
         for entry in other.entries:
+            mine = entries.get(entry.hardware)
+            if mine is None:
+                mine = entries[entry.hardware] = HardwareEntry(entry.hardware)
+                self.entries.append(mine)
             for ops in entry.ops.values():
                 for problem, timings in ops.items():
-                    self.add(entry.hardware, problem, timings)
+                    _add_timings(mine, problem, timings)
         sources = self.metadata.setdefault("sources", [])
         # each record once: a file merged again (a resumed merge, chunks of one run) adds none
         for source in other.metadata.get("sources", []):
@@ -647,23 +658,48 @@ class Dataset:
         config_rows = r.get("configs", list)
         configs = [KernelConfig.from_dict(c, f"configs[{i}]", source) for i, c in enumerate(config_rows)]
         ds = cls(metadata=metadata)
+        entries: dict[Hardware, HardwareEntry] = {}
+        # a problem's rows (repeated rows, repeated configs) are gathered and merged once: linear
+        pending: dict[tuple[Hardware, Problem], list[TimedConfig]] = {}
         for h, hw_data in enumerate(r.get("hardware", list)):
             hr = _Reader(hw_data, f"hardware[{h}]", source)
             hardware = Hardware.from_dict(hr.get("hardware", dict), hr.path("hardware"), source)
-            entry = ds.entry_for(hardware)
+            if hardware not in entries:
+                entries[hardware] = HardwareEntry(hardware)
+                ds.entries.append(entries[hardware])
             ops = hr.sub("ops")
             for op, rows in ops.data.items():
                 if op not in OPS:
                     raise ops.error(op, f"unknown op {op!r}, expected one of {OPS}")
                 check_type(rows, list, source, ops.path(op))
-                entry.ops.setdefault(op, {})
+                entries[hardware].ops.setdefault(op, {})
                 for p, row_data in enumerate(rows):
                     pr = _Reader(row_data, f"{ops.path(op)}[{p}]", source)
                     problem = Problem.from_dict(pr.get("problem", dict), pr.path("problem"), source)
                     if problem.op != op:
                         raise pr.error("problem.op", f"{problem.op!r} listed under op {op!r}")
-                    ds.add(hardware, problem, _read_timings(pr, configs))  # a repeated row merges
+                    pending.setdefault((hardware, problem), []).extend(_read_timings(pr, configs))
+        for (hardware, problem), timings in pending.items():
+            _add_timings(entries[hardware], problem, timings)
         return ds
+
+
+def _add_timings(entry: HardwareEntry, problem: Problem, timings: Iterable[TimedConfig]) -> None:
+    """``timings`` added to ``problem``'s in ``entry``: a config already there gains the new
+    samples (time_us their median). Each config's samples are gathered first and its median taken
+    once, so the time is linear in the samples, however often a config repeats."""
+    existing = entry.ops.setdefault(problem.op, {}).setdefault(problem, [])
+    index = {t.config: i for i, t in enumerate(existing)}
+    more: dict[int, list[TimedConfig]] = {}
+    for timed in timings:
+        i = index.get(timed.config)
+        if i is None:
+            index[timed.config] = len(existing)
+            existing.append(timed)
+        else:
+            more.setdefault(i, []).append(timed)
+    for i, others in more.items():
+        existing[i] = existing[i].merged_with(*others)
 
 
 def _check_metadata(r: _Reader) -> None:
@@ -734,26 +770,6 @@ def dataset_format(path: str | os.PathLike) -> tuple[str, bool]:
     raise DatasetFormatError(name, "<suffix>", f"unknown dataset suffix, expected one of {', '.join(DATASET_SUFFIXES)}")
 
 
-def atomic_write_bytes(path: str | os.PathLike, payload: bytes) -> None:
-    """Writes ``payload`` to a temporary file beside ``path``, fsyncs it, then renames it. The file
-    gets the usual permissions (0666 less the umask), not mkstemp's private 0600."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def encode(data: Any, path: str | os.PathLike) -> bytes:
     fmt, compressed = dataset_format(path)
     if fmt == "json":
@@ -763,7 +779,8 @@ def encode(data: Any, path: str | os.PathLike) -> bytes:
     return gzip.compress(raw, compresslevel=6, mtime=0) if compressed else raw
 
 
-# Deepest nesting of objects and arrays a file may have (torch-diode's own files reach about 8).
+# Deepest nesting of objects and arrays a file may have by default (torch-diode's own files reach
+# about 8); torch_diode.config.max_nesting (TORCH_DIODE_MAX_NESTING) sets it.
 MAX_NESTING = 64
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
@@ -773,13 +790,18 @@ def decode_bytes(raw: bytes, fmt: str, compressed: bool, source: str | os.PathLi
     DatasetFormatError naming ``source`` for any byte string that is not such a document."""
     try:
         if compressed:
-            raw = gzip.decompress(raw)
+            raw = gunzip(raw)
+    except SizeLimitError as e:
+        raise DatasetFormatError(source, "<file>", str(e)) from None
+    except (OSError, EOFError, zlib.error) as e:
+        raise DatasetFormatError(source, "<file>", f"not valid gzip (truncated or corrupt?): {str(e):.200}") from None
+    try:
         if fmt == "json":
             data = json.loads(raw)
         else:
             data = msgpack.unpackb(raw, raw=False, strict_map_key=True)
-    except (OSError, EOFError, zlib.error, ValueError, TypeError, RecursionError, msgpack.UnpackException) as e:
-        kind = "gzip" if compressed and isinstance(e, (OSError, EOFError, zlib.error)) else fmt
+    except (ValueError, TypeError, RecursionError, msgpack.UnpackException) as e:
+        kind = fmt
         detail = "nested too deep" if isinstance(e, RecursionError) else str(e)
         raise DatasetFormatError(source, "<file>", f"not valid {kind} (truncated or corrupt?): {detail:.200}") from None
     check_document(data, source)
@@ -793,11 +815,19 @@ def check_document(data: Any, source: str | os.PathLike | None, where: str = "")
     ``where``: the field path of ``data`` inside its file."""
     if not isinstance(data, (dict, list)):
         raise DatasetFormatError(source, where or "<root>", f"expected an object, got {type(data).__name__}")
+    from . import config
+
+    max_nesting = config.max_nesting
     stack: list[tuple[Any, str, int]] = [(data, where, 0)]
     while stack:
         value, where, depth = stack.pop()
-        if depth > MAX_NESTING:
-            raise DatasetFormatError(source, where or "<root>", f"nested deeper than {MAX_NESTING} levels")
+        if depth > max_nesting:
+            raise DatasetFormatError(
+                source,
+                where.lstrip(".") or "<root>",
+                f"nested deeper than {max_nesting} levels (TORCH_DIODE_MAX_NESTING, torch_diode.config.max_nesting, "
+                "raises the limit)",
+            )
         if _plain_scalars(value):
             continue  # a dataset's columns and configs: checked whole, item by item below only to name a bad one
         if isinstance(value, dict):
@@ -806,7 +836,7 @@ def check_document(data: Any, source: str | os.PathLike | None, where: str = "")
             items = enumerate(value)
         for key, item in items:
             if isinstance(value, dict) and not isinstance(key, str):
-                raise DatasetFormatError(source, where or "<root>", f"key {key!r:.40} is not a string")
+                raise DatasetFormatError(source, where.lstrip(".") or "<root>", f"key {key!r:.40} is not a string")
             if isinstance(item, (dict, list)):
                 stack.append((item, f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]", depth + 1))
             elif item is None or isinstance(item, (str, bool)):
@@ -855,11 +885,12 @@ def decode(path: str | os.PathLike) -> Any:
 
 
 def read_input_bytes(path: str | os.PathLike) -> bytes:
-    """A file's bytes; DatasetFormatError naming it where it cannot be read (missing, a folder...)."""
+    """A file's bytes; DatasetFormatError naming it where it cannot be read (missing, a folder, a
+    FIFO or device, larger than torch_diode.config.max_file_bytes: :func:`fileio.read_regular`)."""
     try:
-        return Path(path).read_bytes()
-    except OSError as e:
-        raise DatasetFormatError(path, "<file>", f"cannot read: {e.strerror or e}") from None
+        return read_regular(path)
+    except FileError as e:
+        raise DatasetFormatError(path, "<file>", str(e).removeprefix(f"{path}: ")) from None
 
 
 class DatasetLockedError(UserError):
@@ -901,39 +932,36 @@ class DatasetWriter:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            lock = open(self.lock_path, "a+")
-        except OSError as e:  # named by the dataset file, not its lock file
+        except OSError as e:  # named by the dataset file
             raise OSError(e.errno, f"cannot write there ({e.strerror})", str(self.path)) from None
+        lock = open_lock(self.lock_path, self.path)  # never through a link
         while True:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 lock.seek(0)
-                holder = lock.read().strip()
+                holder = lock.read(200).strip()
                 lock.close()
                 raise DatasetLockedError(self.path, holder) from None
             # the holder before us may have removed the lock file as it let go: lock the file
             # that is there now, not the removed one
             try:
-                current = os.stat(self.lock_path)
+                current = os.lstat(self.lock_path)
             except FileNotFoundError:
                 current = None
-            if current is not None and (current.st_ino, current.st_dev) == (
-                os.fstat(lock.fileno()).st_ino,
-                os.fstat(lock.fileno()).st_dev,
-            ):
+            mine = os.fstat(lock.fileno())
+            if current is not None and (current.st_ino, current.st_dev) == (mine.st_ino, mine.st_dev):
                 break
             lock.close()
-            lock = open(self.lock_path, "a+")
+            lock = open_lock(self.lock_path, self.path)
         lock.seek(0)
         lock.truncate()
         lock.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
         lock.flush()
         self._lock = lock
         # temporary files of a writer killed between writing and renaming (atomic_write_bytes): only
-        # the lock's holder writes them, so any there now are orphans
-        for orphan in self.path.parent.glob(f".{glob.escape(self.path.name)}.*.tmp"):
-            orphan.unlink(missing_ok=True)
+        # the lock's holder writes them, so any there now are orphans (ours by name and owner)
+        remove_orphans(self.path)
 
     def load(self) -> Dataset | None:
         """The dataset now in the file (None where there is no file yet)."""
@@ -943,7 +971,7 @@ class DatasetWriter:
         """Writes atomically; the format follows the suffix (.json, .msgpack, each optionally .gz)."""
         if self._lock is None:
             raise RuntimeError(f"{self.path}: DatasetWriter.save after close")
-        atomic_write_bytes(self.path, encode(dataset.to_dict(), self.path))
+        atomic_write_bytes(self.path, encode(checked_for_writing(dataset, self.path), self.path))
         return self.path
 
     def close(self) -> None:
@@ -961,6 +989,19 @@ class DatasetWriter:
         self.close()
 
 
+def checked_for_writing(dataset: Dataset, path: str | os.PathLike) -> dict[str, Any]:
+    """``dataset.to_dict()`` where :func:`load_dataset` would read it back: DatasetFormatError
+    naming ``path`` and the field otherwise (NaN, bytes, non-string keys or nesting too deep in the
+    metadata, progress records of the wrong type), and nothing is written."""
+    data = dataset.to_dict()
+    try:
+        check_document(data, path)
+        _check_metadata(_Reader(data["metadata"], "metadata", str(path)))
+    except DatasetFormatError as e:
+        raise DatasetFormatError(path, e.field_path, f"{e.detail}: not written (a reader would refuse it)") from None
+    return data
+
+
 def save_dataset(dataset: Dataset, path: str | os.PathLike) -> Path:
     """Saves atomically under the file's writer lock; the format follows the suffix (.json,
     .msgpack, each optionally .gz)."""
@@ -975,19 +1016,43 @@ def load_dataset(path: str | os.PathLike) -> Dataset:
 def dataset_files(path: str | os.PathLike, extensions: Iterable[str] | None = None) -> list[Path]:
     """The dataset files at ``path``: the file itself, or a folder's files (recursively, sorted)."""
     path = Path(path)
-    if path.is_file():
+    try:
+        st = os.stat(path)
+    except OSError:
+        raise FileNotFoundError(f"{path}: no such file or folder") from None
+    if stat.S_ISREG(st.st_mode):
         return [path]
-    if not path.is_dir():
-        raise FileNotFoundError(f"{path}: no such file or folder")
+    if not stat.S_ISDIR(st.st_mode):
+        raise FileError(path, f"cannot read: {kind_of_mode(st.st_mode)}, not a regular file")
     suffixes = tuple("." + e.lstrip(".") for e in extensions) if extensions else DATASET_SUFFIXES
     return sorted(
         p for p in path.rglob("*") if p.is_file() and p.name.endswith(suffixes) and not p.name.startswith(".")
     )
 
 
+def unique_files(files: Iterable[Path]) -> list[Path]:
+    """``files`` with each file once (the first of the names it is given by: a file named twice,
+    through a link, or found again in a folder that is also given)."""
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for f in files:
+        try:
+            st = os.stat(f)
+            key = (st.st_dev, st.st_ino)
+        except OSError:
+            out.append(f)  # reading it names the error
+            continue
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
 def load_datasets(paths: Iterable[str | os.PathLike], extensions: Iterable[str] | None = None) -> Dataset:
-    """Loads and merges files and folders of files (see :meth:`Dataset.merge`)."""
-    files = [f for p in paths for f in dataset_files(p, extensions)]
+    """Loads and merges files and folders of files (see :meth:`Dataset.merge`); a file given
+    twice (by name, through a link, or inside a folder also given) is read once."""
+    paths = list(paths)
+    files = unique_files(f for p in paths for f in dataset_files(p, extensions))
     if not files:
         raise FileNotFoundError(f"no dataset files in {[str(p) for p in paths]}")
     merged = Dataset(metadata={"created": _now(), "sources": []})

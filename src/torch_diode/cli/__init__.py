@@ -102,13 +102,11 @@ def hoist_global_options(parser: argparse.ArgumentParser, argv: list[str]) -> li
 
 
 def _debug(argv: Sequence[str]) -> bool:
-    return "--debug" in argv or os.environ.get("TORCH_DIODE_DEBUG", "").strip().lower() not in (
-        "",
-        "0",
-        "false",
-        "no",
-        "off",
-    )
+    """--debug, or TORCH_DIODE_DEBUG set to a true word (a value that is no boolean is warned
+    about and taken as off)."""
+    from ..config import _env_bool
+
+    return "--debug" in argv or _env_bool("TORCH_DIODE_DEBUG", False)
 
 
 def _user_error(e: BaseException) -> bool:
@@ -119,10 +117,11 @@ def _user_error(e: BaseException) -> bool:
 
 
 def _one_line(e: BaseException) -> str:
+    from ..errors import one_line
+
     if isinstance(e, OSError) and e.filename is not None and e.strerror:
-        return f"{e.filename}: {e.strerror}"
-    text = " ".join(str(e).split())
-    return text or type(e).__name__
+        return one_line(f"{e.filename}: {e.strerror}")
+    return one_line(str(e)) or type(e).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,6 +13,7 @@ from ..collection.sweep_state import DEFAULT_COMPILE_TIMEOUT_S
 from ..errors import OptionError
 from ..types import DATASET_SUFFIXES, DTYPES, OPS, Problem
 from .common import (
+    MAX_SEED,
     check_outputs,
     finite_float,
     held_keys,
@@ -21,6 +22,7 @@ from .common import (
     positive_float,
     positive_int,
     probability,
+    seed,
 )
 
 if TYPE_CHECKING:
@@ -113,10 +115,48 @@ def _spawn_devices(args: argparse.Namespace) -> int:
     return next((c for c in codes if c != 0), 0)
 
 
+# Inductor's GEMM backends (max_autotune_gemm_backends) and diode's own
+BACKENDS = ("ATEN", "TRITON", "CPP", "CUTLASS", "CUTEDSL", "NVGEMM", "CK", "CKTILE", "DIODE")
+
+
+def backends(text: str) -> str:
+    """--backends: a comma-separated list of known backends (argparse type)."""
+    words = [w.strip().upper() for w in text.split(",")]
+    unknown = [w for w in words if w not in BACKENDS]
+    if unknown or not text.strip():
+        raise argparse.ArgumentTypeError(
+            f"unknown backend {', '.join(repr(w) for w in unknown) or repr(text)}; expected a comma-separated "
+            f"list of {', '.join(BACKENDS)}"
+        )
+    return ",".join(dict.fromkeys(words))
+
+
+def _same_device(device: str) -> str:
+    """``cuda`` and ``cuda:0`` name one device."""
+    return "cuda:0" if device.strip() == "cuda" else device.strip()
+
+
 def _check_devices(args: argparse.Namespace) -> None:
-    """A device that cannot run here fails at once, before any shape is drawn or marked."""
+    """A device that cannot run here fails at once, before any shape is drawn or marked; so do a
+    GPU listed twice in --devices (the CPU may take several workers) and --device given with
+    --devices."""
     from ..hardware import DeviceError, check_device
 
+    if args.devices:
+        seen: dict[str, str] = {}
+        for device in args.devices:
+            if _same_device(device) in seen and device.strip().startswith("cuda"):
+                raise OptionError(
+                    "--devices",
+                    f"{device!r} is listed twice (as {seen[_same_device(device)]!r}): two workers timing "
+                    "kernels on one GPU disturb each other's timings",
+                )
+            seen[_same_device(device)] = device
+        words = getattr(args, "argv", None) or []
+        if any(w == "--device" or w.startswith("--device=") for w in words):
+            raise OptionError(
+                "--devices", "given with --device: give one device with --device or several with --devices"
+            )
     for option, device in [("--devices", d) for d in args.devices or []] or [("--device", args.device)]:
         try:
             check_device(device)
@@ -207,6 +247,18 @@ def _named_options() -> Iterator[None]:
 
 
 def _spec(args: argparse.Namespace):
+    """The ShapeSpec of the options; OptionError naming the option where they contradict each
+    other or allow fewer distinct problems than --num-shapes."""
+    spec = _shape_spec(args)
+    possible = spec.distinct_problems()
+    if args.num_shapes > possible:
+        raise OptionError(
+            "--num-shapes", f"{args.num_shapes} problems asked, but these options allow only {possible} distinct ones"
+        )
+    return spec
+
+
+def _shape_spec(args: argparse.Namespace):
     from ..collection.shapes import ShapeSpec
 
     with _named_options():
@@ -634,7 +686,12 @@ def _measurement_options(p: argparse.ArgumentParser) -> None:
         "configs timed across the run; 0: a draw per problem; default 1)",
     )
     p.add_argument("--reps", type=positive_int, default=10, help="fast mode: timed repetitions per choice (default 10)")
-    p.add_argument("--backends", default="ATEN,TRITON", help="max_autotune_gemm_backends (default ATEN,TRITON)")
+    p.add_argument(
+        "--backends",
+        type=backends,
+        default="ATEN,TRITON",
+        help=f"max_autotune_gemm_backends, comma-separated among {','.join(BACKENDS)} (default ATEN,TRITON)",
+    )
     p.add_argument(
         "--float32-matmul-precision",
         choices=["highest", "high"],
@@ -697,7 +754,7 @@ def _random_shape_options(p: argparse.ArgumentParser) -> None:
         default=0.0,
         help="redraw shapes needing more than this many GFLOP, 2*B*M*N*K/1e9 (default 0: no limit)",
     )
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help=f"random seed, 0 to {MAX_SEED} (default 0)")
 
 
 def _exclude_option(p: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import OptionError
 
@@ -30,10 +30,11 @@ def _number(
     kind: type, lo: float | None = None, hi: float | None = None, *, lo_open: bool = False, hi_open: bool = False
 ) -> Callable[[str], float]:
     """An argparse type: ``kind`` (int or float, finite) within the bounds."""
+    fmt = "d" if kind is int else "g"
     if lo is not None and hi is not None:
-        span = f"in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+        span = f"in {'(' if lo_open else '['}{lo:{fmt}}, {hi:{fmt}}{')' if hi_open else ']'}"
     elif lo is not None:
-        span = f"{'>' if lo_open else '>='} {lo:g}"
+        span = f"{'>' if lo_open else '>='} {lo:{fmt}}"
     else:
         span = "finite"
 
@@ -66,6 +67,10 @@ probability = _number(float, 0.0, 1.0)
 factor = _number(float, 1.0)  # a "this many times faster" factor: 1.0 means off
 
 
+MAX_SEED = 2**32 - 1  # numpy's seeds: 0 .. 2^32 - 1
+seed = _number(int, 0, MAX_SEED)
+
+
 def int_at_least(lo: int) -> Callable[[str], int]:
     return _number(int, lo)
 
@@ -95,11 +100,13 @@ def check_outputs(
     *,
     dataset_outputs: Sequence[str] = (),
     extensions: Iterable[str] | None = None,
+    force: bool | None = None,
 ) -> None:
     """OptionError unless every output (option -> path) is a new place: not an input (option ->
     paths), not another output, not an existing folder. A dataset output (an option in
     ``dataset_outputs``) may not lie inside an input folder either, where reading the folder again
-    would read it too and count its rows twice."""
+    would read it too and count its rows twice. Unless ``force`` (--force; None: a command
+    without it), an existing output must hold what the option writes (:func:`output_kind`)."""
     from ..types import DATASET_SUFFIXES
 
     ins: list[tuple[str, Path]] = []
@@ -132,6 +139,43 @@ def check_outputs(
                     f"{given} lies inside the input folder {source} ({in_option}): reading "
                     "that folder again would read this output too and count its rows twice",
                 )
+        if force is False:
+            _check_kind(option, given, output_kind(option, dataset_outputs))
+
+
+# what each kind of output may replace: a file of its own kind, or an empty one
+_REPLACES = {"dataset": ("dataset", "empty"), "model": ("model", "empty"), "report": ("json", "empty")}
+_WRITES = {"dataset": "a dataset", "model": "a model file", "report": "a JSON report"}
+
+
+def output_kind(option: str, dataset_outputs: Sequence[str] = ()) -> str:
+    """What an output option writes: "model" (--model), "report" (a --...-json), else "dataset"."""
+    if option == "--model":
+        return "model"
+    if option.endswith("-json") and option not in dataset_outputs:
+        return "report"
+    return "dataset"
+
+
+def _check_kind(option: str, given: str, wanted: str) -> None:
+    from ..fileio import KIND_NAMES, existing_kind
+
+    kind = existing_kind(given)
+    if kind is not None and kind not in _REPLACES[wanted]:
+        raise OptionError(
+            option,
+            f"{given} exists and is {KIND_NAMES[kind]}, not {_WRITES[wanted]}: it is left as it is "
+            "(give another file, or --force to replace it)",
+        )
+
+
+def add_force(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing output that holds something else than what this command writes "
+        "(a dataset named as --model, say); an input is never replaced",
+    )
 
 
 def dataset_output(text: str) -> str:
@@ -161,14 +205,39 @@ def write_report(path: str | None, report: dict, argv: Sequence[str] | None = No
     ``argv`` (the command's words, ``args.argv``) it records the command line and the UTC date it
     ran at (``command``, ``date``) where the report has none."""
     if path:
-        from ..types import atomic_write_bytes
+        from ..fileio import atomic_write_bytes
 
-        clean = {k: v for k, v in report.items() if not k.startswith("_")}
+        clean = {k: v for k, v in report.items() if not (isinstance(k, str) and k.startswith("_"))}
         if argv is not None:
             clean.setdefault("command", " ".join(["diode", *argv]))
             clean.setdefault("date", datetime.now(timezone.utc).isoformat(timespec="seconds"))
-        atomic_write_bytes(path, (json.dumps(clean, indent=2, sort_keys=True, default=str) + "\n").encode())
+        text = json.dumps(strict_json(clean), indent=2, sort_keys=True, allow_nan=False)
+        atomic_write_bytes(path, (text + "\n").encode())
         print(f"report written to {path}")
+
+
+def strict_json(value: Any, where: str = "") -> Any:
+    """``value`` as strict JSON values: a NaN or infinite number (a figure with nothing to compute
+    it from) as null, numpy scalars and arrays as numbers and lists, tuples as lists, paths as
+    strings, keys as strings; TypeError naming the field for anything else."""
+    import numpy as np
+
+    if isinstance(value, dict):
+        out = {str(k): strict_json(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+        if len(out) != len(value):
+            raise TypeError(f"report field '{where}': keys that are equal as strings")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, (np.generic, np.ndarray)):
+        return strict_json(value.tolist(), where)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, (str, int)):
+        return value
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    raise TypeError(f"report field '{where}': {type(value).__name__} is not a JSON value")
 
 
 def _shapesets_and_datasets(paths: Sequence[str] | None) -> tuple[set[str], list[str]]:

@@ -6,14 +6,14 @@ import argparse
 from pathlib import Path
 
 from ..errors import OptionError
-from .common import add_inputs, check_outputs, dataset_output, open_fraction, write_report
+from .common import add_force, add_inputs, check_outputs, dataset_output, open_fraction, seed, write_report
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
     from ..dataset_tools import best_configs, dataset_stats
     from ..types import load_datasets
 
-    check_outputs({"inputs": args.inputs}, {"--report-json": args.report_json})
+    check_outputs({"inputs": args.inputs}, {"--report-json": args.report_json}, force=args.force)
     dataset = load_datasets(args.inputs, args.file_extensions)
     stats = dataset_stats(dataset)
     print(
@@ -51,7 +51,7 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
     from ..coverage import DEFAULT_TARGETS, Coverage, format_report
     from ..types import dataset_files, load_dataset
 
-    check_outputs({"inputs": args.inputs}, {"--report-json": args.report_json})
+    check_outputs({"inputs": args.inputs}, {"--report-json": args.report_json}, force=args.force)
     files = [f for path in args.inputs for f in dataset_files(path, args.file_extensions)]
     if not files:
         raise FileNotFoundError(f"no dataset files in {args.inputs}")
@@ -89,6 +89,7 @@ def _cmd_merge(args: argparse.Namespace) -> int:
         {"--output": args.output},
         dataset_outputs=["--output"],
         extensions=args.file_extensions,
+        force=args.force,
     )
     if args.replace:
         merged, replaced = _merge_replacing([load_datasets([i], args.file_extensions) for i in args.inputs])
@@ -111,7 +112,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         raise OptionError(
             "input", f"{args.input} is a folder: convert rewrites one file (`diode dataset merge` reads folders)"
         )
-    check_outputs({"input": [args.input]}, {"output": args.output})
+    check_outputs({"input": [args.input]}, {"output": args.output}, force=args.force)
     save_dataset(load_dataset(args.input), args.output)
     print(f"{args.input} -> {args.output}")
     return 0
@@ -126,6 +127,7 @@ def _cmd_split(args: argparse.Namespace) -> int:
         {"--train": args.train, "--validation": args.validation},
         dataset_outputs=["--train", "--validation"],
         extensions=args.file_extensions,
+        force=args.force,
     )
     train, val = split_dataset(load_datasets(args.inputs, args.file_extensions), args.validation_fraction, args.seed)
     save_dataset(train, args.train)
@@ -153,6 +155,7 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
     add_inputs(p)
     p.add_argument("--report-json", metavar="R", help="write the statistics to this JSON file")
     p.add_argument("--problems", action="store_true", help="list every problem with its fastest measured config")
+    add_force(p)
     p.set_defaults(func=_cmd_stats)
 
     p = ds_sub.add_parser(
@@ -169,6 +172,7 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
         help="also print (and write as 'missing') how many problems each cell lacks to reach its target "
         "(fp16/bf16 and candidate kinds 30, fp32 and fp32-TF32 15)",
     )
+    add_force(p)
     p.set_defaults(func=_cmd_coverage)
 
     p = ds_sub.add_parser(
@@ -192,6 +196,7 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
         type=dataset_output,
         help="output file (.json/.msgpack, optionally .gz); not an input, nor inside an input folder",
     )
+    add_force(p)
     p.set_defaults(func=_cmd_merge)
 
     p = ds_sub.add_parser(
@@ -201,6 +206,7 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("input")
     p.add_argument("output", type=dataset_output)
+    add_force(p)
     p.set_defaults(func=_cmd_convert)
 
     p = ds_sub.add_parser(
@@ -217,5 +223,6 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
         default=0.2,
         help="share of problems held out, in (0, 1) (default 0.2)",
     )
-    p.add_argument("--seed", type=int, default=0, help="shuffle seed (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="shuffle seed, 0 to 2^32-1 (default 0)")
+    add_force(p)
     p.set_defaults(func=_cmd_split)

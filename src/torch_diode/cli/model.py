@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING
 
 from ..errors import OptionError, UserError
 from .common import (
+    MAX_SEED,
     _number,
+    add_force,
     check_outputs,
     dataset_output,
     excluded_measurements,
@@ -19,6 +21,7 @@ from .common import (
     open_fraction,
     positive_float,
     positive_int,
+    seed,
     write_report,
 )
 
@@ -124,6 +127,10 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
     """The TrainConfig of `diode train`'s options (a model records it as its ``training``)."""
     from ..training.train import TrainConfig
 
+    if args.seed + args.ensemble - 1 > MAX_SEED:
+        raise OptionError(
+            "--seed", f"the ensemble's last member would take seed {args.seed + args.ensemble - 1}, over {MAX_SEED}"
+        )
     if args.bootstrap and args.ensemble < 2:
         raise OptionError("--bootstrap", "resamples the problems per ensemble member: give --ensemble 2 or more")
     return TrainConfig(
@@ -150,7 +157,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from ..model_file import write_model
     from ..training.train import train_model
 
-    check_outputs(_inputs(args), {"--model": args.model})
+    check_outputs(_inputs(args), {"--model": args.model}, force=args.force)
     config = train_config(args)
     dataset, prior = training_data(args)
     model, report = train_model(
@@ -177,7 +184,11 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     from ..types import save_dataset
 
     check_outputs(
-        _inputs(args), {"--output": args.output}, dataset_outputs=["--output"], extensions=args.file_extensions
+        _inputs(args),
+        {"--output": args.output},
+        dataset_outputs=["--output"],
+        extensions=args.file_extensions,
+        force=args.force,
     )
     out = predict_dataset(args.model, _load(args))
     save_dataset(out, args.output)
@@ -188,7 +199,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 def _cmd_validate_model(args: argparse.Namespace) -> int:
     from ..evaluation import plot_validation, validate_model
 
-    check_outputs(_inputs(args), {"--report-json": args.report_json, "--by-op-json": args.by_op_json})
+    check_outputs(_inputs(args), {"--report-json": args.report_json, "--by-op-json": args.by_op_json}, force=args.force)
     if args.plot and Path(args.plot).exists() and not Path(args.plot).is_dir():
         raise OptionError("--plot", f"{args.plot} is a file; give a folder for the plots")
     r = validate_model(
@@ -257,7 +268,7 @@ def _write_by_op(path: str | None, report: dict) -> None:
 def _cmd_validate_max_autotune(args: argparse.Namespace) -> int:
     from ..evaluation import validate_max_autotune
 
-    check_outputs(_inputs(args), {"--report-json": args.report_json, "--by-op-json": args.by_op_json})
+    check_outputs(_inputs(args), {"--report-json": args.report_json, "--by-op-json": args.by_op_json}, force=args.force)
     r = validate_max_autotune(
         args.model,
         _load(args),
@@ -334,7 +345,7 @@ def _data_options(p: argparse.ArgumentParser, required_model: bool = True) -> No
 def _seed_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--seed",
-        type=int,
+        type=seed,
         default=0,
         help="accepted as the seeds' toolkit did (`diode --seed 42 validate-model ...`); "
         "this command is deterministic and draws nothing at random",
@@ -405,7 +416,12 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
         help="share of problems held out, in [0, 1) (default 0.15; 0: none)",
     )
     p.add_argument("--log-dir", help="write TensorBoard logs here")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--seed",
+        type=seed,
+        default=0,
+        help="random seed, 0 to 2^32-1; ensemble members take --seed, --seed + 1, ... (default 0)",
+    )
     p.add_argument(
         "--prior-data",
         nargs="+",
@@ -428,6 +444,7 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
         help="leave out the problems of the held-out shapesets (realmodels_heldout) instead of refusing "
         "a dataset that holds one",
     )
+    add_force(p)
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser(
@@ -438,6 +455,7 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
     _data_options(p)
     _seed_option(p)
     p.add_argument("--output", "-o", required=True, type=dataset_output, help="dataset file of predictions")
+    add_force(p)
     p.set_defaults(func=_cmd_predict)
 
     p = sub.add_parser(
@@ -451,6 +469,7 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--report-json", metavar="R", help="write the report as JSON")
     p.add_argument("--plot", metavar="DIR", help="save predicted-vs-measured and slowdown-CDF plots here")
     p.add_argument("--by-op-json", metavar="F", help="write the per-op figures (the report's by_op) as JSON")
+    add_force(p)
     p.set_defaults(func=_cmd_validate_model)
 
     p = sub.add_parser(
@@ -476,6 +495,7 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
         metavar="F",
         help="write the per-op figures (the report's by_op) as JSON, e.g. model_performance_analysis_by_op.json",
     )
+    add_force(p)
     p.set_defaults(func=_cmd_validate_max_autotune)
 
     p = sub.add_parser(

@@ -85,6 +85,7 @@ class Collector:
             raise
         # as the file gives it back (lists for tuples), so that a resumed run finds its record
         self._source = json.loads(json.dumps({"tool": "torch_diode.collect", "settings": dict(settings or {})}))
+        self._added_source = False
         self._record_source()
         self.stats: Counter[str] = Counter()
         self._saved_config: dict[str, Any] = {}
@@ -172,6 +173,15 @@ class Collector:
         sources = self.dataset.metadata.setdefault("sources", [])
         if self._source not in sources:
             sources.append(self._source)
+            self._added_source = True
+
+    def forget_source(self) -> None:
+        """Takes this collection's settings record out of the file's ``sources`` again where it
+        put it there (a run that measured nothing leaves no record of how it measured)."""
+        sources = self.dataset.metadata.get("sources") or []
+        if self._added_source and self._source in sources:
+            sources.remove(self._source)
+            self._added_source = False
 
     # ----- the saver -----------------------------------------------------------------------------
     def _on_feedback(self, timings: dict, name: str, input_nodes: Any, choices: Any = None, *rest: Any) -> None:

@@ -101,6 +101,52 @@ class ShapeSpec:
         for dtype in self.dtypes:
             if dtype not in DTYPES:
                 raise ValueError(f"dtypes: {dtype!r} is not one of {DTYPES}")
+        self._check_choices()
+
+    def _check_choices(self) -> None:
+        """Options that contradict each other, or leave nothing (or too little) to draw."""
+        if not self.ops or not self.dtypes:
+            raise ValueError(f"{'ops' if not self.ops else 'dtypes'}: give at least one")
+        if self.power_of_two and self.log_normal:
+            raise ValueError("log_normal: sizes are drawn either log-normally or among powers of two, not both")
+        pooled = (
+            bool(self.m_sizes or self.sizes) and bool(self.n_sizes or self.sizes) and bool(self.k_sizes or self.sizes)
+        )
+        if pooled and (self.power_of_two or self.log_normal):
+            which = "power_of_two" if self.power_of_two else "log_normal"
+            raise ValueError(f"{which}: every size is drawn from the given sizes; the distribution would not be used")
+        if self.layouts and self.transpose_probability:
+            raise ValueError("transpose_probability: --layouts sets the layouts; give one or the other")
+        if self.power_of_two and not pooled and _powers_of_two(self.min_size, self.max_size) == 0:
+            raise ValueError(f"power_of_two: no power of two lies in [{self.min_size}, {self.max_size}]")
+        if any(op in ("bmm", "baddbmm") for op in self.ops) and _powers_of_two(self.min_batch, self.max_batch) == 0:
+            raise ValueError(
+                f"min_batch: batches are powers of two and none lies in [{self.min_batch}, {self.max_batch}]"
+            )
+
+    def distinct_problems(self) -> int:
+        """How many distinct problems the options can draw at most (the size filter aside)."""
+
+        def sizes(pool: tuple[int, ...]) -> int:
+            if pool:
+                return len(set(pool))
+            if self.power_of_two:
+                return _powers_of_two(self.min_size, self.max_size)
+            return self.max_size - self.min_size + 1
+
+        mnk = sizes(self.m_sizes or self.sizes) * sizes(self.n_sizes or self.sizes) * sizes(self.k_sizes or self.sizes)
+        batches = _powers_of_two(self.min_batch, self.max_batch)
+        if self.layouts:
+            layouts = len(set(self.layouts))
+        else:
+            layouts = 1 if self.transpose_probability in (0.0, 1.0) else 4
+        per_op = sum(batches if op in ("bmm", "baddbmm") else 1 for op in set(self.ops))
+        return per_op * mnk * len(set(self.dtypes)) * layouts
+
+
+def _powers_of_two(lo: int, hi: int) -> int:
+    """How many powers of two lie in [lo, hi]."""
+    return max(0, hi.bit_length() - (lo - 1).bit_length()) if lo <= hi else 0
 
 
 LAYOUTS = ("NN", "NT", "TN", "TT")  # storage of A and B: N as given, T transposed

@@ -124,9 +124,10 @@ def _forget_ptxas_version() -> None:
             memo.cache_clear()
 
 
-def install_handler(handler: Any, enable_gemm_autotune: bool) -> None:
+def install_handler(handler: Any, enable_gemm_autotune: bool, with_ptxas: bool = True) -> None:
     """Makes ``handler`` Inductor's choice handler. ``enable_gemm_autotune`` also sets Inductor's
-    ``max_autotune_gemm`` so that plain ``torch.compile`` offers GEMM candidates to it."""
+    ``max_autotune_gemm`` so that plain ``torch.compile`` offers GEMM candidates to it;
+    ``with_ptxas`` applies ``config.worker_ptxas`` (:func:`use_worker_ptxas`)."""
     from torch._inductor import config as inductor_config
     from torch._inductor.virtualized import V
 
@@ -150,7 +151,7 @@ def install_handler(handler: Any, enable_gemm_autotune: bool) -> None:
     _installed.append(record)
     from .. import config
 
-    if config.worker_ptxas:
+    if config.worker_ptxas and with_ptxas:
         use_worker_ptxas()
 
 

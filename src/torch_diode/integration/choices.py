@@ -100,8 +100,9 @@ class DiodeInductorChoices(InductorChoices):
         enable_fallback: bool | None = None,
     ):
         super().__init__()
-        import json
-
+        from ..config import _warn as warn
+        from ..errors import one_line
+        from ..model_file import _metadata as model_metadata_of
         from ..predict import load_model_and_checksum
         from ..registry import detect_model, resolve_model
 
@@ -113,19 +114,21 @@ class DiodeInductorChoices(InductorChoices):
         # be loaded leaves Inductor's stock choices (logged; counted per GEMM as model_load_error).
         # The engine comes with the checksum of the bytes it was built from (the cache key's model identity).
         self.model_path, self.engine, self.checksum, self.load_error = None, None, None, None
+        self.metadata: dict[str, Any] = {}
         try:
             self.model_path = str(resolve_model(model_path) if model_path is not None else detect_model() or "") or None
             if self.model_path:
                 self.engine, self.checksum = load_model_and_checksum(self.model_path)
+                self.metadata = model_metadata_of(self.engine, self.model_path)
         except (OSError, ValueError) as e:  # missing file or name, ModelFormatError (a ValueError)
             if not self._setting("enable_fallback"):
                 raise
-            self.model_path, self.engine, self.checksum = None, None, None
-            self.load_error = f"{type(e).__name__}: {e}"
-            logger.warning(
-                "torch-diode: model %s cannot be loaded (%s); Inductor keeps its stock choices", model_path, e
+            self.model_path, self.engine, self.checksum, self.metadata = None, None, None, {}
+            self.load_error = f"{type(e).__name__}: {one_line(str(e))}"
+            warn(
+                f"torch-diode: model {one_line(str(model_path))} cannot be loaded ({self.load_error}); "
+                "Inductor keeps its stock choices"
             )
-        self.metadata = json.loads(self.engine.metadata_json) if self.engine is not None else {}
         self._hardware_ok: dict[str, str | None] = {}  # device name -> "exact", "family" or None
         self._hardware: dict[str, Hardware] = {}
         self._family_hardware = False  # the GPU being decided for is another SKU of the model's

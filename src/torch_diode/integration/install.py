@@ -44,13 +44,20 @@ def install_diode_choices(
 
     ``enable_gemm_autotune`` also sets Inductor's ``max_autotune_gemm`` so that plain
     ``torch.compile`` offers GEMM candidates to diode (the auto-registration does this).
+
+    A model that cannot be loaded (an unknown name, a missing or malformed file) is one WARNING
+    line; the handler is installed without it, so every GEMM Inductor asks it about gets the stock
+    choices, counted as ``model_load_error``, and nothing else changes: ``max_autotune_gemm``
+    stays as it was (``enable_gemm_autotune`` is ignored) and no ptxas is chosen.
     """
     from ..inductor.settings import add_settings
 
     choices = create_diode_choices(model_path, device, top_k_configs, performance_threshold, enable_fallback)
     add_settings()  # Inductor's fast_autotune / diode_* settings and the "DIODE" backend
-    install_handler(choices, enable_gemm_autotune)
-    logger.info("torch-diode: choice handler installed (model %s)", choices.model_path)
+    loaded = choices.load_error is None
+    install_handler(choices, enable_gemm_autotune and loaded, with_ptxas=loaded)
+    if loaded:
+        logger.info("torch-diode: choice handler installed (model %s)", choices.model_path)
     return choices
 
 
