@@ -1,6 +1,6 @@
 """What kinds of GEMM a dataset covers: problem counts per cell, behind `diode dataset coverage`.
 
-Cells (data/README.md, "Coverage", states the same rule):
+Cells (docs/data.md, "Coverage", states the same rule):
 
 - ``op/OP/DTYPE/LAYOUT``: per op (mm, addmm, bmm, baddbmm), dtype column and layout (NN, NT,
   TN, TT: A then B, T where the operand is stored transposed);
@@ -65,7 +65,7 @@ REGIMES: dict[str, Callable[[Problem], bool]] = {
 }
 
 # The candidate kinds Inductor offers for mm/addmm/bmm/baddbmm on an H100/H200 with the ATEN,TRITON
-# backends (data/README.md, "Candidates Inductor offers", gives the flags and the other kinds).
+# backends (docs/data.md, "Candidates Inductor offers", gives the flags and the other kinds).
 REQUIRED_CANDIDATE_KINDS = (
     "aten::mm",
     "aten::addmm",

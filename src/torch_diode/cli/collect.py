@@ -838,7 +838,7 @@ def add_collection_commands(sub: argparse._SubParsersAction) -> None:
         type=float,
         metavar="US",
         help="only the problems whose fastest recorded time is under US microseconds: with --without-lead, "
-        'those whose timings the lead changes (data/README.md, "Timed without the lead"); a file into '
+        'those whose timings the lead changes (docs/data.md, "How kernels are timed"); a file into '
         "which a re-measurement with the lead of its problems under US or more was merged is left as it is",
     )
     p.add_argument(

@@ -161,7 +161,7 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
     p = ds_sub.add_parser(
         "coverage",
         help="problem counts per op x dtype x layout, size regime and candidate kind",
-        description="Count the problems of each cell (data/README.md, 'Coverage'); empty cells are "
+        description="Count the problems of each cell (docs/data.md, 'Coverage'); empty cells are "
         "listed; --report-json writes {cells, empty_cells, ...}.",
     )
     add_inputs(p)

@@ -703,7 +703,7 @@ def flush_buffer(device: str) -> Any:
     """The buffer zeroed before each timed launch: larger than L2 (a cold cache, as Inductor
     measures) and, after the lead (LEAD_US), long enough to zero that the host's launch overhead
     is hidden behind it instead of landing between the events, as it does behind an L2-sized flush
-    (python -m benchmarks.studies.timing_methods, benchmarks.studies.timing_stability; docs/results.md)."""
+    (python -m benchmarks.studies.timing_methods, benchmarks.studies.timing_stability; benchmarks/studies/README.md)."""
     import torch
 
     return torch.empty(max(FLUSH_BYTES, hardware_l2_bytes()) // 4, dtype=torch.int32, device=device)

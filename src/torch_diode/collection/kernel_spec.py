@@ -16,7 +16,7 @@ _MAX_GRID_Y = 65535
 
 # Kernels specialised on M, N, K as Triton specialises any int (== 1, multiple of 16), so that they
 # run as Inductor's static-size kernels do (python -m benchmarks.studies.timing_methods compares the two;
-# its figures: docs/results.md).
+# its figures: benchmarks/studies/README.md).
 SPECIALIZE_SIZES = True
 
 
