@@ -261,9 +261,10 @@ def _repeated(tmp_path: Path, n: int, rows: bool) -> Path:
 
 @pytest.mark.parametrize("rows", [False, True])
 def test_loading_is_linear_in_repeated_configs_and_rows(tmp_path, rows):
-    """The issue's 9 KB file repeating one config 256k times took minutes (the square of the
-    repeats); 8 times the repeats now take about 8 times as long, not 64."""
-    small, large = (_repeated(tmp_path, n, rows) for n in (4000, 32000))
+    """A 9 KB file repeating one config 256k times must not take minutes (the square of the
+    repeats): 16 times the repeats take about 16 times as long, far from 256 (the bound, 64, sits
+    between the two on a log scale, so that a loaded machine's noise does not decide)."""
+    small, large = (_repeated(tmp_path, n, rows) for n in (2000, 32000))
 
     def seconds(path: Path) -> float:
         best = float("inf")
@@ -272,10 +273,10 @@ def test_loading_is_linear_in_repeated_configs_and_rows(tmp_path, rows):
             ds = load_dataset(path)
             best = min(best, time.perf_counter() - start)
         timings = next(iter(ds.entries[0].ops["mm"].values()))
-        assert len(timings[0].samples_us) in (4000, 32000)
+        assert len(timings[0].samples_us) in (2000, 32000)
         return best
 
-    assert seconds(large) < 20 * seconds(small)
+    assert seconds(large) < 64 * seconds(small)
 
 
 def test_a_file_given_twice_or_inside_a_given_folder_is_read_once(tmp_path, diode_cli):
