@@ -9,15 +9,13 @@ import json
 import math
 import os
 import re
-import struct
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from torch_diode import _C
-from torch_diode.model_file import FORMAT_VERSION, MAGIC, ModelFormatError, _f32, model_metadata, read_model
+from torch_diode.model_file import ModelFormatError, model_metadata, read_model
 from torch_diode.registry import shipped_models
 from torch_diode.types import (
     Dataset,
@@ -115,24 +113,7 @@ def test_a_collection_whose_every_problem_is_skipped_marks_none_done(tmp_path):
 # ----- model files -------------------------------------------------------------------------------
 def _pack(metadata: bytes) -> bytes:
     """The shipped model's weights with ``metadata`` as its metadata bytes, under a valid checksum."""
-    m = read_model(MODEL)
-    dims = m.dims
-    parts = [
-        MAGIC,
-        struct.pack("<4I", FORMAT_VERSION, m.feature_version, len(m.members), len(m.layers)),
-        struct.pack(f"<{len(dims)}I", *dims),
-        struct.pack("<I", 0),
-        struct.pack("<Q", len(metadata)),
-        metadata,
-        _f32(m.feature_mean),
-        _f32(m.feature_std),
-        _f32([m.target_mean, m.target_std]),
-    ]
-    for layers in m.members:
-        for w, b in layers:
-            parts += [_f32(w), _f32(b)]
-    body = b"".join(parts)
-    return body + struct.pack("<Q", _C.fnv1a64(body))
+    return read_model(MODEL).encode(metadata)
 
 
 def _with(field: str, value) -> bytes:

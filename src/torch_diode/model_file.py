@@ -69,7 +69,12 @@ class ModelFile:
                     raise ValueError(
                         f"members[{k}].layers[{i}]: weight {w.shape} / bias {b.shape} do not chain with dims {dims}"
                     )
-        meta = json.dumps(self.metadata, sort_keys=True, allow_nan=False).encode()
+        return self.encode(json.dumps(self.metadata, sort_keys=True, allow_nan=False).encode())
+
+    def encode(self, meta: bytes) -> bytes:
+        """The file's bytes with ``meta`` as its metadata bytes, as they are (``to_bytes`` checks the
+        weights and serialises the metadata first), under the checksum of the whole."""
+        dims = self.dims
         parts = [
             MAGIC,
             struct.pack("<4I", FORMAT_VERSION, self.feature_version, len(self.members), len(self.layers)),
