@@ -54,7 +54,7 @@ worker that outlives its time limit is stopped; its finished items are kept. The
 written after each worker (``complete``: false until the last has run), so a run stopped between
 two keeps the finished workers' rows; the results table takes only a complete report.
 ``--combine`` joins reports of one device, torch, Triton and model, and refuses to join rows timed
-over input copies with rows timed on one copy (reports written before the copies).
+over input copies with rows timed on one copy (reports without ``input_copies`` in their rows).
 
 Each measurement also records ``pad_mm`` (benchmarks/pad_mm.py): what Inductor's shape-padding
 pass (torch/_inductor/fx_passes/pad_mm.py) did during the compile, which can make a row slower under
@@ -586,7 +586,7 @@ def draw_of(shapes: list) -> dict | str | None:
 
 def timed_over_input_copies(rows: list[dict]) -> bool | None:
     """Whether ``rows``' runtimes were timed over input copies (``input_copies`` in each measured
-    method's record) or on one copy, as reports before it were; None where no method has a runtime."""
+    method's record) or on one copy (no ``input_copies``); None where no method has a runtime."""
     timed = [m for row in rows for m in row["methods"].values() if "runtime_cudagraph_us" in m]
     return None if not timed else all("input_copies" in m for m in timed)
 
@@ -667,7 +667,7 @@ def run_tagged_rows(parts: list[dict], run_counts: list[int]) -> list[dict]:
 
 def write_report(report: dict[str, Any], rows: list[dict], out: str | Path, complete: bool) -> None:
     """Rows merged by label (a later row's methods win) and their summary, written to ``out`` in one
-    step (a run stopped between two writes leaves the earlier report whole). ``complete``: every
+    step (a run stopped between two writes leaves the last whole report in place). ``complete``: every
     worker has run (a report written after each worker says which ran, ``workers``)."""
     merged: dict[str, dict] = {}
     for row in rows:
@@ -745,7 +745,7 @@ def main() -> int:
         "--combine",
         nargs="+",
         metavar="REPORT",
-        help="join reports of earlier runs (e.g. --only gemms and --only models) into --out; measures nothing",
+        help="join the reports of several runs (e.g. --only gemms and --only models) into --out; measures nothing",
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--pad-decisions", help=argparse.SUPPRESS)
