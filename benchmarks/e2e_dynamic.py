@@ -42,6 +42,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from benchmarks.common import (  # noqa: E402
+    WARM_UP,
     geomean,
     load_shapes,
     report_header,
@@ -161,7 +162,7 @@ def measure(module: nn.Module, method: str, way: str, sizes: list[int], args: ar
 def worker(args: argparse.Namespace) -> int:
     method = args.worker
     rows: list[dict] = []
-    timed_first_call(torch.compile(warm_up_function()), *make_inputs(_warm_up_problem(), DEVICE))
+    timed_first_call(torch.compile(warm_up_function()), *make_inputs(WARM_UP, DEVICE))
     wait_for_compile_pool()
     for label, problem in items(args):
         module = Decoder() if problem is None else Gemm(problem)
@@ -177,12 +178,6 @@ def worker(args: argparse.Namespace) -> int:
         torch.cuda.empty_cache()
     Path(args.out).write_text(json.dumps(rows, indent=1))
     return 0
-
-
-def _warm_up_problem() -> Any:
-    from benchmarks.common import WARM_UP
-
-    return WARM_UP
 
 
 def summarize(rows: list[dict]) -> dict[str, Any]:

@@ -119,7 +119,6 @@ def decide_range(
     GEMM at each size scenario, the hint first; ``pool``: its candidates (features at the hint);
     ``predictions`` and ``features``: per scenario, the members' ln times ([K, N] or [N]) and the
     feature rows. Raises NoUsableCandidate as :func:`.decide.decide` does."""
-    hint_members = np.atleast_2d(np.asarray(predictions[0], dtype=np.float64))
     extern = np.asarray(pool.extern, dtype=bool)
     usable = usable_candidates(pool.features)
     if pool.allowed is not None:
@@ -128,18 +127,18 @@ def decide_range(
         usable = usable[known_kinds(pool.features, contract.template_kinds)[usable]]
     if len(usable) == 0:
         raise NoUsableCandidate(f"no usable candidate of a known kind among {len(extern)} for {problems[0].short()}")
-    verdict = range_verdict(predictions, extern, usable)
+    means = [np.atleast_2d(np.asarray(m, dtype=np.float64)).mean(axis=0) for m in predictions]  # per size
+    verdict = range_verdict(means, extern, usable)
     preference = math.log(extern_preference_for(problems[0], policy))
     wins = np.flatnonzero((verdict.worst <= math.log(DYNAMIC_MARGIN)) & (verdict.mean <= -preference))
-    hint_predicted = hint_members.mean(axis=0)
     externs = usable[extern[usable]]
     # the ATen choice predicted best over the range (cuBLAS picks its kernel per call; the ATen
     # templates, aten::addmm or aten::bias_addmm, are fixed at compile time)
-    over_range = np.mean([np.atleast_2d(m).mean(axis=0)[externs] for m in predictions], axis=0)
+    over_range = np.mean([mean[externs] for mean in means], axis=0)
     safe = int(externs[np.argmin(over_range)]) if len(externs) else None
     pick = int(wins[np.argmin(verdict.mean[wins])]) if len(wins) else safe
     if pick is None:  # no ATen choice to weigh against: the best at the hint, as a static GEMM
-        pick = int(usable[np.argmin(hint_predicted[usable])])
+        pick = int(usable[np.argmin(means[0][usable])])
     if unsure is None and contract is not None and pick != safe:
         unsure = _unsure_at_some_size(problems, features, predictions, pick, safe, policy, contract, tf32)
     if unsure and safe is not None:
