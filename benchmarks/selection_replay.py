@@ -154,21 +154,24 @@ def heldout(args: argparse.Namespace) -> int:
     return 0
 
 
-def realmodels(args: argparse.Namespace) -> int:
+def judge_realmodels(model: str, data: list[str], shapeset: str, policy: Policy | None = None) -> tuple[dict, list]:
+    """(summary, rows) of the handler's decisions with ``model``'s own confidence contract on the
+    held-out real models' data ``data`` (``realmodels`` below)."""
     from torch_diode.collection.shapes import load_shapeset, problem_identity
 
-    policy = Policy.from_config()
-    contract = _contract(args.model)
+    policy = policy or Policy.from_config()
+    contract = _contract(model)
     names: dict[Problem, list[str]] = {}
-    for entry in load_shapeset(args.shapeset):
+    for entry in load_shapeset(shapeset):
         names.setdefault(problem_identity(entry.problem), []).append(f"{entry.model}: {entry.layer}")
     rows = []
-    for problem, pool, predicted, measured, tf32 in replays(args.model, args.data, with_tf32=True):
+    for problem, pool, predicted, measured, tf32 in replays(model, data, with_tf32=True):
         try:
             decision = decide(problem, pool, predicted, policy, contract, tf32)
         except NoUsableCandidate:
             continue
         best = float(measured.min())
+        alone = triton_alone(problem, pool, predicted, measured, policy)
         rows.append(
             {
                 "problem": problem.short(),
@@ -177,12 +180,14 @@ def realmodels(args: argparse.Namespace) -> int:
                 "outcome": float(measured[list(decision.chosen)].min()) / best,
                 "unsure": decision.unsure,
                 "chosen": len(decision.chosen),
+                "triton_top1": None if alone is None else alone[0],
             }
         )
     if not rows:
-        raise SystemExit(f"no problem with a usable candidate in {' '.join(args.data)}")
+        raise SystemExit(f"no problem with a usable candidate in {' '.join(data)}")
     first = np.array([r["first_pick"] for r in rows])
     outcome = np.array([r["outcome"] for r in rows])
+    top1 = [r["triton_top1"] for r in rows if r["triton_top1"] is not None]
     summary = {
         "num_problems": len(rows),
         "first_pick_geomean": float(np.exp(np.log(first).mean())),
@@ -190,8 +195,14 @@ def realmodels(args: argparse.Namespace) -> int:
         "unsure_fraction": sum(bool(r["unsure"]) for r in rows) / len(rows),
         "outcome_geomean": float(np.exp(np.log(outcome).mean())),
         "outcome_worst": float(outcome.max()),
+        "triton_top1_perf_geomean": float(np.exp(np.log(top1).mean())) if top1 else None,
         "unmatched_problems": sum(not r["layers"] for r in rows),
     }
+    return summary, rows
+
+
+def realmodels(args: argparse.Namespace) -> int:
+    summary, rows = judge_realmodels(args.model, args.data, args.shapeset)
     report = cpu_report_header("CPU (predictions against data measured on the GPU named in the dataset)") | {
         "model": args.model,
         "data": args.data,
@@ -213,6 +224,20 @@ def _summary(x: list[float]) -> dict:
     return {"geomean": float(math.exp(np.mean(np.log(x)))), "worst": float(max(x))} if x else {}
 
 
+def triton_alone(
+    problem: Problem, pool: Pool, members: np.ndarray, measured: np.ndarray, policy: Policy
+) -> tuple[float, float] | None:
+    """(top-1, top-5) normalised performance of the model among the usable Triton candidates
+    alone: best measured Triton time over the measured time of the one it predicts best, or of the
+    best of its five best predicted; None where the problem has no usable Triton candidate."""
+    try:
+        alone = decide(problem, replace(pool, allowed=~pool.extern), members, replace(policy, extern_preference=1.0))
+    except NoUsableCandidate:
+        return None
+    best = measured[alone.order].min()
+    return float(best / measured[alone.first]), float(best / measured[alone.order[:5]].min())
+
+
 def ranking(args: argparse.Namespace) -> int:
     """Per model and held-out set: top-1 and top-5 normalised performance among the Triton
     candidates alone (best measured Triton time / the measured time of the model's argmin among
@@ -225,14 +250,10 @@ def ranking(args: argparse.Namespace) -> int:
             triton, triton5, first, errors = [], [], [], []
             for problem, pool, members, measured in replays(model, [data]):
                 predicted = members.mean(axis=0)
-                try:  # the model's best among the usable Triton candidates alone
-                    alone = decide(
-                        problem, replace(pool, allowed=~pool.extern), members, replace(policy, extern_preference=1.0)
-                    )
-                    triton.append(measured[alone.order].min() / measured[alone.first])
-                    triton5.append(measured[alone.order].min() / measured[alone.order[:5]].min())
-                except NoUsableCandidate:
-                    pass
+                alone = triton_alone(problem, pool, members, measured, policy)
+                if alone is not None:
+                    triton.append(alone[0])
+                    triton5.append(alone[1])
                 try:
                     decision = decide(problem, pool, members, policy)
                 except NoUsableCandidate:

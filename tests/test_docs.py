@@ -47,8 +47,15 @@ def test_every_results_file_is_cited_by_the_table_or_a_page():
 
 def test_every_results_file_and_benchmark_a_page_names_exists():
     text = _text()
-    # the collections' console output, and the shapes files of benchmarks/ and its studies
-    elsewhere = {p.name for p in [*(ROOT / "data" / "logs").glob("*"), *(ROOT / "benchmarks").rglob("*.json")]}
+    # the collections' console output, the shapesets of data/, and the shapes files of benchmarks/ and its studies
+    elsewhere = {
+        p.name
+        for p in [
+            *(ROOT / "data" / "logs").glob("*"),
+            *(ROOT / "data").rglob("*.json"),
+            *(ROOT / "benchmarks").rglob("*.json"),
+        ]
+    }
     missing = sorted({n for n in RESULTS_NAME.findall(text) if not (RESULTS / n).exists() and n not in elsewhere})
     assert missing == []
     modules = set(re.findall(r"python -m (benchmarks(?:\.[a-z0-9_]+)+)", text))

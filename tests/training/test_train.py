@@ -206,7 +206,7 @@ def test_train_exclude_leaves_out_the_problems_of_the_named_datasets(tmp_path):
     """--exclude FILE: the problems that FILE holds are not trained on where measured on FILE's GPU
     (the model's contract counts the rest); a path that is neither a file nor a shapeset is one
     line naming it (exit 2)."""
-    from torch_diode.types import Dataset, save_dataset
+    from torch_diode.types import Dataset, problem_key, save_dataset
 
     sample = load_dataset(SAMPLE)
     hardware, problem, timings = next(sample.problems())
@@ -346,7 +346,7 @@ def test_prior_data_adds_the_problems_the_gpus_own_data_lacks(tmp_path):
 
     from torch_diode.collection.shapes import load_shapeset
     from torch_diode.training.train import with_prior_data
-    from torch_diode.types import Dataset, save_dataset
+    from torch_diode.types import Dataset, problem_key, save_dataset
 
     sample = load_dataset(SAMPLE)
     problems = list(sample.problems())
@@ -356,7 +356,7 @@ def test_prior_data_adds_the_problems_the_gpus_own_data_lacks(tmp_path):
         own.add(h200, problem, [replace(t, time_us=t.time_us / 2) for t in timings])
     for hardware, problem, timings in problems:
         prior.add(hardware, problem, timings)
-    merged, record = with_prior_data(own, prior)
+    merged, record, added = with_prior_data(own, prior)
     assert record == {
         "device_name": "NVIDIA H200",
         "device_names": [problems[0][0].device_name],
@@ -364,6 +364,7 @@ def test_prior_data_adds_the_problems_the_gpus_own_data_lacks(tmp_path):
     }
     assert {hw.device_name for hw, _, _ in merged.problems()} == {"NVIDIA H200"}
     assert merged.num_problems == len(problems)
+    assert added == {problem_key(p) for _, p, _ in problems[len(problems) // 2 :]}
     mine = {p: ts for _, p, ts in own.problems()}
     for _, problem, timings in merged.problems():  # the H200's own halved timings were kept
         assert timings == mine.get(problem, timings)
@@ -468,3 +469,50 @@ def test_training_fits_a_loss_calibration_of_the_misaligned_problems_alone():
     expected = fit_loss_calibration(loss_cases(ensemble, arrays, misaligned, policy))
     assert expected is not None and expected.problems < training["loss_calibration"]["problems"]
     assert training["misaligned_loss_calibration"] == expected.to_dict()
+
+
+def test_init_model_starts_from_the_models_members_and_keeps_its_form(tmp_path):
+    """`diode train --init-model`: the members start from the given model's weights (an epoch at a
+    vanishing learning rate leaves them as they were), with its dims, member count, normalisation
+    and feature version (the shipped H100 model reads an older version's features)."""
+    from torch_diode.registry import resolve_model
+
+    data = load_dataset(SAMPLE)
+    start = read_model(resolve_model("NVIDIA-H100-matmul"))
+    config = TrainConfig(init_model="NVIDIA-H100-matmul", num_epochs=1, learning_rate=1e-12, loss="listwise")
+    model, _ = train_model(data, config, progress=False)
+    assert model.dims == start.dims and len(model.members) == len(start.members)
+    assert model.feature_version == start.feature_version
+    assert model.metadata["feature_names"] == start.metadata["feature_names"]
+    np.testing.assert_array_equal(model.feature_mean, start.feature_mean)
+    for mine, theirs in zip(model.members, start.members):
+        for (w, b), (w0, b0) in zip(mine, theirs):
+            np.testing.assert_allclose(w, w0, atol=1e-6)
+            np.testing.assert_allclose(b, b0, atol=1e-6)
+    assert model.metadata["training"]["init_model"] == "NVIDIA-H100-matmul"
+    assert model.metadata["training"]["ensemble"] == len(start.members)
+    moved, _ = train_model(data, replace(config, learning_rate=1e-2, num_epochs=3), progress=False)
+    assert not np.allclose(moved.members[0][0][0], start.members[0][0][0], atol=1e-4)  # it does train
+
+
+def test_prior_share_draws_every_own_problem_and_a_share_of_the_prior_each_epoch():
+    from torch_diode.training.train import _epoch_problems, _Rows
+
+    prior = torch.tensor([False] * 10 + [True] * 90)
+    rows = _Rows(torch.zeros(1), torch.zeros(1), torch.zeros(1), prior=prior)
+    generator = torch.Generator().manual_seed(0)
+    first, second = (_epoch_problems(rows, 0.5, generator) for _ in range(2))
+    for drawn in (first, second):
+        assert set(range(10)) <= set(drawn.tolist()) and len(drawn) == 20 and len(set(drawn.tolist())) == 20
+    assert set(first.tolist()) != set(second.tolist())  # a fresh draw of the prior each epoch
+    assert _epoch_problems(rows, None, generator) is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "option"),
+    [(["--prior-share", "0.5"], "--prior-share"), (["--init-model", "NVIDIA-B300-matmul"], "--init-model")],
+)
+def test_adapt_options_that_cannot_work_are_refused_naming_the_option(tmp_path, diode_cli, extra, option):
+    code, _, err = diode_cli("train", "--dataset", SAMPLE, "--model", tmp_path / "m.diode", *extra)
+    assert code == 2 and option in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "m.diode").exists()

@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .dataset import add_dataset_commands
     from .model import add_model_commands
     from .rebuild import add_rebuild_command
+    from .sample import add_sample_command
 
     parser = Parser(prog="diode", description="torch-diode: learned GEMM kernel selection for torch.compile.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_collection_commands(sub)
     add_model_commands(sub)
     add_rebuild_command(sub)
+    add_sample_command(sub)
     return parser
 
 

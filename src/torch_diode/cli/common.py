@@ -99,13 +99,15 @@ def check_outputs(
     outputs: Mapping[str, str | os.PathLike | None],
     *,
     dataset_outputs: Sequence[str] = (),
+    json_outputs: Sequence[str] = (),
     extensions: Iterable[str] | None = None,
     force: bool | None = None,
 ) -> None:
     """OptionError unless every output (option -> path) is a new place: not an input (option ->
     paths), not another output, not an existing folder. A dataset output (an option in
     ``dataset_outputs``) may not lie inside an input folder either, where reading the folder again
-    would read it too and count its rows twice. Unless ``force`` (--force; None: a command
+    would read it too and count its rows twice. An option in ``json_outputs`` writes a JSON document
+    (a shapeset) as a --...-json option writes a report. Unless ``force`` (--force; None: a command
     without it), an existing output must hold what the option writes (:func:`output_kind`)."""
     from ..types import DATASET_SUFFIXES
 
@@ -140,7 +142,7 @@ def check_outputs(
                     "that folder again would read this output too and count its rows twice",
                 )
         if force is False:
-            _check_kind(option, given, output_kind(option, dataset_outputs))
+            _check_kind(option, given, "report" if option in json_outputs else output_kind(option, dataset_outputs))
 
 
 # what each kind of output may replace: a file of its own kind, or an empty one

@@ -47,6 +47,11 @@ def _inputs(args: argparse.Namespace) -> dict:
             inputs["--model"] = str(resolve_model(args.model))
         except FileNotFoundError:
             pass  # loading it names what is missing
+    elif args.init_model:
+        try:
+            inputs["--init-model"] = str(resolve_model(args.init_model))
+        except FileNotFoundError as e:
+            raise OptionError("--init-model", str(e)) from None
     return inputs
 
 
@@ -103,24 +108,27 @@ def _without_exclusions(dataset: Dataset, excluded: Callable[[Hardware, Problem]
     return kept
 
 
-def training_data(args: argparse.Namespace) -> tuple[Dataset, dict | None]:
+def training_data(args: argparse.Namespace) -> tuple[Dataset, dict | None, frozenset]:
     """The data `diode train` fits (its inputs less the held-out problems and --exclude, with
-    --prior-data's problems the inputs lack) and the record of the prior data added (or None)."""
+    --prior-data's problems the inputs lack), the record of the prior data added (or None) and the
+    keys of its problems."""
     from ..training.train import with_prior_data
     from ..types import load_datasets
 
     excluded = excluded_measurements(args.exclude) if args.exclude else None
     dataset = _without_exclusions(_without_heldout(_load(args), args), excluded, "the training data")
     if not args.prior_data:
-        return dataset, None
+        if args.prior_share is not None:
+            raise OptionError("--prior-share", "shares each epoch between the data and --prior-data: give --prior-data")
+        return dataset, None, frozenset()
     loaded = _without_heldout(load_datasets(args.prior_data, args.file_extensions), args, args.prior_data)
     loaded = _without_exclusions(loaded, excluded, "--prior-data")
-    dataset, prior = with_prior_data(dataset, loaded, args.hardware_name)
+    dataset, prior, keys = with_prior_data(dataset, loaded, args.hardware_name)
     print(
         f"train: {prior['problems']} problems measured on {', '.join(prior['device_names']) or 'no other GPU'} "
         f"that the data of {prior['device_name']} lacks, trained on as measured there (--prior-data)"
     )
-    return dataset, prior
+    return dataset, prior, keys
 
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
@@ -133,6 +141,10 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
         )
     if args.bootstrap and args.ensemble < 2:
         raise OptionError("--bootstrap", "resamples the problems per ensemble member: give --ensemble 2 or more")
+    if args.bootstrap and args.prior_share is not None:
+        raise OptionError(
+            "--prior-share", "draws --prior-data's problems per epoch: it does not combine with --bootstrap"
+        )
     return TrainConfig(
         model_type=args.model_type,
         hidden_dim=args.hidden_dim,
@@ -150,6 +162,8 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
         bootstrap=args.bootstrap,
         extern_weight=args.extern_weight,
         clip_slowdown=args.clip_slowdown,
+        init_model=args.init_model,
+        prior_share=args.prior_share,
     )
 
 
@@ -159,7 +173,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     check_outputs(_inputs(args), {"--model": args.model}, force=args.force)
     config = train_config(args)
-    dataset, prior = training_data(args)
+    dataset, prior, prior_keys = training_data(args)
     model, report = train_model(
         dataset,
         config,
@@ -167,6 +181,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         op_name=args.op_name,
         log_dir=args.log_dir,
         prior_data=prior,
+        prior_problems=prior_keys,
     )
     write_model(args.model, model)
     val = f"{report.validation_mse:.4f}" if report.validation_mse is not None else "-"
@@ -429,6 +444,21 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
         help="dataset files or folders measured on another GPU of the same architecture (an H100's for "
         "an H200 model): their problems that the training data lacks are trained on as if measured on "
         "the training data's GPU, and recorded so in the model",
+    )
+    p.add_argument(
+        "--init-model",
+        metavar="MODEL",
+        help="start from this model's members (a shipped name or a file; its dims, member count and "
+        "normalisation) instead of random ones: another GPU's model adapted to this GPU's data "
+        "(docs/contributing.md, 'Adding a GPU')",
+    )
+    p.add_argument(
+        "--prior-share",
+        type=open_fraction(lo_open=True),
+        default=None,
+        help="with --prior-data: each epoch trains on every problem of the data and a fresh draw of "
+        "--prior-data's making this share of the epoch's problems, in (0, 1), and the held-out error "
+        "weighs them as this share (default: every problem once per epoch)",
     )
     p.add_argument(
         "--exclude",

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .. import _C
 from ..model_file import ModelFile
 
 # The seeds' two families. ``num_layers`` counts hidden layers.
@@ -65,6 +66,7 @@ class Regressor(nn.Module):
             self.target_mean,
             self.target_std,
             metadata,
+            feature_version=int(metadata.get("feature_version", _C.FEATURE_VERSION)),
         )
 
     @classmethod

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from dataclasses import asdict, dataclass
+from collections.abc import Collection
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -78,6 +79,16 @@ class TrainConfig:
     # (benchmarks/results/training_variants_cpu.txt): how slow a slow config is keeps it away
     # from the top on unseen problems
     clip_slowdown: float | None = None
+    # where set, the model file (path or shipped name) whose members the fit starts from, with its
+    # dims, member count and normalisation: a model of one GPU adapted to another's measurements
+    # (docs/contributing.md, "Adding a GPU"); None: members initialised at random
+    init_model: str | None = None
+    # where set (0 < share < 1, with --prior-data), each epoch trains on every problem of the GPU's
+    # own data and a fresh draw of the prior data's problems making this share of the epoch's, and
+    # the held-out error weighs the prior's problems as this share: a few hundred problems of a new
+    # GPU then weigh as much as the thousands of another's, and an epoch costs a fraction of one
+    # over all (None: every problem, each once per epoch)
+    prior_share: float | None = None
 
     def resolved(self) -> tuple[int, int]:
         if self.lr_schedule not in LR_SCHEDULES:
@@ -90,6 +101,10 @@ class TrainConfig:
             raise ValueError(f"extern_weight must be a positive number, got {self.extern_weight}")
         if self.clip_slowdown is not None and not (math.isfinite(self.clip_slowdown) and self.clip_slowdown > 1):
             raise ValueError(f"clip_slowdown must be a number > 1, got {self.clip_slowdown}")
+        if self.prior_share is not None and not 0.0 < self.prior_share < 1.0:
+            raise ValueError(f"prior_share must be between 0 and 1, got {self.prior_share}")
+        if self.prior_share is not None and self.bootstrap:
+            raise ValueError("prior_share draws the prior problems per epoch: it does not combine with bootstrap")
         if self.bootstrap and self.ensemble < 2:
             raise ValueError("bootstrap resamples the problems per ensemble member: give an ensemble of 2 or more")
         if self.model_type not in MODEL_FAMILIES:
@@ -116,10 +131,42 @@ def _standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean.astype(np.float32), std.astype(np.float32)
 
 
-def _mse(model: Regressor, x: torch.Tensor, y: torch.Tensor, batch: int = 65536) -> float:
+def _mse(
+    model: Regressor, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor | None = None, batch: int = 65536
+) -> float:
+    """The squared error of ln(time_us) over the rows (their ``weight``-weighted mean where given)."""
     with torch.no_grad():
         err = torch.cat([model(x[i : i + batch]) - y[i : i + batch] for i in range(0, len(x), batch)])
-    return float((err**2).mean()) if len(err) else math.nan
+    if not len(err):
+        return math.nan
+    return float((err**2).mean()) if weight is None else float((err**2 * weight).sum() / weight.sum())
+
+
+@dataclass
+class _Rows:
+    """Rows of a fit: features, ln(time_us) targets, each row's problem (0..n-1) and weight in the
+    squared error, and for training rows with --prior-data, which problems are the prior's."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    group: torch.Tensor
+    weight: torch.Tensor | None = None
+    prior: torch.Tensor | None = None  # bool per problem
+
+    def rows(self, index: torch.Tensor) -> _Rows:
+        return _Rows(
+            self.x[index], self.y[index], self.group[index], None if self.weight is None else self.weight[index]
+        )
+
+
+def _epoch_problems(rows: _Rows, share: float | None, generator: torch.Generator) -> torch.Tensor | None:
+    """The problems an epoch trains on: all (None), or with ``share`` and prior problems, every
+    problem of the GPU's own and a fresh draw of prior ones making ``share`` of the epoch's."""
+    if share is None or rows.prior is None:
+        return None
+    own, prior = torch.nonzero(~rows.prior).flatten(), torch.nonzero(rows.prior).flatten()
+    count = min(len(prior), round(len(own) * share / (1.0 - share)))
+    return torch.cat([own, prior[torch.randperm(len(prior), generator=generator)[:count]]])
 
 
 def _contract(
@@ -277,16 +324,24 @@ def _listwise(predicted: torch.Tensor, target: torch.Tensor, group: torch.Tensor
     return -torch.zeros(n).index_add(0, index, p * log_softmax(-predicted / LISTWISE_TEMPERATURE)).mean()
 
 
-def _batches(config: TrainConfig, group: torch.Tensor, generator: torch.Generator) -> list[torch.Tensor]:
+def _batches(
+    config: TrainConfig, group: torch.Tensor, generator: torch.Generator, problems: torch.Tensor | None = None
+) -> list[torch.Tensor]:
     """Row indices of each step: shuffled rows for "mse"; whole problems (shuffled, about
-    ``batch_size`` rows a step) for "listwise", whose loss compares a problem's candidates."""
+    ``batch_size`` rows a step) for "listwise", whose loss compares a problem's candidates. Only the
+    rows of ``problems`` where given."""
     if config.loss == "mse":
-        order = torch.randperm(len(group), generator=generator)
+        chosen = torch.arange(len(group)) if problems is None else torch.nonzero(torch.isin(group, problems)).flatten()
+        order = chosen[torch.randperm(len(chosen), generator=generator)]
         return [order[i : i + config.batch_size] for i in range(0, len(order), config.batch_size)]
     sizes = torch.bincount(group)
     by_group = torch.argsort(group, stable=True).split(sizes.tolist())
     batches, current, rows = [], [], 0
-    for g in torch.randperm(len(sizes), generator=generator).tolist():
+    if problems is None:
+        order = torch.randperm(len(sizes), generator=generator)
+    else:
+        order = problems[torch.randperm(len(problems), generator=generator)]
+    for g in order.tolist():
         current.append(by_group[g])
         rows += len(by_group[g])
         if rows >= config.batch_size:
@@ -313,22 +368,20 @@ def _fit(
     model: Regressor,
     config: TrainConfig,
     seed: int,
-    xt: torch.Tensor,
-    yt: torch.Tensor,
-    gt: torch.Tensor,
-    wt: torch.Tensor,
-    xv: torch.Tensor,
-    yv: torch.Tensor,
+    train: _Rows,
+    val: _Rows,
     writer: Any,
     tag: str,
     progress: bool,
+    fresh: bool = True,
 ) -> tuple[int, int]:
     """Fits ``model`` (in place, left at its best epoch by held-out MSE); returns (epochs run, best
-    epoch). ``wt``: each training row's weight in the squared error."""
+    epoch). ``fresh``: the member starts from its own random initialisation under ``seed`` (else
+    from its weights as given)."""
     from tqdm import tqdm
 
     torch.manual_seed(seed)
-    for m in model.mlp.modules():  # the member's own initialisation under its seed
+    for m in model.mlp.modules() if fresh else ():
         if isinstance(m, torch.nn.Linear):
             m.reset_parameters()
     generator = torch.Generator().manual_seed(seed)
@@ -347,13 +400,14 @@ def _fit(
     for epoch in bar:
         model.train()
         total, rows = 0.0, 0
-        for idx in _batches(config, gt, generator):
+        for idx in _batches(config, train.group, generator, _epoch_problems(train, config.prior_share, generator)):
             # the loss is on standardised targets; reported figures are in ln(time_us)
-            predicted = model(xt[idx])
-            error = ((predicted - yt[idx]) / t_std) ** 2
+            batch = train.rows(idx)
+            predicted = model(batch.x)
+            error = ((predicted - batch.y) / t_std) ** 2
             squared = error.mean()
-            weighted = (error * wt[idx]).sum() / wt[idx].sum()
-            loss = weighted if config.loss == "mse" else weighted + _listwise(predicted, yt[idx], gt[idx])
+            weighted = (error * batch.weight).sum() / batch.weight.sum()
+            loss = weighted if config.loss == "mse" else weighted + _listwise(predicted, batch.y, batch.group)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -363,12 +417,12 @@ def _fit(
             schedule.step()
         model.eval()
         train_mse = total / max(1, rows) * t_std**2
-        val_mse = _mse(model, xv, yv) if len(xv) else math.nan
-        watched = val_mse if len(xv) else train_mse
+        val_mse = _mse(model, val.x, val.y, val.weight) if len(val.x) else math.nan
+        watched = val_mse if len(val.x) else train_mse
         epochs_run = epoch + 1
         if writer is not None:
             writer.add_scalar(f"{tag}mse/train", train_mse, epoch)
-            if len(xv):
+            if len(val.x):
                 writer.add_scalar(f"{tag}mse/validation", val_mse, epoch)
         bar.set_postfix(train=f"{train_mse:.4f}", val=f"{val_mse:.4f}")
         if watched < best[0] - 1e-7:
@@ -382,11 +436,11 @@ def _fit(
 
 def with_prior_data(
     dataset: Dataset, prior: Dataset, hardware_name: str | None = None
-) -> tuple[Dataset, dict[str, Any]]:
+) -> tuple[Dataset, dict[str, Any], frozenset]:
     """``dataset`` (one GPU's, or the problems on ``hardware_name``) with the problems of ``prior``
-    (measured on another GPU) that it lacks, relabelled as measured on ``dataset``'s GPU, and the
-    record of what was added (the model's ``prior_data``). Where both hold a problem, ``dataset``'s
-    timings alone are kept."""
+    (measured on another GPU) that it lacks, relabelled as measured on ``dataset``'s GPU, the
+    record of what was added (the model's ``prior_data``) and the added problems' keys. Where both
+    hold a problem, ``dataset``'s timings alone are kept."""
     from ..types import problem_key
 
     own = [(hw, p) for hw, p, _ in dataset.problems() if not hardware_name or hardware_name in hw.device_name]
@@ -400,15 +454,17 @@ def with_prior_data(
     out = dataset.subset(lambda hw, p: hw.device_name == target.device_name)
     have = {problem_key(p) for _, p in own}
     added: Counter = Counter()
+    keys = set()
     for hw, problem, timings in prior.problems():
         key = problem_key(problem)
         if hw.device_name == target.device_name or key in have:
             continue
         out.add(target, problem, timings)
         have.add(key)
+        keys.add(key)
         added[hw.device_name] += 1
     record = {"device_name": target.device_name, "device_names": sorted(added), "problems": sum(added.values())}
-    return out, record
+    return out, record, frozenset(keys)
 
 
 def clipped_targets(arrays: TrainingArrays, slowdown: float) -> np.ndarray:
@@ -420,6 +476,78 @@ def clipped_targets(arrays: TrainingArrays, slowdown: float) -> np.ndarray:
     return np.minimum(arrays.log_time_us, cap).astype(np.float32)
 
 
+def _starting_members(config: TrainConfig, arrays: TrainingArrays, x_train: np.ndarray, y_train: np.ndarray):
+    """(the config as run, the members to fit, whether they start at random, the features they
+    read): new members on the training rows' normalisation, or ``config.init_model``'s members with
+    its dims, normalisation and feature version (a model of an older version reads the first of
+    the current features, as the engine does)."""
+    if config.init_model is None:
+        hidden_dim, num_layers = config.resolved()
+        mean, std = _standardise(x_train)
+        t_mean, t_std = float(y_train.mean()), float(max(y_train.std(), 1e-6))
+        members = [
+            Regressor(MLP(arrays.features.shape[1], hidden_dim, num_layers), mean, std, t_mean, t_std)
+            for _ in range(config.ensemble)
+        ]
+        return config, members, True, {"feature_version": FEATURE_VERSION, "feature_names": list(FEATURE_NAMES)}
+    from ..model_file import read_model
+    from ..registry import resolve_model
+
+    start = read_model(resolve_model(config.init_model))
+    hidden = start.dims[1:-1]
+    config = replace(config, ensemble=len(start.members), hidden_dim=hidden[0], num_layers=len(hidden), bootstrap=False)
+    config.resolved()
+    members = [Regressor.from_model_file(start, k) for k in range(len(start.members))]
+    features = {k: start.metadata[k] for k in ("feature_version", "feature_names")}
+    return config, members, False, features
+
+
+def _summary_writer(log_dir: str | None) -> Any:
+    if not log_dir:
+        return None
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError as e:
+        raise UserError("--log-dir needs the tensorboard package: pip install tensorboard") from e
+    return SummaryWriter(log_dir)
+
+
+def _fit_rows(
+    config: TrainConfig,
+    arrays: TrainingArrays,
+    val_rows: np.ndarray,
+    targets: np.ndarray,
+    prior_problems: Collection | None,
+) -> tuple[_Rows, _Rows]:
+    """The training and held-out rows. With ``config.prior_share`` the problems whose keys are in
+    ``prior_problems`` (--prior-data's) are marked, and the held-out squared error weighs them as
+    that share of it."""
+    from ..types import problem_key
+
+    extern = is_extern(config_rows(arrays.configs))[~val_rows]
+    train_groups, group = np.unique(arrays.group[~val_rows], return_inverse=True)
+    train = _Rows(
+        torch.from_numpy(arrays.features[~val_rows]),
+        torch.from_numpy(targets[~val_rows]),
+        torch.from_numpy(group),
+        torch.from_numpy(np.where(extern, config.extern_weight, 1.0).astype(np.float32)),
+    )
+    val = _Rows(
+        torch.from_numpy(arrays.features[val_rows]),
+        torch.from_numpy(targets[val_rows]),
+        torch.from_numpy(arrays.group[val_rows]),
+    )
+    if config.prior_share is None or not prior_problems:
+        return train, val
+    prior = np.array([problem_key(p) in prior_problems for _, p in arrays.problems], dtype=bool)
+    train.prior = torch.from_numpy(prior[train_groups])
+    held = prior[arrays.group[val_rows]]
+    if held.any() and (~held).any():
+        share = np.where(held, config.prior_share / held.sum(), (1.0 - config.prior_share) / (~held).sum())
+        val.weight = torch.from_numpy(share.astype(np.float32))
+    return train, val
+
+
 def train_model(
     dataset: Dataset,
     config: TrainConfig,
@@ -429,11 +557,13 @@ def train_model(
     log_dir: str | None = None,
     progress: bool = True,
     prior_data: dict[str, Any] | None = None,
+    prior_problems: Collection | None = None,
 ) -> tuple[ModelFile, TrainReport]:
     """Trains on ``dataset`` (problems on ``hardware_name``, op ``op_name``) and returns the model
     file contents and a report. Deterministic for a given ``config.seed``. ``prior_data``: what
-    :func:`with_prior_data` added to ``dataset``, recorded in the model."""
-    hidden_dim, num_layers = config.resolved()
+    :func:`with_prior_data` added to ``dataset``, recorded in the model; ``prior_problems``: the
+    keys of those problems (``config.prior_share`` draws them apart)."""
+    config.resolved()
     arrays = build_arrays(dataset, hardware_name, op_name)
     device_names = {hw.device_name for hw, _ in arrays.problems}
     if len(device_names) > 1:
@@ -442,55 +572,45 @@ def train_model(
     val_rows = val_problem[arrays.group]
     targets = arrays.log_time_us if config.clip_slowdown is None else clipped_targets(arrays, config.clip_slowdown)
     x_train, y_train = arrays.features[~val_rows], targets[~val_rows]
-    x_val, y_val = arrays.features[val_rows], targets[val_rows]
-    mean, std = _standardise(x_train)
-    t_mean, t_std = float(y_train.mean()), float(max(y_train.std(), 1e-6))
+    config, members, fresh, features = _starting_members(config, arrays, x_train, y_train)
 
-    xt, yt = torch.from_numpy(x_train), torch.from_numpy(y_train)
-    xv, yv = torch.from_numpy(x_val), torch.from_numpy(y_val)
-    gt = torch.from_numpy(np.unique(arrays.group[~val_rows], return_inverse=True)[1])
-    extern = is_extern(config_rows(arrays.configs))[~val_rows]
-    wt = torch.from_numpy(np.where(extern, config.extern_weight, 1.0).astype(np.float32))
-    writer = None
-    if log_dir:
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError as e:
-            raise UserError("--log-dir needs the tensorboard package: pip install tensorboard") from e
-        writer = SummaryWriter(log_dir)
-    members, runs = [], []
-    for k in range(config.ensemble):
-        member = Regressor(MLP(arrays.features.shape[1], hidden_dim, num_layers), mean, std, t_mean, t_std)
-        rows = _resample(gt, config.seed + k) if config.bootstrap else None
-        runs.append(
-            _fit(
-                member,
-                config,
-                config.seed + k,
-                xt if rows is None else xt[rows[0]],
-                yt if rows is None else yt[rows[0]],
-                gt if rows is None else rows[1],
-                wt if rows is None else wt[rows[0]],
-                xv,
-                yv,
-                writer,
-                f"member{k}/" if config.ensemble > 1 else "",
-                progress,
-            )
-        )
-        members.append(member)
+    train, val = _fit_rows(config, arrays, val_rows, targets, prior_problems)
+    writer = _summary_writer(log_dir)
+    runs = []
+    for k, member in enumerate(members):
+        rows = _resample(train.group, config.seed + k) if config.bootstrap else None
+        fitted = train if rows is None else replace(train.rows(rows[0]), group=rows[1])
+        tag = f"member{k}/" if config.ensemble > 1 else ""
+        runs.append(_fit(member, config, config.seed + k, fitted, val, writer, tag, progress, fresh))
     if writer is not None:
         writer.close()
     model = members[0] if config.ensemble == 1 else Ensemble(members)
     report = TrainReport(
         epochs_run=max(r[0] for r in runs),
         best_epoch=max(r[1] for r in runs),
-        train_mse=_mse(model, xt, yt),
-        validation_mse=_mse(model, xv, yv) if len(xv) else None,
+        train_mse=_mse(model, train.x, train.y),
+        validation_mse=_mse(model, val.x, val.y) if len(val.x) else None,
         train_problems=int((~val_problem).sum()),
         validation_problems=int(val_problem.sum()),
         rows=len(arrays.log_time_us),
     )
+    metadata = _metadata(model, config, arrays, val_problem, report, features, op_name, prior_data)
+    return model.to_model_file(metadata), report
+
+
+def _metadata(
+    model: Regressor | Ensemble,
+    config: TrainConfig,
+    arrays: TrainingArrays,
+    val_problem: np.ndarray,
+    report: TrainReport,
+    features: dict[str, Any],
+    op_name: str | None,
+    prior_data: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The model file's metadata: what it was trained on and how, and its confidence contract from
+    the held-out problems ``val_problem``."""
+    hidden_dim, num_layers = config.resolved()
     hardware = arrays.problems[0][0]
     from .. import __version__
 
@@ -507,13 +627,12 @@ def train_model(
     misaligned_calibration = fit_loss_calibration(misaligned_cases)
     summary = _summary(arrays, _contract(arrays, heldout, calibration, misaligned_calibration))
 
-    metadata = {
+    return {
         "model_family": config.model_type,
         "hidden_dim": hidden_dim,
         "num_layers": num_layers,
         "target": "ln(time_us)",
-        "feature_version": FEATURE_VERSION,
-        "feature_names": list(FEATURE_NAMES),
+        **features,
         "hardware": {**hardware.to_dict(), "hardware_id": hardware.hardware_id},
         "op": op_name,
         "training_data": summary if prior_data is None else {**summary, "prior_data": prior_data},
@@ -521,4 +640,3 @@ def train_model(
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "torch_diode_version": __version__,
     }
-    return model.to_model_file(metadata), report

@@ -1,0 +1,161 @@
+"""(CPU) A new GPU from a sample: how good is another GPU's model adapted to N problems of it?
+
+Both ways between the GPUs whose data the repository holds (H100 -> H200 and H200 -> H100): the
+source GPU's shipped model is adapted (``diode train --init-model SOURCE --prior-data
+SOURCE_DATA --prior-share``, :data:`ADAPT`) to the ``diode sample`` of N problems of the source
+GPU's data, with the times the new GPU measured for them (the sample is drawn among the problems
+both GPUs measured, so that every sampled problem has the new GPU's times; a real new GPU measures
+the printed ``diode collect-shapeset`` command's). Each adapted model is judged as the handler
+decides, with its own confidence contract, on the new GPU's held-out real models' data
+(benchmarks.selection_replay realmodels): first pick over the best measured (geomean, worst),
+the unsure fraction and the Triton top-1. N = 0 is the source model as it is; "all" is the new
+GPU's shipped model, trained on all its data.
+
+    python -m benchmarks.adapt_curve --out benchmarks/results/adapt_curve_cpu.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.common import cpu_report_header
+from benchmarks.selection_replay import judge_realmodels
+from torch_diode.collection.design import candidates, design
+from torch_diode.model_file import write_model
+from torch_diode.training.train import TrainConfig, train_model, with_prior_data
+from torch_diode.types import load_datasets, problem_key
+
+logger = logging.getLogger(__name__)
+
+GPUS = {"h100": "NVIDIA-H100-matmul", "h200": "NVIDIA-H200-matmul"}
+# measurements known wrong until measured again (the shipped recipes' --exclude)
+EXCLUDED = {"h100": ["data/h100/unhinted"], "h200": ["data/h200/unled"]}
+# `diode train --init-model SOURCE --prior-share 0.5 --num-epochs 40 --learning-rate 3e-4
+# --patience 15 --loss listwise`: the adaptation docs/contributing.md gives
+ADAPT = {"prior_share": 0.5, "num_epochs": 40, "learning_rate": 3e-4, "patience": 15, "loss": "listwise"}
+SIZES = (25, 50, 100, 200, 500)
+SUMMARY_KEYS = ("first_pick_geomean", "first_pick_worst", "unsure_fraction", "triton_top1_perf_geomean")
+
+
+def gpu_data(gpu: str):
+    dropped = {problem_key(p) for _, p, _ in load_datasets(EXCLUDED[gpu]).problems()}
+    data = load_datasets([f"data/{gpu}/train"])
+    return data.subset(lambda hw, p: problem_key(p) not in dropped)
+
+
+def adapted(source: str, source_data, new_data, n: int, seed: int, folder: Path) -> tuple[Path, float]:
+    """The source's model adapted to the sample of ``n`` problems; (its file, training seconds)."""
+    have = {problem_key(p) for _, p, _ in new_data.problems()}
+    pool = [c for c in candidates(source_data) if problem_key(c.problem) in have]
+    keys = {problem_key(c.problem) for c in design(pool, n, seed)}
+    sample = new_data.subset(lambda hw, p: problem_key(p) in keys)
+    data, prior, prior_keys = with_prior_data(sample, source_data)
+    start = time.perf_counter()
+    config = TrainConfig(init_model=GPUS[source], seed=seed, **ADAPT)
+    model, _ = train_model(data, config, progress=False, prior_data=prior, prior_problems=prior_keys)
+    path = folder / f"{source}_{n}_{seed}.diode"
+    write_model(path, model)
+    return path, time.perf_counter() - start
+
+
+def judged(model: str, gpu: str) -> dict:
+    summary, _ = judge_realmodels(model, [f"data/{gpu}/realmodels"], "realmodels_heldout")
+    return {k: summary[k] for k in SUMMARY_KEYS}
+
+
+def curve(source: str, new: str, sizes: list[int], seeds: list[int], all_seeds_at: int) -> list[dict]:
+    """The rows of one direction: the source model as it is, adapted to each sample size (every seed
+    at ``all_seeds_at`` problems, the first seed at the other sizes), the new GPU's own model."""
+    source_data, new_data = gpu_data(source), gpu_data(new)
+    rows = [{"source": source, "new": new, "problems": 0, "seed": None, **judged(GPUS[source], new)}]
+    with tempfile.TemporaryDirectory(prefix="adapt_curve_") as tmp:
+        for n in sizes:
+            for seed in seeds if n == all_seeds_at else seeds[:1]:
+                path, train_s = adapted(source, source_data, new_data, n, seed, Path(tmp))
+                row = {"source": source, "new": new, "problems": n, "seed": seed, "train_s": round(train_s, 1)}
+                rows.append({**row, **judged(str(path), new)})
+                logger.warning("%s", rows[-1])
+    rows.append({"source": source, "new": new, "problems": "all", "seed": None, **judged(GPUS[new], new)})
+    return rows
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    for (source, new), marker in zip((("h100", "h200"), ("h200", "h100")), ("o", "s")):
+        mine = [r for r in rows if r["source"] == source and isinstance(r["problems"], int) and r["problems"]]
+        full = next((r for r in rows if r["source"] == source and r["problems"] == "all"), None)
+        if full is None:
+            continue
+        for ax, key in zip(axes, ("first_pick_geomean", "first_pick_worst", "unsure_fraction")):
+            line = ax.plot(
+                [r["problems"] for r in mine], [r[key] for r in mine], marker, alpha=0.6, label=f"{source} -> {new}"
+            )
+            ax.axhline(full[key], color=line[0].get_color(), ls="--", lw=1)
+            ax.set_xscale("log")
+            ax.set_xlabel("problems of the new GPU")
+            ax.set_title(key.replace("_", " "))
+    axes[0].legend(title="dashed: the new GPU's full model", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def summarize(rows: list[dict], at: int = 100) -> dict:
+    """Per direction at ``at`` problems: the worst over seeds of each figure, and the full model's."""
+    out = {}
+    for source, new in (("h100", "h200"), ("h200", "h100")):
+        mine = [r for r in rows if r["source"] == source and r["problems"] == at]
+        full = next((r for r in rows if r["source"] == source and r["problems"] == "all"), None)
+        if not mine or full is None:
+            continue
+        out[f"{source}_to_{new}"] = {
+            "problems": at,
+            "seeds": len(mine),
+            "first_pick_geomean_over_full_worst_seed": max(r["first_pick_geomean"] for r in mine)
+            / full["first_pick_geomean"],
+            "first_pick_worst_worst_seed": max(r["first_pick_worst"] for r in mine),
+            "unsure_fraction_worst_seed": max(r["unsure_fraction"] for r in mine),
+        }
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="sample sizes")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument(
+        "--all-seeds-at", type=int, default=100, help="the sample size run with every seed (the others: the first)"
+    )
+    parser.add_argument("--directions", nargs="+", default=["h100:h200", "h200:h100"], help="SOURCE:NEW pairs")
+    parser.add_argument("--out", required=True, help="JSON report (the plot beside it, .png)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    rows = []
+    for pair in args.directions:
+        source, new = pair.split(":")
+        rows += curve(source, new, args.sizes, args.seeds, args.all_seeds_at)
+    report = cpu_report_header("CPU (adapted models judged on data measured on the GPU named in each row)")
+    report.update(adapt=ADAPT, summary=summarize(rows, args.all_seeds_at), rows=rows)
+    Path(args.out).write_text(json.dumps(report, indent=1))
+    plot(rows, Path(args.out).with_suffix(".png"))
+    print(f"{'source':7s} {'new':5s} {'N':>4s} {'seed':>4s} {'first gm':>9s} {'worst':>7s} {'unsure':>7s} {'top1':>7s}")
+    for r in rows:
+        print(
+            f"{r['source']:7s} {r['new']:5s} {r['problems']!s:>4s} {r['seed']!s:>4s} {r['first_pick_geomean']:9.4f} "
+            f"{r['first_pick_worst']:7.3f} {r['unsure_fraction']:7.3f} {r['triton_top1_perf_geomean']:7.4f}"
+        )
+    print(json.dumps(report["summary"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

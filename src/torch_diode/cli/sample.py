@@ -1,0 +1,63 @@
+"""`diode sample`: the problems a new GPU measures first (torch_diode.collection.design)."""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+
+from .common import add_force, check_outputs, positive_int, seed
+
+# the fast collector's settings for a sample: every ATen choice, Inductor's DEFAULT configs and 48
+# configs of its EXHAUSTIVE space drawn per problem, as the training data's sampled parts
+COLLECT_OPTIONS = "--search-mode fast --exhaustive-sample 48 --exhaustive-rotations 0 --reps 6 --workers 14"
+
+
+def _cmd_sample(args: argparse.Namespace) -> int:
+    from ..collection.design import candidates, design, shapeset_bytes
+    from ..fileio import atomic_write_bytes
+    from ..types import load_datasets
+
+    check_outputs(
+        {f"DATA[{i}]": p for i, p in enumerate(args.data)},
+        {"--output": args.output},
+        json_outputs=["--output"],
+        force=args.force,
+    )
+    dataset = load_datasets(args.data)
+    devices = sorted({hw.device_name for hw, _, _ in dataset.problems()})
+    pool = candidates(dataset)
+    sample = design(pool, args.num_problems, args.seed)
+    name = args.name or f"sample-{len(sample)}"
+    atomic_write_bytes(args.output, shapeset_bytes(sample, name, " ".join(args.data)))
+    ops = Counter(c.problem.op for c in sample)
+    dtypes = Counter(c.problem.dtype_a for c in sample)
+    cells = {c for cand in sample for c in cand.cells}
+    print(
+        f"sample: {len(sample)} of {len(pool)} problems measured on {', '.join(devices) or 'no GPU'} "
+        f"({', '.join(f'{k} {v}' for k, v in sorted(ops.items()))}; "
+        f"{', '.join(f'{k} {v}' for k, v in sorted(dtypes.items()))}; "
+        f"{sum(bool(c.problem.misaligned_operands) for c in sample)} misaligned), "
+        f"{len(cells)} of the pool's {len({c for cand in pool for c in cand.cells})} coverage cells -> {args.output}"
+    )
+    print(
+        f"measure it on the new GPU: diode collect-shapeset --shapeset {args.output} {COLLECT_OPTIONS} "
+        "-o NEW.msgpack.gz"
+    )
+    return 0
+
+
+def add_sample_command(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sample",
+        help="choose the problems a new GPU measures first",
+        description="Choose the N problems of a measured GPU's data that teach a model the most about another "
+        "GPU (every coverage cell first, close cuBLAS/Triton races, spread over sizes; "
+        "torch_diode.collection.design) and write them as a shapeset for `diode collect-shapeset`.",
+    )
+    p.add_argument("data", nargs="+", metavar="DATA", help="dataset files or folders measured on one GPU")
+    p.add_argument("--num-problems", "-n", type=positive_int, default=100, help="problems to choose (default 100)")
+    p.add_argument("--output", "-o", required=True, metavar="PATH", help="the shapeset (.json) to write")
+    p.add_argument("--name", help="the shapeset's name (default sample-N)")
+    p.add_argument("--seed", type=seed, default=0, help="breaks ties between equally good problems (default 0)")
+    add_force(p)
+    p.set_defaults(func=_cmd_sample)

@@ -1,0 +1,85 @@
+"""`diode sample`: the design of a new GPU's first measurements (torch_diode.collection.design), on
+the repository's measured data."""
+
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from torch_diode.collection.design import candidates, design
+from torch_diode.collection.shapes import load_shapeset, problem_identity
+from torch_diode.types import Dataset, load_datasets, problem_key
+
+ROOT = Path(__file__).resolve().parents[2]
+VALIDATION = ROOT / "data" / "h100" / "validation"
+
+
+@pytest.fixture(scope="module")
+def pool():
+    return candidates(load_datasets([VALIDATION]))
+
+
+def cells(sample) -> set[str]:
+    return {c for cand in sample for c in cand.cells}
+
+
+def test_the_design_covers_more_cells_than_random_samples_of_its_size(pool):
+    sample = design(pool, 40, seed=0)
+    assert len(sample) == 40 and len({c.problem for c in sample}) == 40
+    rng = random.Random(0)
+    best_random = max(len(cells(rng.sample(pool, 40))) for _ in range(20))
+    assert len(cells(sample)) > best_random
+
+
+def test_every_problem_drawn_adds_a_cell_while_the_data_has_one_the_sample_lacks(pool):
+    sample = design(pool, 60, seed=0)
+    every = cells(pool)
+    for i, cand in enumerate(sample):
+        before = cells(sample[:i])
+        if before == every:
+            break
+        assert set(cand.cells) - before, f"draw {i} adds no cell while {sorted(every - before)[:3]} are missing"
+    assert cells(sample) == every
+
+
+def test_the_design_is_deterministic_and_takes_the_whole_pool_when_asked_for_more(pool):
+    assert [c.problem for c in design(pool, 25, seed=3)] == [c.problem for c in design(pool, 25, seed=3)]
+    assert len(design(pool, len(pool) + 5)) == len(pool)
+    with pytest.raises(ValueError, match="at least one"):
+        design(pool, 0)
+
+
+def test_candidates_leave_out_held_out_tf32_and_unmeasured_problems():
+    held = load_shapeset("realmodels_heldout")[0].problem
+    data = load_datasets([VALIDATION])
+    hw, problem, timings = next(iter(data.problems()))
+    tf32 = next((hw, p, ts) for hw, p, ts in data.problems() if p.dtype_a == "float32")
+    planted = Dataset()
+    planted.add(hw, problem, timings)
+    planted.add(hw, held, timings)  # a held-out real model's problem
+    planted.add(hw, replace(problem, M=problem.M + 1), timings[:1])  # one timing: nothing to rank
+    tf32_problem = replace(tf32[1], M=tf32[1].M + 3)
+    planted.add(hw, tf32_problem, [replace(t, config=replace(t.config, allow_tf32=True)) for t in tf32[2]])
+    kept = {c.problem for c in candidates(planted)}
+    assert kept == {problem_identity(problem)}
+
+
+def test_diode_sample_writes_a_shapeset_that_collect_shapeset_reads(tmp_path, diode_cli, pool):
+    out = tmp_path / "sample.json"
+    code, stdout, _ = diode_cli("sample", VALIDATION, "-n", 30, "-o", out)
+    assert code == 0, stdout
+    assert "diode collect-shapeset --shapeset" in stdout
+    entries = load_shapeset(out)
+    assert [e.problem for e in entries] == [c.problem for c in design(pool, 30)]
+    measured = {problem_key(p) for _, p, _ in load_datasets([VALIDATION]).problems()}
+    assert all(problem_key(e.problem) in measured for e in entries)
+    first = out.read_bytes()
+    assert diode_cli("sample", VALIDATION, "-n", 30, "-o", out)[0] == 0 and out.read_bytes() == first
+
+
+def test_diode_sample_refuses_to_write_over_a_dataset(tmp_path, diode_cli):
+    dataset = tmp_path / "data.json.gz"
+    dataset.write_bytes((ROOT / "data" / "sample" / "h100_sample.json.gz").read_bytes())
+    code, _, err = diode_cli("sample", VALIDATION, "-n", 5, "-o", dataset)
+    assert code == 2 and "--output" in err and dataset.read_bytes()[:2] == b"\x1f\x8b"
