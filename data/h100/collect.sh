@@ -11,6 +11,7 @@
 # models lay it out, drawn per problem); v2-attn-decode-qk v2-attn-decode-pv (decode attention: one query row over
 # KV caches of any length);
 # fill-f32 fill-tf32 (only the fp32 cells a coverage snapshot lists as short);
+# sample-h200-100 (the 100 problems `diode sample` drew from the H200's data for a new GPU, data/h100/sample_h200_100.json);
 # val-v2-layouts val-v2-hidden val-v2-odd val-v2-odd1 val-v2-attn-qk val-v2-attn-pv val-v2-vocab val-v2-hugek val-v2-tma val-v2-attn4 (their validation);
 # inductor-decomposek inductor-tma inductor-misaligned (stock max-autotune's own timings, to $DATA/inductor_timed);
 # remeasure-hinted (the problems whose kernels now get layout hints, measured again and merged in place);
@@ -260,6 +261,7 @@ for part in "${parts[@]}"; do
     train-odd2) run_diode collect $ODD_SAMPLE $ODD --num-shapes 300 --seed 8 --exclude $HELD_OUT data/h100/train/h100_odd_chunk000{0,1,2}.msgpack.gz -o "$DATA/train/${GPU}_odd2.msgpack.gz" ;;
     train-f32m) run_diode collect $ODD_SAMPLE $F32M --num-shapes 60 --seed 9 --exclude $HELD_OUT -o "$DATA/train/${GPU}_f32m.msgpack.gz" ;;
     odd-v1)    run_diode collect $COMMON $ODD_V1 --num-shapes 80 --seed 4 -o "$DATA/odd/${GPU}_odd.msgpack.gz" ;;
+    sample-h200-100) run_diode collect-shapeset --shapeset data/h100/sample_h200_100.json $SAMPLED $PER_PROBLEM -o "$DATA/train/${GPU}_sample_h200_100.msgpack.gz" ;;
     realmodels) run_diode collect-shapeset --shapeset realmodels_heldout $V2_ALIGNED -o "$DATA/realmodels/${GPU}_realmodels.msgpack.gz" ;;
     v2-layouts) run_diode collect $V2_ALIGNED $V2_LAYOUTS --num-shapes ${N:-800} --seed 21 -o "$DATA/train/${GPU}_v2_layouts.msgpack.gz" ;;
     v2-hugek)  run_diode collect $V2_ALIGNED $V2_HUGEK --num-shapes ${N:-300} --seed 22 -o "$DATA/train/${GPU}_v2_hugek.msgpack.gz" ;;
