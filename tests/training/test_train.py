@@ -321,7 +321,7 @@ def test_the_loss_calibration_recovers_a_known_noise():
     """Cases drawn with the true difference normal around the predicted one (sd 0.2): the fitted
     residual is near 0.2; too few cases give none."""
     from torch_diode.selection import LOSS_MARGIN
-    from torch_diode.training.train import fit_loss_calibration
+    from torch_diode.training.confidence import fit_loss_calibration
 
     rng = np.random.default_rng(0)
     mean = rng.uniform(-0.6, 0.4, 4000)
@@ -443,7 +443,7 @@ def test_training_fits_a_loss_calibration_of_the_misaligned_problems_alone():
     held-out problems with a misaligned operand alone, which the handler reads for those."""
     from torch_diode.selection import Policy
     from torch_diode.training.model import Ensemble
-    from torch_diode.training.train import fit_loss_calibration, loss_cases
+    from torch_diode.training.confidence import fit_loss_calibration, loss_cases
     from torch_diode.types import Dataset, Hardware, KernelConfig, Problem, TimedConfig
 
     hardware = Hardware("NVIDIA H100 80GB HBM3", (9, 0), 132, 80 * 2**30, 232448, "2.11.0", "3.6.0", "13.0")

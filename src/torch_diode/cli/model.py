@@ -367,13 +367,8 @@ def _seed_option(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_model_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "train",
-        help="train a runtime model on datasets",
-        description="Train an MLP predicting ln(time_us) of (problem, config) pairs; split by problem.",
-    )
-    _data_options(p)
+def _fit_options(p: argparse.ArgumentParser) -> None:
+    """`diode train`'s options of the model and its fit."""
     p.add_argument("--model-type", choices=["base", "deep"], default="base", help="model family (default base)")
     p.add_argument("--hidden-dim", type=positive_int, help="hidden width (default: the family's)")
     p.add_argument("--num-layers", type=positive_int, help="hidden layers (default: the family's)")
@@ -437,6 +432,10 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
         default=0,
         help="random seed, 0 to 2^32-1; ensemble members take --seed, --seed + 1, ... (default 0)",
     )
+
+
+def _training_data_options(p: argparse.ArgumentParser) -> None:
+    """`diode train`'s options of what it trains on beyond its inputs, and what it starts from."""
     p.add_argument(
         "--prior-data",
         nargs="+",
@@ -474,6 +473,17 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
         help="leave out the problems of the held-out shapesets (realmodels_heldout) instead of refusing "
         "a dataset that holds one",
     )
+
+
+def add_model_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train",
+        help="train a runtime model on datasets",
+        description="Train an MLP predicting ln(time_us) of (problem, config) pairs; split by problem.",
+    )
+    _data_options(p)
+    _fit_options(p)
+    _training_data_options(p)
     add_force(p)
     p.set_defaults(func=_cmd_train)
 
