@@ -20,6 +20,11 @@ os.environ.setdefault("TORCHINDUCTOR_DEBUG_COMPILE", "1")
 # loads it, in every process that compiles for the CPU) answered by the CPU's flags alone: Inductor's
 # own setting for it (config.cpp.vec_isa_ok). The kernels still build with the ISA the CPU names.
 os.environ.setdefault("TORCHINDUCTOR_VEC_ISA_OK", "1")
+# One OpenMP thread per torch process, in the test processes and every process they start (the
+# command line, workflows, Inductor's compiled CPU kernels): the pytest-xdist workers are the
+# parallelism, one more than the cores. Several threads per process on busy cores spend their time
+# synchronising (a training step of a few hundred rows took 8x longer), not computing.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(autouse=True)
