@@ -48,8 +48,10 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture
 def diode_cli(capsys):
-    """``diode ARGV...`` in this process, for commands that measure nothing (no interpreter to
-    start): a callable returning (exit code, stdout, stderr)."""
+    """``diode ARGV...`` in this process (no interpreter and torch to start): a callable returning
+    (exit code, stdout, stderr). A command that measures compiles in this process, as the tests'
+    own torch.compile calls do; a test about a process of its own (kill -9, Ctrl-C, what an import
+    does, a command as a document writes it) starts one."""
     from torch_diode.cli import main
 
     def run(*argv) -> tuple[int, str, str]:
