@@ -49,16 +49,29 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def diode_cli(capsys):
     """``diode ARGV...`` in this process (no interpreter and torch to start): a callable returning
-    (exit code, stdout, stderr). A command that measures compiles in this process, as the tests'
-    own torch.compile calls do; a test about a process of its own (kill -9, Ctrl-C, what an import
-    does, a command as a document writes it) starts one."""
+    (exit code, stdout, stderr), its stderr holding what the command logs as in a process of its
+    own (main's logging.basicConfig: INFO and up, DEBUG with --verbose). A command that measures
+    compiles in this process, as the tests' own torch.compile calls do; a test about a process of
+    its own (kill -9, Ctrl-C, what an import does, a command as a document writes it) starts one."""
+    import logging
+
     from torch_diode.cli import main
 
     def run(*argv) -> tuple[int, str, str]:
+        words = [str(a) for a in argv]
+        root = logging.getLogger()
+        handler = logging.StreamHandler(sys.stderr)  # the stream capsys captures now
+        handler.setFormatter(logging.Formatter("[%(levelname)s] %(name)s: %(message)s"))
+        level = root.level
+        root.addHandler(handler)
+        root.setLevel(logging.DEBUG if {"-v", "--verbose"} & set(words) else logging.INFO)
         try:
-            code = main([str(a) for a in argv])
+            code = main(words)
         except SystemExit as e:  # argparse's usage errors
             code = e.code
+        finally:
+            root.removeHandler(handler)
+            root.setLevel(level)
         out, err = capsys.readouterr()
         return code, out, err
 
