@@ -5,6 +5,7 @@ refuse what readers refuse; environment values parse strictly."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -30,6 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample" / "h100_sample.json.gz"
 MODEL = next(iter(shipped_models().values()))
 DIODE = [sys.executable, "-m", "torch_diode.cli"]
+_spec = importlib.util.spec_from_file_location("guide_examples", ROOT / "tests" / "guide_examples.py")
+guide = importlib.util.module_from_spec(_spec)  # the tests are not a package: loaded by path
+_spec.loader.exec_module(guide)
 
 
 def assert_user_error(code: int, err: str, *names: str) -> None:
@@ -174,7 +178,7 @@ for model in ({str(bad)!r}, "NVIDIA-H100-matmull", {str(tmp_path)!r}):
     torch_diode.disable()
     torch._dynamo.reset()
 """
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"}
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", **guide.FRESH_GRAPHS_ENV}  # each compile asks the handler
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.split("\n")
