@@ -688,7 +688,7 @@ def finish(report: dict[str, Any], rows: list[dict], args: argparse.Namespace, c
     return 0
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--shapes",
@@ -750,7 +750,7 @@ def main() -> int:
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--pad-decisions", help=argparse.SUPPRESS)
     parser.add_argument("--pad-pass", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.combine:
         return combine(args)
     if not torch.cuda.is_available():

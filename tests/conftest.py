@@ -20,6 +20,11 @@ os.environ.setdefault("TORCHINDUCTOR_DEBUG_COMPILE", "1")
 # loads it, in every process that compiles for the CPU) answered by the CPU's flags alone: Inductor's
 # own setting for it (config.cpp.vec_isa_ok). The kernels still build with the ISA the CPU names.
 os.environ.setdefault("TORCHINDUCTOR_VEC_ISA_OK", "1")
+# One OpenMP thread per torch process, in the test processes and every process they start (the
+# command line, workflows, Inductor's compiled CPU kernels): the pytest-xdist workers are the
+# parallelism, one more than the cores. Several threads per process on busy cores spend their time
+# synchronising (a training step of a few hundred rows took 8x longer), not computing.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(autouse=True)
@@ -43,15 +48,30 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture
 def diode_cli(capsys):
-    """``diode ARGV...`` in this process, for commands that measure nothing (no interpreter to
-    start): a callable returning (exit code, stdout, stderr)."""
+    """``diode ARGV...`` in this process (no interpreter and torch to start): a callable returning
+    (exit code, stdout, stderr), its stderr holding what the command logs as in a process of its
+    own (main's logging.basicConfig: INFO and up, DEBUG with --verbose). A command that measures
+    compiles in this process, as the tests' own torch.compile calls do; a test about a process of
+    its own (kill -9, Ctrl-C, what an import does, a command as a document writes it) starts one."""
+    import logging
+
     from torch_diode.cli import main
 
     def run(*argv) -> tuple[int, str, str]:
+        words = [str(a) for a in argv]
+        root = logging.getLogger()
+        handler = logging.StreamHandler(sys.stderr)  # the stream capsys captures now
+        handler.setFormatter(logging.Formatter("[%(levelname)s] %(name)s: %(message)s"))
+        level = root.level
+        root.addHandler(handler)
+        root.setLevel(logging.DEBUG if {"-v", "--verbose"} & set(words) else logging.INFO)
         try:
-            code = main([str(a) for a in argv])
+            code = main(words)
         except SystemExit as e:  # argparse's usage errors
             code = e.code
+        finally:
+            root.removeHandler(handler)
+            root.setLevel(level)
         out, err = capsys.readouterr()
         return code, out, err
 

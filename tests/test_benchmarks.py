@@ -1,6 +1,8 @@
 """The end-to-end benchmark's report handling, on the shipped H100 report (no GPU needed)."""
 
 import argparse
+import contextlib
+import io
 import json
 import re
 import subprocess
@@ -14,13 +16,22 @@ ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "benchmarks" / "results" / "e2e_h100.json"
 
 
-def combine(*reports, out):
-    return subprocess.run(
-        [sys.executable, "-m", "benchmarks.e2e", "--combine", *map(str, reports), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+def combine(*reports, out) -> subprocess.CompletedProcess:
+    """``python -m benchmarks.e2e --combine REPORTS --out OUT`` run in this process (no interpreter and
+    torch to start): its exit code, stdout and stderr, a SystemExit's message printed to stderr with
+    exit code 1 as the interpreter does."""
+    from benchmarks import e2e
+
+    argv = ["--combine", *map(str, reports), "--out", str(out)]
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            code = e2e.main(argv)
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) or e.code is None else 1
+            if code == 1 and not isinstance(e.code, int):
+                print(e.code, file=sys.stderr)
+    return subprocess.CompletedProcess(argv, code or 0, stdout.getvalue(), stderr.getvalue())
 
 
 # the subcommands of the studies that replay the handler; the others are benchmarks.selection_replay's

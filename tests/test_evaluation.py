@@ -5,8 +5,6 @@ ln(time_us) = log2(1 + BLOCK_M), so it ranks smaller blocks as faster."""
 
 import json
 import math
-import subprocess
-import sys
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -103,28 +101,13 @@ def test_validate_max_autotune_known_answers(files, tmp_path):
         validate_max_autotune(model, ds, solution=solution)
 
 
-def test_cli_reports(files, tmp_path):
+def test_cli_reports(files, tmp_path, diode_cli):
     model, data, _ = files
     report = tmp_path / "r.json"
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch_diode.cli",
-            "validate-model",
-            "--model",
-            model,
-            "--dataset",
-            data,
-            "--report-json",
-            report,
-            "--plot",
-            tmp_path / "plots",
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    code, out, err = diode_cli(
+        "validate-model", "--model", model, "--dataset", data, "--report-json", report, "--plot", tmp_path / "plots"
+    )
+    assert code == 0, err[-2000:]
     r = json.loads(report.read_text())
     for key in (
         "mse",
@@ -146,31 +129,13 @@ def test_cli_reports(files, tmp_path):
     assert (tmp_path / "plots" / "top1_slowdown_cdf.png").stat().st_size > 1000
     # derived mode (max-autotune = best of ATen + DEFAULT) needs such choices: the real sample has them
     sample = Path(__file__).resolve().parents[1] / "data" / "sample" / "h100_sample.json.gz"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch_diode.cli",
-            "validate-max-autotune",
-            "--model",
-            model,
-            "--dataset",
-            sample,
-            "--report-json",
-            tmp_path / "m.json",
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
+    code, out, err = diode_cli(
+        "validate-max-autotune", "--model", model, "--dataset", sample, "--report-json", tmp_path / "m.json"
     )
-    assert "MODEL VS MAX-AUTOTUNE" in proc.stdout
+    assert code == 0 and "MODEL VS MAX-AUTOTUNE" in out, err[-2000:]
     assert set(json.loads((tmp_path / "m.json").read_text())["top_n"]) == {"1", "5", "10", "20", "50"}
-    bad = subprocess.run(
-        [sys.executable, "-m", "torch_diode.cli", "validate-model", "--model", "NVIDIA-A999-matmul", "--dataset", data],
-        capture_output=True,
-        text=True,
-    )
-    assert bad.returncode == 2 and "known model name" in bad.stderr and "NVIDIA-H100-matmul" in bad.stderr
+    code, _, err = diode_cli("validate-model", "--model", "NVIDIA-A999-matmul", "--dataset", data)
+    assert code == 2 and "known model name" in err and "NVIDIA-H100-matmul" in err
 
 
 def test_validate_max_autotune_follows_the_handlers_extern_preference():
@@ -198,7 +163,7 @@ def test_validate_max_autotune_follows_the_handlers_extern_preference():
     assert aten["top_n"]["1"]["ratio_max"] == pytest.approx(max(expected))
 
 
-def test_by_op_reports_each_ops_problems_alone(files, tmp_path):
+def test_by_op_reports_each_ops_problems_alone(files, tmp_path, diode_cli):
     model, _, ds = files
     # a bmm problem whose best is the model's pick: every op's figures are its own problems'
     p3 = Problem("bmm", 4, 128, 128, 64, "float16", "float16", "float16")
@@ -214,26 +179,19 @@ def test_by_op_reports_each_ops_problems_alone(files, tmp_path):
     )
     data = save_dataset(ds, tmp_path / "d3.json")
     out = tmp_path / "model_performance_analysis_by_op.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch_diode.cli",
-            "validate-max-autotune",
-            "--model",
-            model,
-            "--dataset",
-            data,
-            "--max-autotune-solution",
-            _solution(tmp_path),
-            "--by-op-json",
-            out,
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
+    code, stdout, err = diode_cli(
+        "validate-max-autotune",
+        "--model",
+        model,
+        "--dataset",
+        data,
+        "--max-autotune-solution",
+        _solution(tmp_path),
+        "--by-op-json",
+        out,
     )
-    assert f"Comprehensive per-op statistics saved to: {out}" in proc.stdout
+    assert code == 0, err[-2000:]
+    assert f"Comprehensive per-op statistics saved to: {out}" in stdout
     by_op = json.loads(out.read_text())
     assert set(by_op) <= {"mm", "addmm", "bmm", "baddbmm"}  # the per-op figures alone, keyed by op
     assert by_op["mm"]["num_problems"] == 2 and by_op["mm"]["top_n"]["1"]["ratio_geomean"] == pytest.approx(

@@ -5,6 +5,7 @@ refuse what readers refuse; environment values parse strictly."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -30,6 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample" / "h100_sample.json.gz"
 MODEL = next(iter(shipped_models().values()))
 DIODE = [sys.executable, "-m", "torch_diode.cli"]
+_spec = importlib.util.spec_from_file_location("guide_examples", ROOT / "tests" / "guide_examples.py")
+guide = importlib.util.module_from_spec(_spec)  # the tests are not a package: loaded by path
+_spec.loader.exec_module(guide)
 
 
 def assert_user_error(code: int, err: str, *names: str) -> None:
@@ -93,20 +97,20 @@ def test_the_shape_options_allow_what_they_can_draw():
 
 
 @pytest.mark.slow
-def test_a_collection_whose_every_problem_is_skipped_marks_none_done(tmp_path):
+def test_a_collection_whose_every_problem_is_skipped_marks_none_done(tmp_path, diode_cli):
     """The issue's spoiler: every problem skipped (a backend list offering nothing on this CPU), the
     file marked them done, and the corrected command measured nothing. Now the run exits 2 naming
     the reason, and the corrected command measures them."""
     out = tmp_path / "c.json"
-    base = [*DIODE, "collect", "--device", "cpu", "--ops", "bmm", "--dtypes", "float32", "--num-shapes", "2"]
-    base += ["--min-size", "16", "--max-size", "40", "--max-batch", "4", "--seed", "9", "-o", str(out)]
-    proc = subprocess.run([*base, "--backends", "TRITON"], capture_output=True, text=True)
-    err = [line for line in proc.stderr.splitlines() if line.startswith("diode")]
-    assert proc.returncode == 2 and "every problem tried was skipped (2), none marked done" in err[-1], proc.stderr
+    base = ["collect", "--device", "cpu", "--ops", "bmm", "--dtypes", "float32", "--num-shapes", "2"]
+    base += ["--min-size", "16", "--max-size", "40", "--max-batch", "4", "--seed", "9", "-o", out]
+    code, _, stderr = diode_cli(*base, "--backends", "TRITON")
+    err = [line for line in stderr.splitlines() if line.startswith("diode")]
+    assert code == 2 and "every problem tried was skipped (2), none marked done" in err[-1], stderr
     metadata = load_dataset(out).metadata
     assert not metadata.get("completed") and not metadata.get("skipped") and metadata["sources"] == []
-    proc = subprocess.run([*base, "--backends", "CPP,ATEN"], capture_output=True, text=True)
-    assert proc.returncode == 0 and "0 already done" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+    code, stdout, stderr = diode_cli(*base, "--backends", "CPP,ATEN")
+    assert code == 0 and "0 already done" in stdout, stdout + stderr[-2000:]
     assert len(load_dataset(out).metadata["completed"]) + len(load_dataset(out).metadata.get("skipped", [])) == 2
 
 
@@ -174,7 +178,7 @@ for model in ({str(bad)!r}, "NVIDIA-H100-matmull", {str(tmp_path)!r}):
     torch_diode.disable()
     torch._dynamo.reset()
 """
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"}
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", **guide.FRESH_GRAPHS_ENV}  # each compile asks the handler
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.split("\n")

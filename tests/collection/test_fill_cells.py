@@ -1,8 +1,6 @@
 """`diode collect --fill-cells REPORT`: a draw aimed at the cells a coverage report lists as short."""
 
 import json
-import subprocess
-import sys
 
 from torch_diode.cli import build_parser
 from torch_diode.cli.collect import _draw
@@ -43,37 +41,22 @@ def test_fp32_problems_fill_the_tf32_column_when_the_run_allows_tf32():
     assert CellFill({"op/mm/float32/TT": 1, "regime/decode/float32": 1}, tf32=False).take(p)
 
 
-def _collect(tmp_path, report, *extra):
-    # bmm: Inductor's CPP template autotunes against ATen on the CPU (one choice for mm at these sizes)
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch_diode.cli",
-        "collect",
-        *FP32_ALL,
-        *SMALL,
-        "--ops",
-        "bmm",
-        "--backends",
-        "CPP,ATEN",
-    ]
-    cmd += ["--num-shapes", "8", "--seed", "5", "--device", "cpu", "--fill-cells", str(report), *extra]
-    return subprocess.run([*cmd, "--output", str(tmp_path / "fill.json")], capture_output=True, text=True)
-
-
-def test_collect_measures_the_filling_draw_and_resumes_it(tmp_path):
+def test_collect_measures_the_filling_draw_and_resumes_it(tmp_path, diode_cli):
     report = tmp_path / "coverage.json"
     report.write_text(json.dumps({"missing": {"op/bmm/float32/NN": 1, "op/mm/float32/NT": 1}}))
-    proc = _collect(tmp_path, report)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert f"1 problems for the 2 cells short in {report} (2 problems short)" in proc.stdout
-    assert "still short after the draw: op/mm/float32/NT 1" in proc.stdout  # no mm in this run's spec
+    # bmm: Inductor's CPP template autotunes against ATen on the CPU (one choice for mm at these sizes)
+    collect = ["collect", *FP32_ALL, *SMALL, "--ops", "bmm", "--backends", "CPP,ATEN", "--num-shapes", "8"]
+    collect += ["--seed", "5", "--device", "cpu", "--fill-cells", report, "--output", tmp_path / "fill.json"]
+    code, out, err = diode_cli(*collect)
+    assert code == 0, err[-2000:]
+    assert f"1 problems for the 2 cells short in {report} (2 problems short)" in out
+    assert "still short after the draw: op/mm/float32/NT 1" in out  # no mm in this run's spec
     data = load_dataset(tmp_path / "fill.json")
     measured = [(p.op, p.transpose_a, p.transpose_b) for _, p, _ in data.problems()]
     assert measured == [("bmm", False, False)]
     assert data.metadata["sources"][-1]["settings"]["fill_cells"] == str(report)
-    proc = _collect(tmp_path, report)
-    assert proc.returncode == 0 and "0 problems measured, 1 already done" in proc.stdout, proc.stdout
+    code, out, _ = diode_cli(*collect)
+    assert code == 0 and "0 problems measured, 1 already done" in out, out
 
 
 def test_a_bad_report_is_one_line_naming_it(tmp_path, capsys):

@@ -2,8 +2,6 @@
 
 import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from torch_diode.cli import build_parser
@@ -159,23 +157,10 @@ def test_exclude_accepts_shapeset_names_and_files(tmp_path):
     assert len(drawn) == 6 and mine not in drawn
 
 
-def test_exclude_names_an_unknown_shapeset_in_one_line():
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch_diode.cli",
-            "collect",
-            "--device",
-            "cpu",
-            "--exclude",
-            "no_such_shapeset",
-            "--output",
-            "never_written.json",
-        ],
-        capture_output=True,
-        text=True,
+def test_exclude_names_an_unknown_shapeset_in_one_line(diode_cli):
+    code, _, err = diode_cli(
+        "collect", "--device", "cpu", "--exclude", "no_such_shapeset", "--output", "never_written.json"
     )
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "no_such_shapeset" in proc.stderr
+    assert code == 2
+    assert err.strip().splitlines() == [err.strip()] and "no_such_shapeset" in err
     assert not Path("never_written.json").exists()

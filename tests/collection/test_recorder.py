@@ -203,14 +203,12 @@ def test_kill_minus_9_then_resume(tmp_path):
             assert all(len(t.samples_us) == 1 for t in timings)
 
 
-def test_devices_shard_the_work_and_merge_joins_it(tmp_path):
-    """--devices: one worker per device, each with every N-th shape in its own shard (two CPU
-    workers here; GPUs work the same way); `diode dataset merge` joins the shards."""
+def test_devices_shard_the_work_and_merge_joins_it(tmp_path, diode_cli):
+    """--devices: one worker process per device, each with every N-th shape in its own shard (two
+    CPU workers here; GPUs work the same way); `diode dataset merge` joins the shards. The command
+    that starts the workers, the merge and the resumed run: the command line in this process."""
     out = tmp_path / "multi.json"
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch_diode.cli",
+    options = [
         "collect",
         "--backends",
         "CPP,ATEN",
@@ -229,30 +227,26 @@ def test_devices_shard_the_work_and_merge_joins_it(tmp_path):
         "--seed",
         "9",
         "--output",
-        str(out),
-        "--devices",
-        "cpu",
-        "cpu",
+        out,
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    code, stdout, err = diode_cli(*options, "--devices", "cpu", "cpu")
+    assert code == 0, err[-2000:]
     shards = [tmp_path / "multi_shard0.json", tmp_path / "multi_shard1.json"]
     done = [load_dataset(s).metadata["completed"] for s in shards]
     assert len(done[0]) == len(done[1]) == 1 and not set(done[0]) & set(done[1])
-    assert "diode dataset merge" in proc.stdout
-    subprocess.run(
-        [sys.executable, "-m", "torch_diode.cli", "dataset", "merge", *map(str, shards), "-o", str(out)], check=True
-    )
+    assert "diode dataset merge" in stdout
+    code, _, err = diode_cli("dataset", "merge", *shards, "-o", out)
+    assert code == 0, err[-2000:]
     merged = load_dataset(out)
     assert len({problem_key(p) for _, p, _ in merged.problems()}) == 2
     # the merged file keeps the shards' resume record: collecting into it again measures nothing
     assert sorted(merged.metadata["completed"]) == sorted(done[0] + done[1])
-    proc = subprocess.run([*cmd[: cmd.index("--devices")], "--device", "cpu"], capture_output=True, text=True)
+    code, stdout, err = diode_cli(*options, "--device", "cpu")
     resumed = "0 problems measured, 2 already done"
-    assert proc.returncode == 0 and resumed in proc.stdout, proc.stdout + proc.stderr[-2000:]
+    assert code == 0 and resumed in stdout, stdout + err[-2000:]
 
 
-def test_exclude_leaves_out_the_problems_of_other_datasets(tmp_path):
+def test_exclude_leaves_out_the_problems_of_other_datasets(tmp_path, diode_cli):
     """`diode collect --exclude VALIDATION`: the seed's draws held by VALIDATION are redrawn, and
     every problem measured is new (the validation set stays held out)."""
     from torch_diode.collection.shapes import ShapeSpec, random_problems
@@ -284,21 +278,10 @@ def test_exclude_leaves_out_the_problems_of_other_datasets(tmp_path):
         held.add(detect_hardware("cpu"), p, [TimedConfig(aten, 1.0)])
     save_dataset(held, tmp_path / "validation.json")
     out = tmp_path / "train.json"
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch_diode.cli",
-        "collect",
-        *options,
-        "--device",
-        "cpu",
-        "--exclude",
-        str(tmp_path / "validation.json"),
-        "--output",
-        str(out),
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    code, _, err = diode_cli(
+        "collect", *options, "--device", "cpu", "--exclude", tmp_path / "validation.json", "-o", out
+    )
+    assert code == 0, err[-2000:]
     measured = {problem_key(p) for _, p, _ in load_dataset(out).problems()}
     assert len(measured) == 2
     assert problem_key(random_problems(spec, 9)[0]) not in measured
@@ -369,32 +352,29 @@ def test_remeasure_measures_the_hinted_problems_again_and_merge_replace_puts_the
     for p in [hinted, *others]:
         old.add(detect_hardware("cpu"), p, [stale])
     save_dataset(old, tmp_path / "old.json")
-    cli = [sys.executable, "-m", "torch_diode.cli"]
     remeasure = [
-        *cli,
         "remeasure",
-        str(tmp_path / "old.json"),
+        tmp_path / "old.json",
         "--layout-hinted",
         "--device",
         "cpu",
         "-o",
-        str(tmp_path / "new.json"),
+        tmp_path / "new.json",
         # an --only list and a bound that leave no problem out: a re-measurement of all (hinted) ones
         "--only",
-        str(tmp_path / "old.json"),
+        tmp_path / "old.json",
         "--below-us",
         "20000",
     ]
-    proc = subprocess.run(remeasure, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "1 of its 3 problems" in proc.stdout
+    code, out, err = diode_cli(*remeasure)
+    assert code == 0, err[-2000:]
+    assert "1 of its 3 problems" in out
     new = load_dataset(tmp_path / "new.json")
     assert [problem_key(p) for _, p, _ in new.problems()] == [problem_key(hinted)]  # recorded with its strides
     assert new.metadata["sources"][0]["settings"]["max_autotune_gemm_backends"] == "CPP,ATEN"
     assert not {"only", "below_us"} & set(new.metadata["sources"][0]["settings"])
-    again = subprocess.run(remeasure, capture_output=True, text=True)
-    assert again.returncode == 0 and "1 already done" in again.stdout, again.stdout
-    # the rest measures nothing: the command line in this process
+    code, out, _ = diode_cli(*remeasure)
+    assert code == 0 and "1 already done" in out, out
     merge = ["dataset", "merge", tmp_path / "old.json", tmp_path / "new.json", "--replace"]
     code, out, err = diode_cli(*merge, "-o", tmp_path / "merged.json")
     assert code == 0 and "1 problem(s) taken from a later input alone" in out, err
@@ -450,17 +430,14 @@ def test_remeasure_below_us_takes_the_problems_that_ran_under_it(tmp_path, diode
     assert ran_under(old, 10) == {problem_key(short)} and len(ran_under(old, 50.5)) == 2 and ran_under(old, 9) == set()
     save_dataset(old, tmp_path / "old.json")
     remeasure = ["remeasure", str(tmp_path / "old.json"), "--device", "cpu", "-o", str(tmp_path / "new.json")]
-    # nothing to measure, or a bad bound: the command line in this process
     code, out, _ = diode_cli(*remeasure, "--below-us", "5")
     assert code == 0 and "none of its problems ran under 5 us; nothing to do" in out, out
     code, _, err = diode_cli(*remeasure, "--below-us", "0")
     assert code == 2 and "--below-us: 0: give a time in microseconds above 0" in err, err
     assert "Traceback" not in err and not (tmp_path / "new.json").exists()
-    proc = subprocess.run(
-        [sys.executable, "-m", "torch_diode.cli", *remeasure, "--below-us", "10"], capture_output=True, text=True
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "1 of its 3 problems (those whose fastest recorded time is under 10 us)" in proc.stdout, proc.stdout
+    code, out, err = diode_cli(*remeasure, "--below-us", "10")
+    assert code == 0, err[-2000:]
+    assert "1 of its 3 problems (those whose fastest recorded time is under 10 us)" in out, out
     new = load_dataset(tmp_path / "new.json")
     assert [problem_key(p) for _, p, _ in new.problems()] == [problem_key(short)]
     assert new.metadata["sources"][0]["settings"]["below_us"] == 10

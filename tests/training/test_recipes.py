@@ -2,16 +2,13 @@
 `diode rebuild-model` end to end on a small repository of its own."""
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
 
-import torch_diode
 from torch_diode.cli.model import train_config, training_data
 from torch_diode.cli.rebuild import find_recipe, recipe_options
 from torch_diode.errors import UserError
@@ -25,7 +22,6 @@ from torch_diode.types import Dataset, Hardware, load_dataset, save_dataset
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "sample" / "h100_sample.json.gz"
 SHIPPED = sorted(shipped_models())
-PACKAGE_ROOT = Path(torch_diode.__file__).resolve().parents[1]
 
 
 def test_every_shipped_model_has_a_recipe():
@@ -85,16 +81,16 @@ def _git(repo: Path, *words: str) -> str:
     ).stdout.strip()
 
 
-def _diode(cwd: Path, *words: str) -> subprocess.CompletedProcess:
-    """`diode rebuild-model words` in ``cwd``, of the torch_diode this test imported."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run(
-        [sys.executable, "-m", "torch_diode.cli", "rebuild-model", *map(str, words)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+@pytest.fixture
+def rebuild(diode_cli, monkeypatch):
+    """``rebuild(cwd, words...)``: `diode rebuild-model words` run in ``cwd`` (in this process); its
+    exit code, stdout and stderr."""
+
+    def run(cwd: Path, *words) -> tuple[int, str, str]:
+        monkeypatch.chdir(cwd)
+        return diode_cli("rebuild-model", *words)
+
+    return run
 
 
 def _recipe_repo(tmp_path: Path, train: dict) -> tuple[Path, Path]:
@@ -113,7 +109,7 @@ def _recipe_repo(tmp_path: Path, train: dict) -> tuple[Path, Path]:
 
 
 @pytest.mark.slow
-def test_rebuild_model_trains_the_recipe_on_the_data_of_its_commit(tmp_path):
+def test_rebuild_model_trains_the_recipe_on_the_data_of_its_commit(tmp_path, rebuild):
     """The rebuild reads the data as committed, not the files added since (unless --current-data),
     writes a new file, and trains the same weights again (the table shows no difference)."""
     train = {"data-dir": "data/s", "drop-heldout": True, "hidden-dim": 8, "num-epochs": 2, "seed": 3}
@@ -124,25 +120,25 @@ def test_rebuild_model_trains_the_recipe_on_the_data_of_its_commit(tmp_path):
         added.add(hardware, replace(problem, M=problem.M + 3), timings)
     save_dataset(added, repo / "data" / "s" / "added.json.gz")  # not committed
 
-    first = _diode(repo, recipe, "-o", recipe.with_name("M.diode"))  # the "shipped" model, asked for
-    assert first.returncode == 0, first.stderr[-2000:]
-    assert "data/s in " in first.stdout and "differ from" in first.stdout and "(1 files" in first.stdout
+    code, out, err = rebuild(repo, recipe, "-o", recipe.with_name("M.diode"))  # the "shipped" model, asked for
+    assert code == 0, err[-2000:]
+    assert "data/s in " in out and "differ from" in out and "(1 files" in out
     committed = model_metadata(recipe.with_name("M.diode"))["training_data"]["problems"]
     assert committed == sample.num_problems
 
-    again = _diode(repo / "data", recipe)  # from a subfolder: the default output is M.diode there
-    assert again.returncode == 0, again.stderr[-2000:]
+    code, out, err = rebuild(repo / "data", recipe)  # from a subfolder: the default output is M.diode there
+    assert code == 0, err[-2000:]
     assert model_metadata(repo / "data" / "M.diode")["training_data"]["problems"] == committed
-    table = again.stdout[again.stdout.index("shipped") :]
+    table = out[out.index("shipped") :]
     assert "weights: largest difference" in table and "differs" not in table, table
 
-    current = _diode(repo, recipe, "--current-data", "-o", tmp_path / "current.diode")
-    assert current.returncode == 0, current.stderr[-2000:]
+    code, out, err = rebuild(repo, recipe, "--current-data", "-o", tmp_path / "current.diode")
+    assert code == 0, err[-2000:]
     assert model_metadata(tmp_path / "current.diode")["training_data"]["problems"] > committed
-    assert "training_data.problems" in current.stdout and "differs" in current.stdout
+    assert "training_data.problems" in out and "differs" in out
 
 
-def test_rebuild_model_refuses_a_bad_recipe_in_one_line(tmp_path):
+def test_rebuild_model_refuses_a_bad_recipe_in_one_line(tmp_path, rebuild):
     """A recipe's bad field, an unknown commit and the shipped file as the default output are each
     one line naming the recipe's field or the option (exit 2), before any training."""
     repo, recipe = _recipe_repo(tmp_path, {"data-dir": "data/s", "hidden-dim": 0})
@@ -156,14 +152,11 @@ def test_rebuild_model_refuses_a_bad_recipe_in_one_line(tmp_path):
     ]
     for train, cwd, message in cases:
         recipe.write_text(json.dumps({"data_commit": _git(repo, "rev-parse", "HEAD"), "train": train}))
-        proc = _diode(cwd, recipe)
-        assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, (
-            train,
-            proc.stderr,
-        )
+        code, _, err = rebuild(cwd, recipe)
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, (train, err)
     recipe.write_text(json.dumps({"data_commit": "0123456789abcdef", "train": {"data-dir": "data/s"}}))
-    proc = _diode(repo, recipe)
-    assert proc.returncode == 2 and "field 'data_commit': 0123456789abcdef is not in the history" in proc.stderr
+    code, _, err = rebuild(repo, recipe)
+    assert code == 2 and "field 'data_commit': 0123456789abcdef is not in the history" in err
     assert list(repo.glob("*.diode")) == []
     with pytest.raises(UserError, match="field 'data_commit'"):
         recipe.write_text(json.dumps({"data_commit": "HEAD", "train": {"data-dir": "data/s"}}))

@@ -1,7 +1,5 @@
 """Training end to end on the real sample, from the library and from the CLI."""
 
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -96,40 +94,34 @@ def test_training_records_held_out_first_picks_by_alignment():
     assert unsplit.metadata["training_data"]["heldout_top1_slowdown"] == {}
 
 
-def test_train_cli_then_validate_and_predict(tmp_path):
+def test_train_cli_then_validate_and_predict(tmp_path, diode_cli):
     model = tmp_path / "m.diode"
-    cmd = [sys.executable, "-m", "torch_diode.cli"]
-    subprocess.run(
-        [
-            *cmd,
-            "train",
-            "--dataset",
-            SAMPLE,
-            "--model",
-            model,
-            "--model-type",
-            "deep",
-            "--hidden-dim",
-            "32",
-            "--num-layers",
-            "2",
-            "--num-epochs",
-            "20",
-            "--seed",
-            "1",
-            "--validation-fraction",
-            "0.25",
-        ],
-        check=True,
-        capture_output=True,
+    code, _, err = diode_cli(
+        "train",
+        "--dataset",
+        SAMPLE,
+        "--model",
+        model,
+        "--model-type",
+        "deep",
+        "--hidden-dim",
+        "32",
+        "--num-layers",
+        "2",
+        "--num-epochs",
+        "20",
+        "--seed",
+        "1",
+        "--validation-fraction",
+        "0.25",
     )
+    assert code == 0, err[-2000:]
     meta = model_metadata(model)
     assert meta["hidden_dim"] == 32 and meta["num_layers"] == 2 and meta["training"]["seed"] == 1
     assert read_model(model).dims == [meta["feature_version"] and len(meta["feature_names"]), 32, 32, 1]
     out = tmp_path / "pred.msgpack"
-    subprocess.run(
-        [*cmd, "predict", "--model", model, "--dataset", SAMPLE, "--output", out], check=True, capture_output=True
-    )
+    code, _, err = diode_cli("predict", "--model", model, "--dataset", SAMPLE, "--output", out)
+    assert code == 0, err[-2000:]
     pred, src = load_dataset(out), load_dataset(SAMPLE)
     assert [(p, [t.config for t in ts]) for _, p, ts in pred.problems()] == [
         (p, [t.config for t in ts]) for _, p, ts in src.problems()
@@ -165,7 +157,7 @@ def test_learning_rate_schedules():
         train_model(ds, TrainConfig(lr_schedule="step"), progress=False)
 
 
-def test_train_refuses_data_holding_a_heldout_problem(tmp_path):
+def test_train_refuses_data_holding_a_heldout_problem(tmp_path, diode_cli):
     """`diode train` on data holding a problem of realmodels_heldout exits 2 naming the file and the
     problem; --drop-heldout trains without it."""
     from torch_diode.collection.shapes import load_shapeset
@@ -180,29 +172,18 @@ def test_train_refuses_data_holding_a_heldout_problem(tmp_path):
     bad = Dataset()
     bad.add(hardware, held, timings)
     save_dataset(bad, data / "b_held.json.gz")
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch_diode.cli",
-        "train",
-        "--data-dir",
-        data,
-        "--model",
-        tmp_path / "m.diode",
-        "--num-epochs",
-        "2",
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode == 2 and not (tmp_path / "m.diode").exists()
-    assert len(proc.stderr.strip().splitlines()) == 1
-    assert "b_held.json.gz" in proc.stderr and held.short() in proc.stderr and "realmodels_heldout" in proc.stderr
-    proc = subprocess.run([*cmd, "--drop-heldout"], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "1 problems of held-out shapesets left out" in proc.stdout
+    cmd = ["train", "--data-dir", data, "--model", tmp_path / "m.diode", "--num-epochs", "2"]
+    code, _, err = diode_cli(*cmd)
+    assert code == 2 and not (tmp_path / "m.diode").exists()
+    assert len(err.strip().splitlines()) == 1
+    assert "b_held.json.gz" in err and held.short() in err and "realmodels_heldout" in err
+    code, out, err = diode_cli(*cmd, "--drop-heldout")
+    assert code == 0, err[-2000:]
+    assert "1 problems of held-out shapesets left out" in out
     assert model_metadata(tmp_path / "m.diode")["training_data"]["problems"] == sample.num_problems
 
 
-def test_train_exclude_leaves_out_the_problems_of_the_named_datasets(tmp_path):
+def test_train_exclude_leaves_out_the_problems_of_the_named_datasets(tmp_path, diode_cli):
     """--exclude FILE: the problems that FILE holds are not trained on where measured on FILE's GPU
     (the model's contract counts the rest); a path that is neither a file nor a shapeset is one
     line naming it (exit 2)."""
@@ -210,7 +191,7 @@ def test_train_exclude_leaves_out_the_problems_of_the_named_datasets(tmp_path):
 
     sample = load_dataset(SAMPLE)
     hardware, problem, timings = next(sample.problems())
-    cmd = [sys.executable, "-m", "torch_diode.cli", "train", "--dataset", SAMPLE, "--num-epochs", "2"]
+    cmd = ["train", "--dataset", SAMPLE, "--num-epochs", "2"]
 
     def train_excluding(device_name: str, name: str) -> int:
         """Trains with --exclude a file holding ``problem`` measured on ``device_name``; the
@@ -219,22 +200,18 @@ def test_train_exclude_leaves_out_the_problems_of_the_named_datasets(tmp_path):
         excluded.add(replace(hardware, device_name=device_name), problem, timings)
         save_dataset(excluded, tmp_path / f"{name}.json.gz")
         model = tmp_path / f"{name}.diode"
-        proc = subprocess.run(
-            [*cmd, "--model", model, "--exclude", tmp_path / f"{name}.json.gz"], capture_output=True, text=True
-        )
-        assert proc.returncode == 0, proc.stderr[-2000:]
+        code, out, err = diode_cli(*cmd, "--model", model, "--exclude", tmp_path / f"{name}.json.gz")
+        assert code == 0, err[-2000:]
         left_out = sample.num_problems - model_metadata(model)["training_data"]["problems"]
-        assert f"{left_out} problems of the training data left out (--exclude)" in proc.stdout
+        assert f"{left_out} problems of the training data left out (--exclude)" in out
         return left_out
 
     assert train_excluding(hardware.device_name, "here") == 1
     # the same problem measured on another GPU: that GPU's timings say nothing of these
     assert train_excluding("NVIDIA H200", "elsewhere") == 0
-    proc = subprocess.run(
-        [*cmd, "--model", tmp_path / "n.diode", "--exclude", tmp_path / "absent.json"], capture_output=True, text=True
-    )
-    assert proc.returncode == 2 and not (tmp_path / "n.diode").exists()
-    assert len(proc.stderr.strip().splitlines()) == 1 and "absent.json" in proc.stderr, proc.stderr
+    code, _, err = diode_cli(*cmd, "--model", tmp_path / "n.diode", "--exclude", tmp_path / "absent.json")
+    assert code == 2 and not (tmp_path / "n.diode").exists()
+    assert len(err.strip().splitlines()) == 1 and "absent.json" in err, err
 
 
 def test_an_ensemble_and_the_listwise_loss_train_and_the_engine_predicts_the_same():
@@ -337,7 +314,7 @@ def test_the_loss_calibration_recovers_a_known_noise():
     assert fit_loss_calibration(few) is not None
 
 
-def test_prior_data_adds_the_problems_the_gpus_own_data_lacks(tmp_path):
+def test_prior_data_adds_the_problems_the_gpus_own_data_lacks(tmp_path, diode_cli):
     """`diode train --prior-data`: another GPU's problems that the training data lacks are trained on
     as measured on the training data's GPU (the model is that GPU's), the GPU's own timings win
     where both hold a problem, and the model records what was added; a held-out problem in the
@@ -373,10 +350,10 @@ def test_prior_data_adds_the_problems_the_gpus_own_data_lacks(tmp_path):
 
     save_dataset(own, tmp_path / "own.json.gz")
     save_dataset(prior, tmp_path / "prior.json.gz")
-    cmd = [sys.executable, "-m", "torch_diode.cli", "train", "--dataset", tmp_path / "own.json.gz"]
+    cmd = ["train", "--dataset", tmp_path / "own.json.gz"]
     cmd += ["--model", tmp_path / "m.diode", "--num-epochs", "2", "--prior-data", tmp_path / "prior.json.gz"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    code, _, err = diode_cli(*cmd)
+    assert code == 0, err[-2000:]
     meta = model_metadata(tmp_path / "m.diode")
     assert meta["hardware"]["device_name"] == "NVIDIA H200"
     assert meta["training_data"]["problems"] == len(problems)
@@ -386,9 +363,9 @@ def test_prior_data_adds_the_problems_the_gpus_own_data_lacks(tmp_path):
     prior.add(problems[0][0], held, problems[0][2])
     save_dataset(prior, tmp_path / "prior_held.json.gz")
     cmd[-1] = tmp_path / "prior_held.json.gz"
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
-    assert "prior_held.json.gz" in proc.stderr and held.short() in proc.stderr
+    code, _, err = diode_cli(*cmd)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "prior_held.json.gz" in err and held.short() in err
 
 
 def test_extern_weight_fits_the_aten_rows_closer():
