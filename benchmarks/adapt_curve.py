@@ -102,6 +102,8 @@ def plot(rows: list[dict], path: Path) -> None:
             )
             ax.axhline(full[key], color=line[0].get_color(), ls="--", lw=1)
             ax.set_xscale("log")
+            ax.set_xticks(SIZES, [str(n) for n in SIZES])
+            ax.minorticks_off()
             ax.set_xlabel("problems of the new GPU")
             ax.set_title(key.replace("_", " "))
     axes[0].legend(title="dashed: the new GPU's full model", fontsize=8)
@@ -126,6 +128,11 @@ def summarize(rows: list[dict], at: int = 100) -> dict:
             "unsure_fraction_worst_seed": max(r["unsure_fraction"] for r in mine),
         }
     return out
+
+
+def replot(path: Path) -> None:
+    """The plot of a report this script wrote, drawn again beside it."""
+    plot(json.loads(path.read_text())["rows"], path.with_suffix(".png"))
 
 
 def main() -> int:

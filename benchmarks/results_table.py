@@ -94,6 +94,33 @@ def e2e(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
         )
 
 
+def e2e_dynamic(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    s, rows = report["summary"], report["rows"]
+    gemms = {r["label"] for r in rows if "error" not in r and not r["label"].startswith("decoder block")}
+    stopped = [m for m, w in report.get("workers", {}).items() if w.get("exit") != 0]
+    yield (
+        f"dynamic shapes, {len(gemms)} held-out GEMMs and a decoder block, each compiled with `dynamic=True` and by "
+        f"automatic dynamic shapes and run at {len(report['sizes'])} sizes from {min(report['sizes'])} to "
+        f"{max(report['sizes']):,}: diode / default mode (geomean; worst size); diode / stock max-autotune's "
+        f"dynamic graph (worst size{', over what its worker timed before its limit' if stopped else ''}); compile "
+        "per dynamic graph, diode / default mode (geomean)",
+        f"{_x(s['dynamic_runtime_ratio_vs_default_geomean'])}; {_x(s['dynamic_runtime_ratio_vs_default_worst'])}; "
+        f"{_x(s['dynamic_runtime_ratio_vs_max_autotune_worst'])}; {_x(s['dynamic_compile_ratio_vs_default_geomean'])}",
+    )
+
+
+def adapt_curve(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    for direction, s in report["summary"].items():
+        source, new = (gpu.upper() for gpu in direction.split("_to_"))
+        yield (
+            f"a new GPU from {s['problems']} of its problems (`diode sample`), the {source} model adapted to the "
+            f"{new}, on the {new}'s held-out real models' GEMMs, worst of {s['seeds']} seeds: first pick geomean "
+            f"over the {new}'s own model's; worst first pick; unsure",
+            f"{_x(s['first_pick_geomean_over_full_worst_seed'])}; {_x(s['first_pick_worst_worst_seed'])}; "
+            f"{s['unsure_fraction_worst_seed']:.1%}",
+        )
+
+
 def max_autotune_mode(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
     s = report["summary"]
     yield (
@@ -257,6 +284,8 @@ def layout_hints(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
 SOURCES: tuple[tuple[str, str, Callable[[dict[str, Any]], Iterator[tuple[str, str]]]], ...] = (
     ("e2e_h100.json", "NVIDIA H100", e2e),
     ("e2e_h200.json", "NVIDIA H200", e2e),
+    ("e2e_dynamic_h100.json", "NVIDIA H100", e2e_dynamic),
+    ("e2e_dynamic_h200.json", "NVIDIA H200", e2e_dynamic),
     ("e2e_max_autotune_mode_h100.json", "NVIDIA H100", max_autotune_mode),
     ("compile_breakdown_h100.json", "NVIDIA H100", compile_breakdown),
     ("correctness_h100.json", "NVIDIA H100", correctness),
@@ -267,6 +296,7 @@ SOURCES: tuple[tuple[str, str, Callable[[dict[str, Any]], Iterator[tuple[str, st
     ("ranking_realmodels_h100.json", "CPU (H100 data)", ranking_realmodels),
     ("ranking_realmodels_h200.json", "CPU (H200 data)", ranking_realmodels),
     ("prediction_bias_cpu.json", "CPU (H100 and H200 data)", prediction_bias),
+    ("adapt_curve_cpu.json", "CPU (H100 and H200 data)", adapt_curve),
     ("coverage_h100.json", "CPU (data of the H100)", coverage),
     ("coverage_h200.json", "CPU (data of the H200)", coverage),
     ("engine_latency_cpu.json", "CPU, one core", engine_latency),
