@@ -26,9 +26,10 @@ from pathlib import Path
 from benchmarks.common import cpu_report_header
 from benchmarks.selection_replay import judge_realmodels
 from torch_diode.collection.design import candidates, design
+from torch_diode.dataset_io import load_datasets
 from torch_diode.model_file import write_model
 from torch_diode.training.train import TrainConfig, train_model, with_prior_data
-from torch_diode.types import load_datasets, problem_key
+from torch_diode.types import problem_key
 
 logger = logging.getLogger(__name__)
 

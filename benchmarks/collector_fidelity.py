@@ -64,14 +64,8 @@ from torch_diode.collection.fast_sweep import (  # noqa: E402
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings  # noqa: E402
 from torch_diode.collection.operands import layout_tensors
 from torch_diode.collection.shapes import ShapeSpec, random_problems  # noqa: E402
-from torch_diode.types import (  # noqa: E402
-    Dataset,
-    Problem,
-    TimedConfig,
-    load_dataset,
-    load_datasets,
-    save_dataset,
-)
+from torch_diode.dataset_io import load_dataset, load_datasets, save_dataset  # noqa: E402
+from torch_diode.types import Dataset, Problem, TimedConfig  # noqa: E402
 
 FIDELITY_SHAPES = [
     Problem("mm", 1, 1024, 4096, 2048, "float16", "float16", "float16"),

@@ -24,11 +24,12 @@ import numpy as np
 
 from benchmarks.common import cpu_report_header, geomean
 from torch_diode import config
+from torch_diode.dataset_io import load_datasets
 from torch_diode.features import config_rows, featurize, is_extern
 from torch_diode.inductor.config_space import beyond_default_list
 from torch_diode.predict import load_model
 from torch_diode.selection import DYNAMIC_MARGIN, Policy, Pool, SizeRange, decide, decide_range
-from torch_diode.types import Problem, load_datasets
+from torch_diode.types import Problem
 
 
 def at_rows(problem: Problem, m: int) -> Problem:

@@ -120,9 +120,11 @@ from benchmarks.common import (  # noqa: E402
 from benchmarks.pad_mm import load_pad_decisions, pad_mm_facts, save_pad_decisions  # noqa: E402
 from torch_diode import config as diode_config  # noqa: E402
 from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs, op_function  # noqa: E402
+from torch_diode.dataset_io import load_datasets  # noqa: E402
+from torch_diode.fileio import atomic_write_bytes  # noqa: E402
 from torch_diode.integration.install import diode_choices  # noqa: E402
 from torch_diode.selection import Policy  # noqa: E402
-from torch_diode.types import atomic_write_bytes, load_datasets, problem_key  # noqa: E402
+from torch_diode.types import problem_key  # noqa: E402
 
 logger = logging.getLogger(__name__)
 

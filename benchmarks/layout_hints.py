@@ -38,8 +38,8 @@ from benchmarks.common import geomean, report_header, stage  # noqa: E402
 from torch_diode.collection import kernel_spec  # noqa: E402
 from torch_diode.collection.fast_sweep import FLUSH_BYTES, FastSweep, flush_buffer, precompile  # noqa: E402
 from torch_diode.collection.shapes import problem_identity  # noqa: E402
+from torch_diode.dataset_io import load_dataset, load_datasets  # noqa: E402
 from torch_diode.inductor.config_space import aten_configs, triton_configs  # noqa: E402
-from torch_diode.types import load_dataset, load_datasets  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = [str(ROOT / "data" / "h100" / "realmodels"), str(ROOT / "data" / "h100" / "validation")]

@@ -16,7 +16,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from torch_diode.types import atomic_write_bytes
+from torch_diode.fileio import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 

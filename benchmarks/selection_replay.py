@@ -51,11 +51,12 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import cpu_report_header
+from torch_diode.dataset_io import load_datasets
 from torch_diode.features import config_rows, featurize, is_extern
 from torch_diode.inductor.config_space import beyond_default_list
 from torch_diode.predict import load_model
 from torch_diode.selection import Confidence, NoUsableCandidate, Policy, Pool, decide
-from torch_diode.types import Problem, load_datasets
+from torch_diode.types import Problem
 
 ROOT = Path(__file__).resolve().parents[1]
 # every file of the H100 validation set, each judged on its own, and the unaligned sets odd and odd2

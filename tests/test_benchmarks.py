@@ -178,7 +178,7 @@ def test_heldout_selection_judges_the_handlers_order_on_measured_data(tmp_path):
 
 def named_shapeset(data: Path | str, path: Path) -> Path:
     """A shapeset at ``path`` naming each problem of ``data`` as layer fc of its own model (model0, model1, ...)."""
-    from torch_diode.types import load_dataset
+    from torch_diode.dataset_io import load_dataset
 
     entries = []
     for i, (_, problem, _) in enumerate(load_dataset(data).problems()):
@@ -313,7 +313,8 @@ def test_cross_gpu_carries_the_first_gpus_best_config_to_the_second(tmp_path):
     from dataclasses import replace
 
     from benchmarks.studies.cross_gpu import compare
-    from torch_diode.types import Dataset, load_dataset, save_dataset
+    from torch_diode.dataset_io import load_dataset, save_dataset
+    from torch_diode.types import Dataset
 
     sample = load_dataset(ROOT / "data" / "sample" / "h100_sample.json.gz")
     second = Dataset()
@@ -519,7 +520,7 @@ def test_misaligned_groups_replay_partitions_the_misaligned_problems_by_each_gro
 
 def test_misaligned_groups_of_data_without_aligned_problems_has_no_aligned_row(tmp_path):
     """A set of misaligned problems alone (as data/h100/odd) gets its groups and no aligned row."""
-    from torch_diode.types import load_dataset, save_dataset
+    from torch_diode.dataset_io import load_dataset, save_dataset
 
     sample = load_dataset(ROOT / "data" / "sample" / "h100_sample.json.gz")
     only = save_dataset(sample.subset(lambda _, problem: bool(problem.misaligned_operands)), tmp_path / "odd.json")
@@ -534,7 +535,8 @@ def test_config_coverage_groups_first_picks_by_how_often_training_timed_the_fast
     """benchmarks/studies/slow_picks.py config-coverage on the shipped sample: judged against itself as
     the training data, every fastest Triton config was timed at least by its own problem (never under
     2% of a dozen); against the sample's ATen choices alone, none was timed."""
-    from torch_diode.types import Dataset, load_dataset, save_dataset
+    from torch_diode.dataset_io import load_dataset, save_dataset
+    from torch_diode.types import Dataset
 
     sample_path = ROOT / "data" / "sample" / "h100_sample.json.gz"
     sample = load_dataset(sample_path)
@@ -563,7 +565,7 @@ def test_deciding_configs_keeps_what_decides_the_first_pick_and_the_replay_decid
     """benchmarks/studies/slow_picks.py deciding-configs on the shipped sample: each problem keeps its
     ATen choices, its fastest recorded config and the handler's first pick with their recorded
     times, and fewer configs than it had; replayed on that subset the handler picks as before."""
-    from torch_diode.types import load_dataset
+    from torch_diode.dataset_io import load_dataset
 
     sample = ROOT / "data" / "sample" / "h100_sample.json.gz"
     out = tmp_path / "deciding.json"
@@ -594,7 +596,7 @@ def test_retimed_dataset_holds_every_pass_and_fails_what_no_pass_timed(tmp_path,
         monkeypatch.setenv(name, str(value))
     monkeypatch.setenv("TORCH_DIODE_NO_AUTOREGISTER", "1")
     from benchmarks.collector_fidelity import pass_to_pass, retimed_dataset
-    from torch_diode.types import load_dataset
+    from torch_diode.dataset_io import load_dataset
 
     reference = load_dataset(ROOT / "data" / "sample" / "h100_sample.json.gz")
     _, problem, timings = next(reference.problems())

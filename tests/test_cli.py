@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from torch_diode.types import load_dataset, save_dataset
+from torch_diode.dataset_io import dataset_to_dict, load_dataset, save_dataset
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "h100_sample.json.gz"
 DIODE = [sys.executable, "-m", "torch_diode.cli"]
@@ -66,7 +66,7 @@ def test_stats_report_json(tmp_path):
 def test_convert_merge_split(tmp_path):
     mp = tmp_path / "s.msgpack"
     diode("dataset", "convert", SAMPLE, mp)
-    assert load_dataset(mp).to_dict() == load_dataset(SAMPLE).to_dict()
+    assert dataset_to_dict(load_dataset(mp)) == dataset_to_dict(load_dataset(SAMPLE))
 
     train, val = tmp_path / "train.json", tmp_path / "val.msgpack.gz"
     diode(
@@ -209,7 +209,7 @@ def test_remeasure_reads_the_samples_rotations_a_file_recorded(tmp_path):
         assert proc.returncode == code and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
         assert code == 0 or ("different settings" in proc.stderr and f"{name}.json" in proc.stderr)
     from torch_diode.cli.collect import _measurement_settings  # a file of per-problem draws alone
-    from torch_diode.types import load_dataset
+    from torch_diode.dataset_io import load_dataset
 
     sources = [{"tool": "torch_diode.collect", "settings": {**settings, "exhaustive_rotations": 0}}]
     save_dataset(one_bmm(20, sources), tmp_path / "drawn.json")

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from torch_diode.cli import build_parser, hoist_global_options, main
+from torch_diode.dataset_io import load_dataset, save_dataset
 from torch_diode.registry import shipped_models
-from torch_diode.types import Dataset, load_dataset, save_dataset
+from torch_diode.types import Dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample" / "h100_sample.json.gz"

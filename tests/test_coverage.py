@@ -18,7 +18,8 @@ from torch_diode.coverage import (
     format_report,
     missing_counts,
 )
-from torch_diode.types import OPS, Dataset, Hardware, KernelConfig, Problem, TimedConfig, save_dataset
+from torch_diode.dataset_io import save_dataset
+from torch_diode.types import OPS, Dataset, Hardware, KernelConfig, Problem, TimedConfig
 
 H100 = Hardware("NVIDIA H100 80GB HBM3", (9, 0), 132, 85899345920, 232448, "2.11.0", "3.6.0", "13.0")
 ATEN_MM, ATEN_BMM = KernelConfig("aten::mm"), KernelConfig("aten::bmm")

@@ -9,17 +9,8 @@ from pathlib import Path
 import pytest
 
 from torch_diode.collection import Collector
-from torch_diode.types import (
-    Dataset,
-    DatasetLockedError,
-    DatasetWriter,
-    Hardware,
-    KernelConfig,
-    Problem,
-    TimedConfig,
-    load_dataset,
-    save_dataset,
-)
+from torch_diode.dataset_io import DatasetLockedError, DatasetWriter, load_dataset, save_dataset
+from torch_diode.types import Dataset, Hardware, KernelConfig, Problem, TimedConfig
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "h100_sample.json.gz"
 HW = Hardware("test device", None, 4, 0, 1 << 16, "2.13")

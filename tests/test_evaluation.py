@@ -12,10 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from torch_diode.dataset_io import save_dataset
 from torch_diode.evaluation import validate_max_autotune, validate_model
 from torch_diode.features import FEATURE_NAMES, NUM_FEATURES
 from torch_diode.model_file import ModelFile, write_model
-from torch_diode.types import Dataset, Hardware, KernelConfig, Problem, TimedConfig, save_dataset
+from torch_diode.types import Dataset, Hardware, KernelConfig, Problem, TimedConfig
 
 HW = Hardware("NVIDIA H100 80GB HBM3", (9, 0), 132, 80 * 2**30, 232448, "2.11.0", "3.6.0", "13.0")
 P1 = Problem("mm", 1, 512, 512, 512, "float16", "float16", "float16")
@@ -141,10 +142,10 @@ def test_cli_reports(files, tmp_path, diode_cli):
 def test_validate_max_autotune_follows_the_handlers_extern_preference():
     """Top-1 is the handler's pick: with an overwhelming extern preference it is always an ATen
     choice, so the top-1 ratio is max-autotune's time over the predicted-best ATen time."""
+    from torch_diode.dataset_io import load_dataset
     from torch_diode.features import config_rows
     from torch_diode.inductor.config_space import beyond_default_list
     from torch_diode.predict import load_model, predict_log_time_us
-    from torch_diode.types import load_dataset
 
     sample = Path(__file__).resolve().parents[1] / "data" / "sample" / "h100_sample.json.gz"
     data = load_dataset(sample)
@@ -270,7 +271,7 @@ def test_validate_model_reports_the_calibration_of_its_loss_estimate(tmp_path, c
         "observed_loss_fraction": 1.0,
     }
     from torch_diode.cli import main
-    from torch_diode.types import save_dataset
+    from torch_diode.dataset_io import save_dataset
 
     data = save_dataset(ds, tmp_path / "calibration.json")
     assert main(["validate-model", "--model", str(model), "--dataset", str(data)]) == 0

@@ -17,9 +17,11 @@ import msgpack
 import pytest
 
 from torch_diode import config
+from torch_diode.dataset_io import DatasetWriter, dataset_to_dict, load_dataset, load_datasets, save_dataset
 from torch_diode.fileio import FileError, atomic_write_bytes, existing_kind, read_regular
+from torch_diode.formats import DatasetFormatError
 from torch_diode.registry import shipped_models
-from torch_diode.types import Dataset, DatasetFormatError, DatasetWriter, load_dataset, load_datasets, save_dataset
+from torch_diode.types import Dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample" / "h100_sample.json.gz"
@@ -286,9 +288,9 @@ def test_a_file_given_twice_or_inside_a_given_folder_is_read_once(tmp_path, diod
     (folder / "link.json.gz").symlink_to(folder / "a.json.gz")
     once = load_dataset(SAMPLE)
     merged = load_datasets([folder / "a.json.gz", folder, folder / "a.json.gz", folder / "link.json.gz"])
-    assert merged.to_dict()["hardware"] == once.to_dict()["hardware"]
+    assert dataset_to_dict(merged)["hardware"] == dataset_to_dict(once)["hardware"]
     code, out, err = diode_cli(
         "dataset", "merge", folder / "a.json.gz", folder / "a.json.gz", "-o", tmp_path / "m.json"
     )
     assert code == 0, err
-    assert load_dataset(tmp_path / "m.json").to_dict()["hardware"] == once.to_dict()["hardware"]
+    assert dataset_to_dict(load_dataset(tmp_path / "m.json"))["hardware"] == dataset_to_dict(once)["hardware"]

@@ -24,11 +24,13 @@ from hypothesis import strategies as st
 
 from torch_diode import _C
 from torch_diode.collection.shapes import load_shapeset
+from torch_diode.dataset_io import dataset_from_dict, dataset_to_dict, load_dataset, save_dataset
 from torch_diode.evaluation import load_solution
 from torch_diode.features import featurize
+from torch_diode.formats import DatasetFormatError, decode_bytes, encode
 from torch_diode.model_file import ModelFormatError, read_model
 from torch_diode.registry import shipped_models
-from torch_diode.types import MAX_SIZE, Dataset, DatasetFormatError, decode_bytes, encode, load_dataset, save_dataset
+from torch_diode.types import MAX_SIZE, Dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample" / "h100_sample.json.gz"
@@ -134,7 +136,7 @@ def _small(path: Path, problems: int = 4, timings: int = 12) -> dict:
     dataset, small = load_dataset(path), Dataset(metadata=load_dataset(path).metadata)
     for hardware, problem, timed in list(dataset.problems())[:problems]:
         small.add(hardware, problem, timed[:timings])
-    return small.to_dict()
+    return dataset_to_dict(small)
 
 
 SAMPLE_DOC = json.loads(_raw(SAMPLE))
@@ -146,8 +148,9 @@ def check_usable(dataset: Dataset) -> None:
     featurised by the C++ core, problem by problem."""
     for suffix in ("x.json", "x.msgpack.gz"):
         fmt, compressed = ("json", False) if suffix == "x.json" else ("msgpack", True)
-        again = Dataset.from_dict(decode_bytes(encode(dataset.to_dict(), suffix), fmt, compressed, suffix), suffix)
-        assert again.to_dict() == dataset.to_dict()
+        raw = encode(dataset_to_dict(dataset), suffix)
+        again = dataset_from_dict(decode_bytes(raw, fmt, compressed, suffix), suffix)
+        assert dataset_to_dict(again) == dataset_to_dict(dataset)
     for hardware, problem, timings in dataset.problems():
         if timings:
             features = featurize(problem, [t.config for t in timings], hardware)
@@ -157,7 +160,7 @@ def check_usable(dataset: Dataset) -> None:
 def load_bytes(raw: bytes, fmt: str, compressed: bool) -> Dataset | None:
     """The dataset in ``raw``, or None where the loader refused it with DatasetFormatError."""
     try:
-        dataset = Dataset.from_dict(decode_bytes(raw, fmt, compressed, "fuzz"), "fuzz")
+        dataset = dataset_from_dict(decode_bytes(raw, fmt, compressed, "fuzz"), "fuzz")
     except DatasetFormatError as e:
         assert e.source == "fuzz" and e.field_path
         return None
@@ -167,7 +170,7 @@ def load_bytes(raw: bytes, fmt: str, compressed: bool) -> Dataset | None:
 
 def load_doc(doc) -> Dataset | None:
     try:
-        dataset = Dataset.from_dict(doc, "fuzz")
+        dataset = dataset_from_dict(doc, "fuzz")
     except DatasetFormatError:
         return None
     check_usable(dataset)
@@ -270,7 +273,7 @@ def test_deep_nesting_is_a_format_error():
         ),
     ):
         with pytest.raises(DatasetFormatError, match="fuzz"):
-            Dataset.from_dict(decode_bytes(raw, fmt, False, "fuzz"), "fuzz")
+            dataset_from_dict(decode_bytes(raw, fmt, False, "fuzz"), "fuzz")
 
 
 def test_msgpack_with_unhashable_keys_is_a_format_error():
@@ -311,7 +314,7 @@ def test_a_problem_listed_twice_keeps_both_rows_samples(tmp_path):
             assert len(merged[t.config].samples_us) == 2 * len(t.samples_us)
     # merging the file with itself keeps every sample too, and saving keeps them
     save_dataset(dataset, tmp_path / "again.msgpack")
-    assert load_dataset(tmp_path / "again.msgpack").to_dict() == dataset.to_dict()
+    assert dataset_to_dict(load_dataset(tmp_path / "again.msgpack")) == dataset_to_dict(dataset)
 
 
 # ----- model files --------------------------------------------------------------------------------

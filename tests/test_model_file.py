@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from torch_diode import _C
+from torch_diode.dataset_io import load_dataset
 from torch_diode.features import NUM_FEATURES, featurize
 from torch_diode.model_file import ModelFormatError, read_model, write_model
 from torch_diode.predict import load_model, predict_log_time_us
 from torch_diode.training.model import MLP, Regressor
-from torch_diode.types import load_dataset
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "h100_sample.json.gz"
 

@@ -16,16 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from torch_diode.dataset_io import load_dataset, save_dataset
+from torch_diode.formats import DatasetFormatError
 from torch_diode.model_file import ModelFormatError, model_metadata, read_model
 from torch_diode.registry import shipped_models
-from torch_diode.types import (
-    Dataset,
-    DatasetFormatError,
-    KernelConfig,
-    TimedConfig,
-    load_dataset,
-    save_dataset,
-)
+from torch_diode.types import Dataset, KernelConfig, TimedConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample" / "h100_sample.json.gz"

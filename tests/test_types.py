@@ -8,18 +8,9 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from torch_diode.types import (
-    SCHEMA_VERSION,
-    Dataset,
-    DatasetFormatError,
-    Hardware,
-    KernelConfig,
-    Problem,
-    TimedConfig,
-    load_dataset,
-    load_datasets,
-    save_dataset,
-)
+from torch_diode.dataset_io import SCHEMA_VERSION, dataset_to_dict, load_dataset, load_datasets, save_dataset
+from torch_diode.formats import DatasetFormatError
+from torch_diode.types import Dataset, Hardware, KernelConfig, Problem, TimedConfig
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "h100_sample.json.gz"
 
@@ -76,7 +67,7 @@ def test_round_trip_is_exact(tmp_path, suffix):
     ds = make_dataset()
     path = save_dataset(ds, tmp_path / f"d{suffix}")
     back = load_dataset(path)
-    assert back.to_dict() == ds.to_dict()
+    assert dataset_to_dict(back) == dataset_to_dict(ds)
     assert [(h, p, t) for h, p, t in back.problems()] == [(h, p, t) for h, p, t in ds.problems()]
     # floats survive bit-exactly, failures stay failures
     timings = back.entries[0].ops["baddbmm"][BADD]
@@ -89,11 +80,11 @@ def test_json_and_msgpack_hold_the_same_data(tmp_path):
     ds = make_dataset()
     a = load_dataset(save_dataset(ds, tmp_path / "a.json"))
     b = load_dataset(save_dataset(ds, tmp_path / "b.msgpack"))
-    assert a.to_dict() == b.to_dict()
+    assert dataset_to_dict(a) == dataset_to_dict(b)
 
 
 def test_configs_are_stored_once(tmp_path):
-    d = make_dataset().to_dict()
+    d = dataset_to_dict(make_dataset())
     templates = [c["template_id"] for c in d["configs"]]
     assert templates.count("aten::mm") == 1  # shared by three problems
 
@@ -208,7 +199,7 @@ def _write_json(path: Path, data) -> Path:
 
 
 def _good() -> dict:
-    return make_dataset().to_dict()
+    return dataset_to_dict(make_dataset())
 
 
 @pytest.mark.parametrize(
@@ -298,12 +289,12 @@ def test_unknown_suffix_and_missing_file(tmp_path):
 def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path, monkeypatch):
     path = save_dataset(make_dataset(), tmp_path / "d.json")
     before = path.read_bytes()
-    import torch_diode.types as types_module
+    import torch_diode.fileio as fileio
 
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(types_module.os, "fsync", boom)
+    monkeypatch.setattr(fileio.os, "fsync", boom)
     with pytest.raises(OSError, match="disk full"):
         save_dataset(Dataset(), path)
     assert path.read_bytes() == before

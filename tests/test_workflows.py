@@ -50,7 +50,7 @@ def test_demo_without_a_gpu_shows_the_shipped_model_against_max_autotune():
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "NVIDIA-H100-matmul" in proc.stdout and "MODEL VS MAX-AUTOTUNE" in proc.stdout
-    from torch_diode.types import load_datasets
+    from torch_diode.dataset_io import load_datasets
 
     problems = sum(1 for _ in load_datasets([ROOT / "data" / "h100" / "validation"]).problems())
     assert f"problems: {problems}" in proc.stdout  # every problem of the shipped validation set

@@ -23,9 +23,9 @@ from torch import nn  # noqa: E402
 from torch._inductor import config as inductor_config  # noqa: E402
 
 import torch_diode  # noqa: E402
+from torch_diode.dataset_io import load_datasets  # noqa: E402
 from torch_diode.model_file import write_model  # noqa: E402
 from torch_diode.training.train import TrainConfig, train_model  # noqa: E402
-from torch_diode.types import load_datasets  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,7 +17,8 @@ from collections import defaultdict
 from datetime import datetime, timezone
 
 from benchmarks.common import command_line, geomean
-from torch_diode.types import load_datasets, problem_key
+from torch_diode.dataset_io import load_datasets
+from torch_diode.types import problem_key
 
 
 def _measured(paths: list[str]) -> tuple[str, dict]:

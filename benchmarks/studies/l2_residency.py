@@ -28,7 +28,7 @@ from typing import Any
 os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"  # nothing here is compiled; the import stays inert
 
 from benchmarks.common import load_shapes, report_header, stage  # noqa: E402
-from torch_diode.types import atomic_write_bytes  # noqa: E402
+from torch_diode.fileio import atomic_write_bytes  # noqa: E402
 
 
 def measure(problem: Any, copies: int, reps: int, seed: int) -> dict[str, Any]:

@@ -31,8 +31,8 @@ from pathlib import Path
 from benchmarks.common import config_design, cpu_report_header, first_collection_settings
 from benchmarks.studies.variant_budget import COMPILE_KERNELS_PER_S
 from torch_diode.collection.fast_sweep import choices_for, variant_key
+from torch_diode.dataset_io import load_dataset
 from torch_diode.inductor.config_space import triton_configs
-from torch_diode.types import load_dataset
 
 ROTATIONS = (1, 4, 16, 0)  # 0: a draw of its own for every problem
 RARE = 0.02

@@ -55,9 +55,10 @@ from benchmarks.selection_replay import (
     _write,
     replays,
 )
+from torch_diode.dataset_io import load_datasets
 from torch_diode.selection import NoUsableCandidate, Policy, Pool, decide
 from torch_diode.selection.decide import safe_choice
-from torch_diode.types import Problem, load_datasets
+from torch_diode.types import Problem
 
 
 def _auc(score: np.ndarray, positive: np.ndarray) -> float | None:
@@ -362,7 +363,8 @@ def deciding_configs(args: argparse.Namespace) -> int:
     (``python -m benchmarks.collector_fidelity --recorded``): its ATen choices, the ``--top``
     fastest recorded, the handler's first ``--top`` in its order, and ``--others`` more drawn at
     random (seeded), with the recorded timings."""
-    from torch_diode.types import Dataset, save_dataset
+    from torch_diode.dataset_io import save_dataset
+    from torch_diode.types import Dataset
 
     policy = Policy.from_config()
     contract = _contract(args.model)

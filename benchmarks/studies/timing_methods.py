@@ -30,7 +30,8 @@ from torch_diode.collection.fast_sweep import FastSweep, _queue, hardware_l2_byt
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings
 from torch_diode.collection.operands import layout_tensors
 from torch_diode.collection.triton_mm import make_launcher
-from torch_diode.types import Problem, load_dataset
+from torch_diode.dataset_io import load_dataset
+from torch_diode.types import Problem
 
 SHAPES = [
     Problem("mm", 1, 1000, 700, 1024, "float16", "float16", "float16", transpose_b=True),

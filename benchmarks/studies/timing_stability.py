@@ -41,7 +41,7 @@ from torch_diode.collection.fast_sweep import (
     variant_key,
 )
 from torch_diode.collection.operands import layout_tensors
-from torch_diode.types import load_datasets
+from torch_diode.dataset_io import load_datasets
 
 # the fastest time of a config, in microseconds: the bins its rows are summarised in
 LENGTH_BINS_US = ((0.0, 10.0), (10.0, 30.0), (30.0, float("inf")))

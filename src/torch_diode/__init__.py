@@ -16,17 +16,9 @@ from __future__ import annotations
 import logging
 
 from .collection import Collector, collect
-from .types import (
-    Dataset,
-    DatasetFormatError,
-    Hardware,
-    KernelConfig,
-    Problem,
-    TimedConfig,
-    load_dataset,
-    load_datasets,
-    save_dataset,
-)
+from .dataset_io import load_dataset, load_datasets, save_dataset
+from .formats import DatasetFormatError
+from .types import Dataset, Hardware, KernelConfig, Problem, TimedConfig
 
 __version__ = "0.2.0"
 

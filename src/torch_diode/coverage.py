@@ -200,7 +200,7 @@ def missing_counts(cells: dict[str, int], targets: dict[str, int] = DEFAULT_TARG
 def read_missing(path: str | os.PathLike) -> dict[str, int]:
     """The ``missing`` map (cell -> problems short) of a report that `diode dataset coverage
     --targets --report-json` wrote; a bad file names itself and the field."""
-    from .types import DatasetFormatError, decode_bytes, read_input_bytes
+    from .formats import DatasetFormatError, decode_bytes, read_input_bytes
 
     try:  # a regular file of bounded size (fileio.read_regular): a FIFO or device is refused
         report = decode_bytes(read_input_bytes(path), "json", False, path)

@@ -90,7 +90,7 @@ def copy_problems(
     ``diode train --exclude``, written to ``output`` where given. Its one source record is
     ``source`` with the names of the files it took problems from added to its settings
     (``files``): it is no collection."""
-    from .types import load_dataset, save_dataset
+    from .dataset_io import load_dataset, save_dataset
 
     out, files = Dataset(), []
     for path in paths:

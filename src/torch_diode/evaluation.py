@@ -277,7 +277,7 @@ def plot_validation(report: dict[str, Any], out_dir: str | os.PathLike) -> list[
 def load_solution(path: str | os.PathLike) -> list[dict[str, Any]]:
     """A max-autotune solution file: {"name": ..., "configs": [{"M", "N", "K", ["op", "B",
     "dtype"], "template_id" or "block_m", "block_n", "block_k", ["num_stages", "num_warps"]}]}."""
-    from .types import DatasetFormatError, decode_bytes, read_input_bytes
+    from .formats import DatasetFormatError, decode_bytes, read_input_bytes
 
     data = decode_bytes(read_input_bytes(path), "json", False, path)
     if not isinstance(data, dict) or not isinstance(data.get("configs"), list):

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import _C
-from .types import atomic_write_bytes
+from .fileio import atomic_write_bytes
 
 MAGIC = b"DIODEMDL"
 FORMAT_VERSION: int = _C.MODEL_FORMAT_VERSION
@@ -99,7 +99,7 @@ def _f32(x: Any) -> bytes:
 
 def write_model(path: str | os.PathLike, model: ModelFile) -> Path:
     """Writes atomically; the file is read back by the C++ loader before it replaces ``path``."""
-    from .types import DatasetFormatError, check_document
+    from .formats import DatasetFormatError, check_document
 
     try:  # what JSON would change (non-string keys) or refuse (NaN), before encoding; tuples are lists
         check_document(_lists(model.metadata), path, "metadata")
@@ -160,7 +160,7 @@ def model_metadata(path: str | os.PathLike) -> dict[str, Any]:
 
 def _metadata(engine: _C.Model, path: str | os.PathLike) -> dict[str, Any]:
     """The engine's metadata as a dict; ModelFormatError naming the file if it is not a JSON object."""
-    from .types import DatasetFormatError, decode_bytes
+    from .formats import DatasetFormatError, decode_bytes
 
     try:
         metadata = decode_bytes(engine.metadata_json.encode(), "json", False, path)
@@ -250,7 +250,7 @@ def _check_fields(record: dict, fields: dict[str, tuple[type, ...]], where: str,
 
 def read_validation_summary(path: str | os.PathLike) -> dict[str, Any] | None:
     """The ``<model>.validation.json`` written beside a shipped model (None where there is none)."""
-    from .types import DatasetFormatError, decode_bytes, read_input_bytes
+    from .formats import DatasetFormatError, decode_bytes, read_input_bytes
 
     validation = Path(path).with_suffix(".validation.json")
     if not validation.is_file():

@@ -104,8 +104,9 @@ def test_a_resumed_sweep_with_nothing_left_starts_no_compile_workers(tmp_path, m
     flush buffer and starts its compile workers (on a GPU machine, seconds per file of collect.sh's
     remeasure loops). The sweep's body runs on the CPU here: with nothing to measure it needs no GPU."""
     from torch_diode.collection import fast_sweep
+    from torch_diode.dataset_io import save_dataset
     from torch_diode.hardware import detect_hardware
-    from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig, save_dataset
+    from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig
 
     problems = [Problem("mm", 1, m, 64, 64, "float16", "float16", "float16") for m in (32, 48)]
     done = Dataset()

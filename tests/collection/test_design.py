@@ -9,7 +9,8 @@ import pytest
 
 from torch_diode.collection.design import candidates, design
 from torch_diode.collection.shapes import load_shapeset, problem_identity
-from torch_diode.types import Dataset, load_datasets, problem_key
+from torch_diode.dataset_io import load_datasets
+from torch_diode.types import Dataset, problem_key
 
 ROOT = Path(__file__).resolve().parents[2]
 VALIDATION = ROOT / "data" / "h100" / "validation"

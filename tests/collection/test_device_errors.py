@@ -5,8 +5,9 @@ import torch
 
 from torch_diode.collection import inductor_sweep
 from torch_diode.collection.inductor_sweep import sweep_inductor
+from torch_diode.dataset_io import load_dataset
 from torch_diode.hardware import DeviceError, check_device, device_works
-from torch_diode.types import Problem, load_dataset, problem_key
+from torch_diode.types import Problem, problem_key
 
 # operands of 2^48 elements: their allocation fails at once, on any machine
 HUGE = Problem(op="mm", B=1, M=2**24, N=2**24, K=2**24, dtype_a="float32", dtype_b="float32", dtype_out="float32")
@@ -54,8 +55,9 @@ def test_a_sweep_never_adds_to_a_file_measured_on_another_gpu(tmp_path):
     file on an H200, say) stops before anything is measured, and the file is left as it was."""
     from dataclasses import replace
 
+    from torch_diode.dataset_io import save_dataset
     from torch_diode.hardware import detect_hardware
-    from torch_diode.types import Dataset, KernelConfig, TimedConfig, save_dataset
+    from torch_diode.types import Dataset, KernelConfig, TimedConfig
 
     h100 = replace(detect_hardware("cpu"), device_name="NVIDIA H100 80GB HBM3")
     ds = Dataset()

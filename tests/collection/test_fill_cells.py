@@ -5,7 +5,8 @@ import json
 from torch_diode.cli import build_parser
 from torch_diode.cli.collect import _draw
 from torch_diode.coverage import CellFill, problem_cells
-from torch_diode.types import Problem, load_dataset, problem_key
+from torch_diode.dataset_io import load_dataset
+from torch_diode.types import Problem, problem_key
 
 FP32_ALL = ["--ops", "mm", "bmm", "--dtypes", "float32", "--layouts", "NN", "NT", "TN", "TT"]
 SMALL = ["--min-size", "16", "--max-size", "40", "--max-batch", "3"]

@@ -13,8 +13,9 @@ from torch._inductor import config as inductor_config
 from torch._inductor import select_algorithm
 
 from torch_diode.collection import Collector, collect
+from torch_diode.dataset_io import load_dataset
 from torch_diode.features import is_aten
-from torch_diode.types import load_dataset, problem_key
+from torch_diode.types import problem_key
 
 pytestmark = pytest.mark.slow
 
@@ -250,8 +251,9 @@ def test_exclude_leaves_out_the_problems_of_other_datasets(tmp_path, diode_cli):
     """`diode collect --exclude VALIDATION`: the seed's draws held by VALIDATION are redrawn, and
     every problem measured is new (the validation set stays held out)."""
     from torch_diode.collection.shapes import ShapeSpec, random_problems
+    from torch_diode.dataset_io import save_dataset
     from torch_diode.hardware import detect_hardware
-    from torch_diode.types import Dataset, KernelConfig, TimedConfig, save_dataset
+    from torch_diode.types import Dataset, KernelConfig, TimedConfig
 
     options = [
         "--backends",
@@ -322,8 +324,9 @@ def test_remeasure_measures_the_hinted_problems_again_and_merge_replace_puts_the
     measured again as the file records (here Inductor's CPP,ATEN max-autotune on the CPU), into a
     new file that resumes; `diode dataset merge --replace` takes those problems from it alone."""
     from torch_diode.collection.kernel_spec import layout_hinted
+    from torch_diode.dataset_io import save_dataset
     from torch_diode.hardware import detect_hardware
-    from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig, save_dataset
+    from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig
 
     settings = {
         "mode": "inductor",
@@ -412,8 +415,9 @@ def test_remeasure_below_us_takes_the_problems_that_ran_under_it(tmp_path, diode
     records (Inductor's CPP,ATEN max-autotune on the CPU here), the new file's record naming the
     bound; a file without such a problem, or a time not above 0, measures nothing."""
     from torch_diode.cli.collect import ran_under
+    from torch_diode.dataset_io import save_dataset
     from torch_diode.hardware import detect_hardware
-    from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig, save_dataset
+    from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig
 
     settings = {"mode": "inductor", "max_autotune_gemm_backends": "CPP,ATEN", "tf32": False}
     old = Dataset(metadata={"sources": [{"tool": "torch_diode.collect", "settings": settings}]})
@@ -450,8 +454,9 @@ def test_remeasure_without_lead_leaves_the_files_timed_with_the_lead(tmp_path, d
     re-measurement of its hinted problems alone does not make a file led."""
     from torch_diode.cli.collect import _hinted_already, _led_already
     from torch_diode.collection.fast_sweep import LEAD_US, FastSweep
+    from torch_diode.dataset_io import save_dataset
     from torch_diode.hardware import detect_hardware
-    from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig, save_dataset
+    from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig
 
     led = {**FastSweep().settings(), "tf32": False}  # what the collector records now
     assert led["lead_us"] == LEAD_US > 0

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from torch_diode.collection.shapes import ShapeSpec, list_shapesets, load_shapeset, random_problems
-from torch_diode.types import DatasetFormatError
+from torch_diode.formats import DatasetFormatError
 
 
 def test_random_problems_are_deterministic_and_in_range():

@@ -6,8 +6,9 @@ import torch
 from torch_diode.collection.fast_sweep import FastSweep, choices_for, untiled_launcher
 from torch_diode.collection.inductor_sweep import op_function
 from torch_diode.collection.operands import layout_tensors
+from torch_diode.dataset_io import load_dataset, save_dataset
 from torch_diode.inductor.config_space import triton_configs
-from torch_diode.types import Problem, load_dataset, save_dataset
+from torch_diode.types import Problem
 
 pytestmark = pytest.mark.gpu
 

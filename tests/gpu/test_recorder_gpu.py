@@ -6,8 +6,9 @@ from torch._inductor import config as inductor_config
 
 from torch_diode.collection import collect
 from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs, op_function
+from torch_diode.dataset_io import load_dataset
 from torch_diode.features import featurize
-from torch_diode.types import Problem, load_dataset
+from torch_diode.types import Problem
 
 pytestmark = pytest.mark.gpu
 

@@ -8,9 +8,10 @@ import torch
 
 from torch_diode.collection.fast_sweep import choices_for, untiled_launcher
 from torch_diode.collection.operands import layout_tensors
+from torch_diode.dataset_io import load_dataset
 from torch_diode.features import k_split
 from torch_diode.inductor.config_space import aten_configs, decompose_k_configs, scaled_configs, triton_configs
-from torch_diode.types import Problem, load_dataset
+from torch_diode.types import Problem
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "sample" / "h100_sample.json.gz"
@@ -35,7 +36,7 @@ def test_decompose_k_choices_are_the_splits_inductor_benchmarked():
     """data/h100/inductor_timed's decompose_k part was recorded from stock max-autotune (torch 2.11,
     an H100): the decompose_k candidates derived here are the ones Inductor offered, split for
     split, and none where it offered none."""
-    from torch_diode.types import load_datasets
+    from torch_diode.dataset_io import load_datasets
 
     paths = sorted((ROOT / "data" / "h100" / "inductor_timed").glob("h100_v2_decomposek_chunk*.msgpack.gz"))
     assert paths, "the decompose_k data is missing"
@@ -248,8 +249,8 @@ def test_tma_configs_are_the_ones_inductor_offered():
     derived here are the ones Inductor offered, in its order, template options included."""
     from torch._inductor import config
 
+    from torch_diode.dataset_io import load_datasets
     from torch_diode.inductor.config_space import TMA_TEMPLATE_ID, tma_configs, tma_offered
-    from torch_diode.types import load_datasets
 
     path = ROOT / "data" / "h100" / "inductor_timed" / "h100_v2_tma_chunk0000.msgpack.gz"
     checked = 0

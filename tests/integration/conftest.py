@@ -4,9 +4,10 @@ import pytest
 from filelock import FileLock
 
 from torch_diode.collection.inductor_sweep import sweep_inductor
+from torch_diode.dataset_io import load_dataset
 from torch_diode.model_file import write_model
 from torch_diode.training.train import TrainConfig, train_model
-from torch_diode.types import Problem, load_dataset
+from torch_diode.types import Problem
 
 
 @pytest.fixture(scope="session")

@@ -11,13 +11,14 @@ import pytest
 
 from torch_diode.cli.model import train_config, training_data
 from torch_diode.cli.rebuild import find_recipe, recipe_options
+from torch_diode.dataset_io import load_dataset, save_dataset
 from torch_diode.errors import UserError
 from torch_diode.model_file import model_metadata
 from torch_diode.registry import shipped_models
 from torch_diode.training.data import build_arrays, matches_hardware
 from torch_diode.training.recipe import extract_at_commit, load_recipe, repository_root, resolve_commit
 from torch_diode.training.train import TrainConfig
-from torch_diode.types import Dataset, Hardware, load_dataset, save_dataset
+from torch_diode.types import Dataset, Hardware
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "sample" / "h100_sample.json.gz"

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
+from torch_diode.dataset_io import load_dataset
 from torch_diode.model_file import model_metadata, read_model
 from torch_diode.training.data import build_arrays, split_groups
 from torch_diode.training.model import Regressor
 from torch_diode.training.train import TrainConfig, clipped_targets, train_model
-from torch_diode.types import load_dataset
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "h100_sample.json.gz"
 
@@ -161,7 +161,8 @@ def test_train_refuses_data_holding_a_heldout_problem(tmp_path, diode_cli):
     """`diode train` on data holding a problem of realmodels_heldout exits 2 naming the file and the
     problem; --drop-heldout trains without it."""
     from torch_diode.collection.shapes import load_shapeset
-    from torch_diode.types import Dataset, save_dataset
+    from torch_diode.dataset_io import save_dataset
+    from torch_diode.types import Dataset
 
     data = tmp_path / "data"
     data.mkdir()
@@ -187,7 +188,8 @@ def test_train_exclude_leaves_out_the_problems_of_the_named_datasets(tmp_path, d
     """--exclude FILE: the problems that FILE holds are not trained on where measured on FILE's GPU
     (the model's contract counts the rest); a path that is neither a file nor a shapeset is one
     line naming it (exit 2)."""
-    from torch_diode.types import Dataset, problem_key, save_dataset
+    from torch_diode.dataset_io import save_dataset
+    from torch_diode.types import Dataset
 
     sample = load_dataset(SAMPLE)
     hardware, problem, timings = next(sample.problems())
@@ -322,8 +324,9 @@ def test_prior_data_adds_the_problems_the_gpus_own_data_lacks(tmp_path, diode_cl
     from dataclasses import replace
 
     from torch_diode.collection.shapes import load_shapeset
+    from torch_diode.dataset_io import save_dataset
     from torch_diode.training.train import with_prior_data
-    from torch_diode.types import Dataset, problem_key, save_dataset
+    from torch_diode.types import Dataset, problem_key
 
     sample = load_dataset(SAMPLE)
     problems = list(sample.problems())

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from ..collection.sweep_state import DEFAULT_COMPILE_TIMEOUT_S
 from ..errors import OptionError
-from ..types import DATASET_SUFFIXES, DTYPES, OPS, Problem
+from ..formats import DATASET_SUFFIXES
+from ..types import DTYPES, OPS, Problem
 from .common import (
     MAX_SEED,
     check_outputs,
@@ -496,7 +497,7 @@ def _measurement_settings(path: str, dataset) -> dict:
     which must agree."""
     from ..collection.fast_sweep import recorded_rotations
     from ..coverage import tf32_run
-    from ..types import DatasetFormatError
+    from ..formats import DatasetFormatError
 
     recorded = []
     for s in collection_settings(dataset):
@@ -522,7 +523,8 @@ def _measurement_settings(path: str, dataset) -> dict:
 
 def _cmd_remeasure(args: argparse.Namespace) -> int:
     from ..collection.kernel_spec import layout_hinted
-    from ..types import load_dataset, problem_key
+    from ..dataset_io import load_dataset
+    from ..types import problem_key
 
     # a file with nothing to measure again says so without importing torch or opening the device
     # (collect.sh remeasure-hinted asks every dataset file)

@@ -109,7 +109,7 @@ def check_outputs(
     would read it too and count its rows twice. An option in ``json_outputs`` writes a JSON document
     (a shapeset) as a --...-json option writes a report. Unless ``force`` (--force; None: a command
     without it), an existing output must hold what the option writes (:func:`output_kind`)."""
-    from ..types import DATASET_SUFFIXES
+    from ..formats import DATASET_SUFFIXES
 
     ins: list[tuple[str, Path]] = []
     for option, value in inputs.items():
@@ -182,7 +182,7 @@ def add_force(p: argparse.ArgumentParser) -> None:
 
 def dataset_output(text: str) -> str:
     """A dataset file to write: its suffix must name a format."""
-    from ..types import DATASET_SUFFIXES
+    from ..formats import DATASET_SUFFIXES
 
     if not text.endswith(DATASET_SUFFIXES):
         raise argparse.ArgumentTypeError(
@@ -261,7 +261,8 @@ def _shapesets_and_datasets(paths: Sequence[str] | None) -> tuple[set[str], list
 def held_keys(paths: Sequence[str] | None) -> set[str]:
     """The problems that the datasets at ``paths`` hold or marked done, and that the shapesets
     among ``paths`` (shipped names or shapeset JSON files) list; none without paths."""
-    from ..types import load_datasets, problem_key
+    from ..dataset_io import load_datasets
+    from ..types import problem_key
 
     keys, datasets = _shapesets_and_datasets(paths)
     if datasets:
@@ -275,7 +276,8 @@ def excluded_measurements(paths: Sequence[str] | None) -> Callable[[Hardware, Pr
     shapeset among ``paths`` lists, on any GPU; a problem a dataset among them holds, where measured
     on the GPU that dataset measured it on (timings known to be wrong on one GPU say nothing of
     another's measurement of the same problem)."""
-    from ..types import load_datasets, problem_key
+    from ..dataset_io import load_datasets
+    from ..types import problem_key
 
     anywhere, datasets = _shapesets_and_datasets(paths)
     measured: set[tuple[str, str]] = set()

@@ -10,8 +10,8 @@ from .common import add_force, add_inputs, check_outputs, dataset_output, open_f
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
+    from ..dataset_io import load_datasets
     from ..dataset_tools import best_configs, dataset_stats
-    from ..types import load_datasets
 
     check_outputs({"inputs": args.inputs}, {"--report-json": args.report_json}, force=args.force)
     dataset = load_datasets(args.inputs, args.file_extensions)
@@ -49,7 +49,7 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ..coverage import DEFAULT_TARGETS, Coverage, format_report
-    from ..types import dataset_files, load_dataset
+    from ..dataset_io import dataset_files, load_dataset
 
     check_outputs({"inputs": args.inputs}, {"--report-json": args.report_json}, force=args.force)
     files = [f for path in args.inputs for f in dataset_files(path, args.file_extensions)]
@@ -82,7 +82,7 @@ def _merge_replacing(datasets: list) -> tuple:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
-    from ..types import load_datasets, save_dataset
+    from ..dataset_io import load_datasets, save_dataset
 
     check_outputs(
         {"inputs": args.inputs},
@@ -106,7 +106,7 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
-    from ..types import load_dataset, save_dataset
+    from ..dataset_io import load_dataset, save_dataset
 
     if Path(args.input).is_dir():
         raise OptionError(
@@ -119,8 +119,8 @@ def _cmd_convert(args: argparse.Namespace) -> int:
 
 
 def _cmd_split(args: argparse.Namespace) -> int:
+    from ..dataset_io import load_datasets, save_dataset
     from ..dataset_tools import split_dataset
-    from ..types import load_datasets, save_dataset
 
     check_outputs(
         {"inputs": args.inputs},

@@ -65,7 +65,7 @@ def _input_paths(args: argparse.Namespace) -> list[str]:
 
 
 def _load(args: argparse.Namespace):
-    from ..types import load_datasets
+    from ..dataset_io import load_datasets
 
     return load_datasets(_input_paths(args), args.file_extensions)
 
@@ -75,7 +75,7 @@ def _without_heldout(dataset, args: argparse.Namespace, paths: list[str] | None 
     problems of the held-out shapesets: refused (UserError naming a file and a problem) unless
     --drop-heldout drops them."""
     from ..collection.shapes import heldout_matches, problem_identity
-    from ..types import dataset_files, load_dataset
+    from ..dataset_io import dataset_files, load_dataset
 
     matches = heldout_matches(p for _, p, _ in dataset.problems())
     if not matches:
@@ -112,8 +112,8 @@ def training_data(args: argparse.Namespace) -> tuple[Dataset, dict | None, froze
     """The data `diode train` fits (its inputs less the held-out problems and --exclude, with
     --prior-data's problems the inputs lack), the record of the prior data added (or None) and the
     keys of its problems."""
+    from ..dataset_io import load_datasets
     from ..training.train import with_prior_data
-    from ..types import load_datasets
 
     excluded = excluded_measurements(args.exclude) if args.exclude else None
     dataset = _without_exclusions(_without_heldout(_load(args), args), excluded, "the training data")
@@ -195,8 +195,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
+    from ..dataset_io import save_dataset
     from ..predict import predict_dataset
-    from ..types import save_dataset
 
     check_outputs(
         _inputs(args),

@@ -14,8 +14,8 @@ COLLECT_OPTIONS = "--search-mode fast --exhaustive-sample 48 --exhaustive-rotati
 
 def _cmd_sample(args: argparse.Namespace) -> int:
     from ..collection.design import candidates, design, shapeset_bytes
+    from ..dataset_io import load_datasets
     from ..fileio import atomic_write_bytes
-    from ..types import load_datasets
 
     check_outputs(
         {f"DATA[{i}]": p for i, p in enumerate(args.data)},

@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..dataset_io import DatasetWriter
 from ..features import is_aten
 from ..inductor.config_space import aten_allows_tf32, tf32_enabled
 from ..inductor.convert import config_from_choice, problem_from_nodes
@@ -28,7 +29,7 @@ from ..inductor.hooks import (
     set_inductor_config,
     suspend_handlers,
 )
-from ..types import Dataset, DatasetWriter, Hardware, KernelConfig, Problem, TimedConfig
+from ..types import Dataset, Hardware, KernelConfig, Problem, TimedConfig
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ class Collector:
     rewritten atomically. ``stats`` counts recorded GEMMs, skipped ops and errors.
 
     From creation to :meth:`stop` (or :meth:`close`) the collector holds the file's writer lock
-    (:class:`~torch_diode.types.DatasetWriter`): a second writer of the same file is refused with
+    (:class:`~torch_diode.dataset_io.DatasetWriter`): a second writer of the same file is refused with
     DatasetLockedError rather than overwriting this one's data.
     """
 

@@ -26,17 +26,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..types import (
-    DTYPES,
-    MAX_SIZE,
-    OPS,
-    DatasetFormatError,
-    Problem,
-    _Reader,
-    check_type,
-    decode_bytes,
-    read_input_bytes,
-)
+from ..formats import DatasetFormatError, Reader, check_type, decode_bytes, read_input_bytes
+from ..types import DTYPES, MAX_SIZE, OPS, Problem
 
 SHAPESET_DIR = Path(__file__).resolve().parent.parent / "shapesets"
 
@@ -232,13 +223,13 @@ def load_shapeset(path: str | os.PathLike) -> list[ShapesetEntry]:
         data = decode_bytes(read_input_bytes(path), "json", False, path)
     except DatasetFormatError as e:
         raise DatasetFormatError(path, e.field_path, f"not a readable JSON shapeset: {e.detail}") from None
-    r = _Reader(data, "", str(path))
+    r = Reader(data, "", str(path))
     entries = []
     items = r.get("entries", list)
     if not items:
         raise r.error("entries", "empty: a shapeset lists at least one GEMM")
     for i, item in enumerate(items):
-        er = _Reader(item, f"entries[{i}]", str(path))
+        er = Reader(item, f"entries[{i}]", str(path))
         dtype = er.get("dtype", str, optional=True)
         batch = er.get("B", int, optional=True)
         problem_dict: dict[str, Any] = {

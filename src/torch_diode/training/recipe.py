@@ -85,7 +85,7 @@ def recipe_path(model: str | os.PathLike) -> Path:
 
 def load_recipe(path: str | os.PathLike) -> Recipe:
     """The recipe in ``path``; DatasetFormatError naming the file and the field where it is not one."""
-    from ..types import DatasetFormatError, decode_bytes, read_input_bytes
+    from ..formats import DatasetFormatError, decode_bytes, read_input_bytes
 
     path = Path(path)
     if not path.name.endswith(RECIPE_SUFFIX):
