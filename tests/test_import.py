@@ -45,3 +45,30 @@ def test_import_does_not_load_heavy_modules():
         """
     )
     assert out.strip() == "[]"
+
+
+def test_import_leaves_the_offline_tools_out():
+    """The runtime imports no offline tooling: ``import torch_diode`` loads neither the collection,
+    training and evaluation code nor the command line; ``torch_diode.Collector`` imports the
+    collection on first use."""
+    out = run(
+        """
+        import sys
+        import torch_diode
+        offline = ("torch_diode.collection", "torch_diode.training", "torch_diode.evaluation", "torch_diode.cli")
+        print(sorted(m for m in sys.modules if m.startswith(offline)))
+        print(torch_diode.Collector is torch_diode.collection.recorder.Collector)
+        """
+    )
+    assert out.split("\n")[:2] == ["[]", "True"]
+
+
+def test_version_is_pyprojects():
+    import re
+    from pathlib import Path
+
+    import torch_diode
+
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    [version] = re.findall(r'^version = "(.+)"$', pyproject, re.M)  # [project]'s (tomllib is Python 3.11+)
+    assert torch_diode.__version__ == version

@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import logging
 
-from .collection import Collector, collect
 from .dataset_io import load_dataset, load_datasets, save_dataset
 from .formats import DatasetFormatError
 from .types import Dataset, Hardware, KernelConfig, Problem, TimedConfig
-
-__version__ = "0.2.0"
+from .version import __version__
 
 logger = logging.getLogger(__name__)
 logger.addHandler(logging.NullHandler())
@@ -34,11 +32,14 @@ _LAZY = {
     "create_diode_choices": ("torch_diode.integration.install", "create_diode_choices"),
     "diode_choices": ("torch_diode.integration.install", "diode_choices"),
     "config": ("torch_diode.config", None),
+    "Collector": ("torch_diode.collection", "Collector"),
+    "collect": ("torch_diode.collection", "collect"),
 }
 
 
 def __getattr__(name: str):
-    """The Inductor-facing API is imported on first use (it imports torch._inductor)."""
+    """The Inductor-facing API (it imports torch._inductor) and the collection tools (offline
+    tooling, which the runtime never imports) are imported on first use."""
     if name in _LAZY:
         import importlib
 
@@ -160,6 +161,7 @@ def autoregister(force: bool = False) -> str | None:
 autoregister()
 
 __all__ = [
+    "__version__",
     "Collector",
     "DiodeInductorChoices",
     "autoregister",
