@@ -1,6 +1,8 @@
 """The package's layering, read from its import statements (ast, every import in a module, those
-inside functions included): no import circle, collection/ and integration/ never import each
-other, selection/ imports no torch._inductor, and one implementation of the first pick."""
+inside functions included): no import circle, nothing imports the package's __init__ (the top),
+the runtime imports no offline tool, collection/ and integration/ never import each other,
+selection/ imports no torch._inductor, one implementation of the first pick, and modules and
+functions of a readable size."""
 
 import ast
 from pathlib import Path
@@ -17,7 +19,9 @@ def module_name(path: Path) -> str:
 
 
 def imports_of(path: Path) -> set[str]:
-    """The modules ``path`` imports, absolute (``from . import x`` gives package.x where x is a module)."""
+    """The modules ``path`` imports, absolute. ``from . import x`` imports the module package.x where
+    x is one, else a name of the package (``from .. import __version__`` imports the package's
+    __init__, as ``from . import _C`` does: the extension is no module of the source tree)."""
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = set()
@@ -30,8 +34,10 @@ def imports_of(path: Path) -> set[str]:
                 anchor = package.split(".")
                 anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join(anchor + ([node.module] if node.module else []))
-            out.add(base)
-            out.update(f"{base}.{alias.name}" for alias in node.names)
+            submodules = {f"{base}.{alias.name}" for alias in node.names} & MODULES.keys()
+            out.update(submodules)
+            if len(submodules) < len(node.names):
+                out.add(base)
     return out
 
 
@@ -75,6 +81,35 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_circle():
     assert circles(graph()) == []  # the CLI's cli.py and model_cli.py imported each other before cli/
+
+
+def test_nothing_imports_the_package_root():
+    """torch_diode/__init__.py is the top of the layering (it installs the handler): a module that
+    needs the version, a setting or the C++ core imports that module (``from ..version import
+    __version__``, ``from .. import config``, ``from ._C import Model``), never the package."""
+    assert (
+        sorted(name for name, path in MODULES.items() if name != "torch_diode" and "torch_diode" in imports_of(path))
+        == []
+    )
+
+
+# the offline tools: what measures, trains and evaluates, and the command line over them
+OFFLINE = ("torch_diode.collection", "torch_diode.training", "torch_diode.evaluation", "torch_diode.cli")
+
+
+def test_the_runtime_imports_no_offline_tool():
+    """The runtime (the data model, features, the Inductor boundary, selection, integration, the
+    registry and model files) imports nothing of the offline tools (``import torch_diode`` loads
+    none of them: tests/test_import.py); the package's __init__ names the collection's
+    ``Collector`` and ``collect`` for import on first use."""
+    bad = sorted(
+        (name, m)
+        for name, path in MODULES.items()
+        if not name.startswith(OFFLINE)
+        for m in imports_of(path)
+        if m.startswith(OFFLINE)
+    )
+    assert bad == []
 
 
 @pytest.mark.parametrize(

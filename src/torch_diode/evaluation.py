@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _C
+from ._C import ranking_metrics
 from .errors import UserError
 from .predict import load_model, predict_log_time_us
 from .training.data import matches_hardware
@@ -115,7 +115,7 @@ def _report(pr: Predictions, top_n_worst: int) -> dict[str, Any]:
     ok = np.isfinite(pr.measured_us)
     err = pr.predicted_log_us[ok] - np.log(pr.measured_us[ok])
     mse = float(np.mean(err**2))
-    rank = _C.ranking_metrics(pr.measured_us, pr.predicted_log_us, pr.offsets, list(TOP_NS))
+    rank = ranking_metrics(pr.measured_us, pr.predicted_log_us, pr.offsets, list(TOP_NS))
     slowdown = np.asarray(rank["top1_slowdown"])
     valid = np.isfinite(slowdown)
     rows_ok = np.flatnonzero(ok)

@@ -12,26 +12,37 @@ from functools import cache
 
 import numpy as np
 
-from . import _C
+from ._C import FEATURE_NAMES as _FEATURE_NAMES
+from ._C import FEATURE_VERSION as _FEATURE_VERSION
+from ._C import (
+    compute_features,
+    compute_features_batch,
+    config_columns,
+    dtype_names,
+    op_names,
+    problem_columns,
+)
+from ._C import template_kind as _template_kind
+from ._C import template_kind_names as _template_kind_names
 from .types import DTYPES, OPS, Hardware, KernelConfig, Problem
 
-FEATURE_VERSION: int = _C.FEATURE_VERSION
-FEATURE_NAMES: tuple[str, ...] = _C.FEATURE_NAMES
+FEATURE_VERSION: int = _FEATURE_VERSION
+FEATURE_NAMES: tuple[str, ...] = _FEATURE_NAMES
 NUM_FEATURES = len(FEATURE_NAMES)
 
-_OP_CODE = {name: i for i, name in enumerate(_C.op_names())}
-_DTYPE_CODE = {name: i for i, name in enumerate(_C.dtype_names())}
-assert tuple(_C.op_names()) == OPS and tuple(_C.dtype_names()) == DTYPES, "C++/Python enums differ"
+_OP_CODE = {name: i for i, name in enumerate(op_names())}
+_DTYPE_CODE = {name: i for i, name in enumerate(dtype_names())}
+assert tuple(op_names()) == OPS and tuple(dtype_names()) == DTYPES, "C++/Python enums differ"
 
 
 @cache
 def template_kind(template_id: str) -> int:
-    return _C.template_kind(template_id)
+    return _template_kind(template_id)
 
 
 def template_kind_names() -> tuple[str, ...]:
     """The engine's template kinds, by code (``template_kind`` maps a template id to one)."""
-    return tuple(_C.template_kind_names())
+    return tuple(_template_kind_names())
 
 
 def problem_row(problem: Problem) -> np.ndarray:
@@ -78,7 +89,7 @@ def k_split(config: KernelConfig) -> int:
 
 def config_rows(configs: Sequence[KernelConfig]) -> np.ndarray:
     rows = np.array([config_row(c) for c in configs], dtype=np.int64)
-    return rows.reshape(len(configs), len(_C.config_columns()))
+    return rows.reshape(len(configs), len(config_columns()))
 
 
 def hardware_row(hardware: Hardware) -> np.ndarray:
@@ -92,7 +103,7 @@ def featurize(problem: Problem, configs: Sequence[KernelConfig], hardware: Hardw
 
 def featurize_rows(problem: Problem, rows: np.ndarray, hardware: Hardware) -> np.ndarray:
     """:func:`featurize` of configs given as their :func:`config_rows`."""
-    return _C.compute_features(problem_row(problem), rows, hardware_row(hardware))
+    return compute_features(problem_row(problem), rows, hardware_row(hardware))
 
 
 @cache
@@ -104,7 +115,7 @@ def is_extern(rows: np.ndarray) -> np.ndarray:
     """Which configs, given by their :func:`config_rows`, are extern (ATen/cuBLAS) choices: those
     of an ATen template kind. Having no block sizes is not enough: decompose_k and the CPU's C++
     template have none, and they compile kernels."""
-    return np.isin(np.asarray(rows).reshape(-1, len(_C.config_columns()))[:, 0], _aten_kinds())
+    return np.isin(np.asarray(rows).reshape(-1, len(config_columns()))[:, 0], _aten_kinds())
 
 
 def is_aten(config: KernelConfig) -> bool:
@@ -119,7 +130,7 @@ class Candidates:
     would cost more than the rest of a decision)."""
 
     def __init__(self, parts: Sequence[tuple[np.ndarray, Callable[[int], KernelConfig]]]):
-        columns = len(_C.config_columns())
+        columns = len(config_columns())
         self.rows = (
             np.concatenate([r.reshape(-1, columns) for r, _ in parts]) if parts else np.zeros((0, columns), np.int64)
         )
@@ -153,9 +164,7 @@ def featurize_many(
     """Features of ``configs[i]`` paired with ``problems[problem_index[i]]``, in one C++ call."""
     if not configs:
         return np.zeros((0, NUM_FEATURES), dtype=np.float32)
-    rows = (
-        np.stack([problem_row(p) for p in problems]) if problems else np.zeros((0, len(_C.problem_columns())), np.int64)
-    )
-    return _C.compute_features_batch(
+    rows = np.stack([problem_row(p) for p in problems]) if problems else np.zeros((0, len(problem_columns())), np.int64)
+    return compute_features_batch(
         rows, np.ascontiguousarray(problem_index, dtype=np.int64), config_rows(configs), hardware_row(hardware)
     )

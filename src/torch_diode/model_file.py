@@ -21,12 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from . import _C
+from ._C import FEATURE_VERSION, MODEL_FORMAT_VERSION, Model, ModelFormatError, fnv1a64
 from .fileio import atomic_write_bytes
 
 MAGIC = b"DIODEMDL"
-FORMAT_VERSION: int = _C.MODEL_FORMAT_VERSION
-ModelFormatError = _C.ModelFormatError
+FORMAT_VERSION: int = MODEL_FORMAT_VERSION
 MODEL_SUFFIX = ".diode"
 
 
@@ -47,7 +46,7 @@ class ModelFile:
     metadata: dict[str, Any] = field(default_factory=dict)
     more_members: list[Layers] = field(default_factory=list)  # members after the first
     # the features it reads: the first _C.features_of_version(feature_version) of each row
-    feature_version: int = _C.FEATURE_VERSION
+    feature_version: int = FEATURE_VERSION
 
     @property
     def members(self) -> list[Layers]:
@@ -90,7 +89,7 @@ class ModelFile:
             for w, b in layers:
                 parts += [_f32(w), _f32(b)]
         body = b"".join(parts)
-        return body + struct.pack("<Q", _C.fnv1a64(body))
+        return body + struct.pack("<Q", fnv1a64(body))
 
 
 def _f32(x: Any) -> bytes:
@@ -106,7 +105,7 @@ def write_model(path: str | os.PathLike, model: ModelFile) -> Path:
     except DatasetFormatError as e:
         raise ModelFormatError(f"{path}: field '{e.field_path}': {e.detail}: not written") from None
     payload = model.to_bytes()
-    _metadata(_C.Model.from_bytes(payload, str(path)), path)  # never write a file a reader would refuse
+    engine_from_bytes(payload, path)  # never write a file a reader would refuse
     atomic_write_bytes(path, payload)
     return Path(path)
 
@@ -127,10 +126,16 @@ def _lists(value: Any) -> Any:
     return value
 
 
-def load_engine(path: str | os.PathLike) -> _C.Model:
+def load_engine(path: str | os.PathLike) -> Model:
     """The C++ engine for a model file whose metadata :func:`check_metadata` accepts
     (ModelFormatError naming the file and field if unusable)."""
-    engine = _C.Model.from_bytes(read_model_bytes(path), str(path))
+    return engine_from_bytes(read_model_bytes(path), path)
+
+
+def engine_from_bytes(payload: bytes, path: str | os.PathLike) -> Model:
+    """The C++ engine of a model file's bytes (read from ``path``, which errors name): refused,
+    naming the field, where its metadata is malformed."""
+    engine = Model.from_bytes(payload, str(path))
     _metadata(engine, path)
     return engine
 
@@ -158,7 +163,7 @@ def model_metadata(path: str | os.PathLike) -> dict[str, Any]:
     return _metadata(load_engine(path), path)
 
 
-def _metadata(engine: _C.Model, path: str | os.PathLike) -> dict[str, Any]:
+def _metadata(engine: Model, path: str | os.PathLike) -> dict[str, Any]:
     """The engine's metadata as a dict; ModelFormatError naming the file if it is not a JSON object."""
     from .formats import DatasetFormatError, decode_bytes
 

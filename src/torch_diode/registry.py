@@ -10,18 +10,28 @@ the choice is logged at WARNING, once per GPU and model.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import threading
+from collections import OrderedDict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .hardware import hardware_match
 from .types import Hardware
+
+if TYPE_CHECKING:
+    from ._C import Model
 
 logger = logging.getLogger(__name__)
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "models"
 _registered: dict[str, Path] = {}
 _warned_family: set[tuple[str, str]] = set()
+_ENGINES: OrderedDict[str, Model] = OrderedDict()  # checksum -> engine, the latest used last
+_ENGINES_SIZE = 16
+_ENGINES_LOCK = threading.Lock()
 
 
 def shipped_models() -> dict[str, Path]:
@@ -54,6 +64,28 @@ def resolve_model(name_or_path: str | os.PathLike) -> Path:
     raise FileNotFoundError(
         f"{name_or_path}: neither a model file nor a known model name (known: {', '.join(models) or 'none'})"
     )
+
+
+def load_model_and_checksum(name_or_path: str | os.PathLike) -> tuple[Model, str]:
+    """The C++ engine of a model name or path and the SHA-256 of the file's bytes it was built
+    from. Engines are cached by that checksum: a file replaced in a running process gives the new
+    weights, and the checksum (the FX-graph cache key's model identity) is always the engine's."""
+    from .model_file import engine_from_bytes, read_model_bytes
+
+    path = resolve_model(name_or_path)
+    payload = read_model_bytes(path)
+    checksum = hashlib.sha256(payload).hexdigest()
+    with _ENGINES_LOCK:
+        engine = _ENGINES.get(checksum)
+        if engine is not None:
+            _ENGINES.move_to_end(checksum)
+            return engine, checksum
+    engine = engine_from_bytes(payload, path)  # a model whose metadata is malformed is refused, naming the field
+    with _ENGINES_LOCK:
+        _ENGINES[checksum] = engine
+        while len(_ENGINES) > _ENGINES_SIZE:
+            _ENGINES.popitem(last=False)
+    return engine, checksum
 
 
 def warn_family_match(model: str, trained_on: str, hardware: Hardware) -> None:

@@ -139,11 +139,11 @@ class Problem:
     def row_alignment_bytes(self) -> tuple[int, int, int]:
         """How far the rows of a, b and out are aligned, in bytes: the largest power of two up to
         16 that divides the leading dimension times the element size (the core's rule)."""
-        from . import _C  # DTYPES is in the core's code order
+        from ._C import dtype_bytes, row_alignment_log2  # DTYPES is in the core's code order
 
         dtypes = (self.dtype_a, self.dtype_b, self.dtype_out)
         return tuple(
-            2 ** _C.row_alignment_log2(ld, _C.dtype_bytes(DTYPES.index(dtype)))
+            2 ** row_alignment_log2(ld, dtype_bytes(DTYPES.index(dtype)))
             for ld, dtype in zip(self.leading_dims, dtypes)
         )
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _C
+from .._C import config_columns, dtype_bytes
 from ..features import is_extern, template_kind
 from ..types import KernelConfig, Problem
 
@@ -132,7 +132,7 @@ def with_aten_tf32(problem: Problem, rows: np.ndarray, tf32: bool) -> np.ndarray
     if not aten_allows_tf32(problem, tf32) or len(rows) == 0:
         return rows
     rows = np.array(rows, copy=True)
-    rows[is_extern(rows), _C.config_columns().index("allow_tf32")] = 1
+    rows[is_extern(rows), config_columns().index("allow_tf32")] = 1
     return rows
 
 
@@ -240,7 +240,7 @@ def tma_offered(problem: Problem, device_has_tma: bool | None = None) -> bool:
         return False
     from ..types import DTYPES
 
-    size = {d: _C.dtype_bytes(DTYPES.index(d)) for d in (problem.dtype_a, problem.dtype_b, problem.dtype_out)}
+    size = {d: dtype_bytes(DTYPES.index(d)) for d in (problem.dtype_a, problem.dtype_b, problem.dtype_out)}
     a, b = (strides[-2:] for strides in problem.operand_strides())
     tensors = [((problem.M, problem.K), a, size[problem.dtype_a]), ((problem.K, problem.N), b, size[problem.dtype_b])]
     if getattr(config.triton, "enable_template_tma_store", False):

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from torch._inductor.choices import InductorChoices
 
-from .. import __version__, config
+from .. import config
 from ..features import Candidates, config_rows, featurize_rows, is_aten
 from ..hardware import detect_hardware, hardware_match
 from ..inductor import settings as inductor_settings
@@ -52,6 +52,7 @@ from ..inductor.config_space import beyond_default_list, tf32_enabled, triton_ca
 from ..inductor.convert import DynamicSizes, dynamic_sizes, ktc_config, ktc_with_config, problem_from_nodes
 from ..selection import Confidence, Decision, NoUsableCandidate, Policy, Pool, decide, decide_range
 from ..types import Hardware, KernelConfig, Problem
+from ..version import __version__
 from .stats import PROCESS_STATS, Stats, get_prediction_stats, profile_predictions
 
 logger = logging.getLogger(__name__)
@@ -103,8 +104,7 @@ class DiodeInductorChoices(InductorChoices):
         from ..config import _warn as warn
         from ..errors import one_line
         from ..model_file import _metadata as model_metadata_of
-        from ..predict import load_model_and_checksum
-        from ..registry import detect_model, resolve_model
+        from ..registry import detect_model, load_model_and_checksum, resolve_model
 
         self.device = device  # where the model runs: the C++ engine runs on the CPU
         self.top_k_configs = top_k_configs

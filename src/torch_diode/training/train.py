@@ -460,7 +460,7 @@ def _metadata(
     the held-out problems ``val_problem``."""
     hidden_dim, num_layers = config.resolved()
     hardware = arrays.problems[0][0]
-    from .. import __version__
+    from ..version import __version__
 
     summary = training_data_summary(arrays, held_out_contract(model, arrays, val_problem))
 
