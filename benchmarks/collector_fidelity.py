@@ -9,10 +9,10 @@
    recorded by torch_diode.collect. Rate = timings / wall minute (precompile + benchmark).
    It runs twice: with Inductor's stock benchmark (an L2-sized cache flush before each timed
    launch) and with the same benchmark given the fast path's larger flush (the benchmarker's
-   L2_cache_size set to fast_sweep.FLUSH_BYTES). An L2-sized flush takes less time than Inductor's
+   L2_cache_size set to timing.FLUSH_BYTES). An L2-sized flush takes less time than Inductor's
    Python launch of a Triton kernel, so for short kernels the host's launch cost lands between
    the timing events; the larger flush hides it where the host is quick enough (the fast path
-   also queues a lead of GPU time before its flush, fast_sweep.LEAD_US, so that it always does).
+   also queues a lead of GPU time before its flush, timing.LEAD_US, so that it always does).
 3. Fast path on exactly the configs Inductor measured for those shapes: per-shape Spearman rank
    correlation and relative differences of the times, against both references. The report's
    ``spearman_median`` and ``median_abs_rel_diff`` compare with Inductor's benchmark at the same
@@ -51,19 +51,12 @@ import numpy as np  # noqa: E402
 
 from benchmarks.common import command_line, report_header, spearman, stage  # noqa: E402
 from torch_diode.collection import collect  # noqa: E402
-from torch_diode.collection.fast_sweep import (  # noqa: E402
-    FLUSH_BYTES,
-    FastSweep,
-    choices_for,
-    flush_buffer,
-    launchers_for,
-    precompile,
-    time_launchers,
-    variant_key,
-)
+from torch_diode.collection.fast_sweep import FastSweep, choices_for, launchers_for  # noqa: E402
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings  # noqa: E402
+from torch_diode.collection.kernel_compiler import precompile, variant_key  # noqa: E402
 from torch_diode.collection.operands import layout_tensors
 from torch_diode.collection.shapes import ShapeSpec, random_problems  # noqa: E402
+from torch_diode.collection.timing import FLUSH_BYTES, flush_buffer, time_launchers  # noqa: E402
 from torch_diode.dataset_io import load_dataset, load_datasets, save_dataset  # noqa: E402
 from torch_diode.types import Dataset, Problem, TimedConfig  # noqa: E402
 

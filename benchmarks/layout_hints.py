@@ -36,8 +36,10 @@ import numpy as np  # noqa: E402
 from benchmarks.collector_fidelity import config_tuple, fast_on, inductor_reference  # noqa: E402
 from benchmarks.common import geomean, report_header, stage  # noqa: E402
 from torch_diode.collection import kernel_spec  # noqa: E402
-from torch_diode.collection.fast_sweep import FLUSH_BYTES, FastSweep, flush_buffer, precompile  # noqa: E402
+from torch_diode.collection.fast_sweep import FastSweep  # noqa: E402
+from torch_diode.collection.kernel_compiler import precompile  # noqa: E402
 from torch_diode.collection.shapes import problem_identity  # noqa: E402
+from torch_diode.collection.timing import FLUSH_BYTES, flush_buffer  # noqa: E402
 from torch_diode.dataset_io import load_dataset, load_datasets  # noqa: E402
 from torch_diode.inductor.config_space import aten_configs, triton_configs  # noqa: E402
 

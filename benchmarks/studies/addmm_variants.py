@@ -21,8 +21,9 @@ from datetime import datetime, timezone
 import torch
 import triton
 
-from torch_diode.collection.fast_sweep import flush_buffer, time_launchers, untiled_launcher
+from torch_diode.collection.fast_sweep import untiled_launcher
 from torch_diode.collection.operands import layout_tensors
+from torch_diode.collection.timing import flush_buffer, time_launchers
 from torch_diode.types import KernelConfig, Problem
 
 SHAPES = [

@@ -145,7 +145,8 @@ def _run_child(args: list[str]) -> tuple[bool, int | None, str]:
 
 
 def investigate(problem: Problem, sample: int, seed: int, max_faults: int) -> dict[str, Any]:
-    from torch_diode.collection.fast_sweep import choices_for, precompile
+    from torch_diode.collection.fast_sweep import choices_for
+    from torch_diode.collection.kernel_compiler import precompile
 
     configs = choices_for(problem, sample, seed)
     precompile([(problem, c) for c in configs if c.is_tiled], workers=min(16, os.cpu_count() or 1))

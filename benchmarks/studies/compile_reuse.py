@@ -30,7 +30,7 @@ def main() -> int:
     os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="triton_cache_"))
     import torch
 
-    from torch_diode.collection.fast_sweep import precompile
+    from torch_diode.collection.kernel_compiler import precompile
     from torch_diode.collection.operands import layout_tensors
     from torch_diode.collection.triton_mm import make_launcher, warmup
     from torch_diode.inductor.config_space import triton_configs

@@ -9,7 +9,7 @@ alike, and the other configs of the list are never timed on such problems: the m
 inference from what it learnt of their neighbours. With R rotations each problem takes one of R
 draws; with 0, a draw of its own. For each part (the files of one name before ``_chunk``) and each
 R this counts the kernel variants the run would compile
-(:func:`torch_diode.collection.fast_sweep.variant_key`; minutes at benchmarks.studies.variant_budget's
+(:func:`torch_diode.collection.kernel_compiler.variant_key`; minutes at benchmarks.studies.variant_budget's
 compile rate) and how the part's problems cover their lists: of every
 (problem, EXHAUSTIVE config of its list) pair, the share whose config the part times in fewer than
 2% of the problems whose list holds it ("rare"), and the configs timed by no problem at all.
@@ -30,7 +30,8 @@ from pathlib import Path
 
 from benchmarks.common import config_design, cpu_report_header, first_collection_settings
 from benchmarks.studies.variant_budget import COMPILE_KERNELS_PER_S
-from torch_diode.collection.fast_sweep import choices_for, variant_key
+from torch_diode.collection.fast_sweep import choices_for
+from torch_diode.collection.kernel_compiler import variant_key
 from torch_diode.dataset_io import load_dataset
 from torch_diode.inductor.config_space import triton_configs
 

@@ -3,7 +3,7 @@
 For a few shapes: Inductor (max-autotune, DEFAULT configs) benchmarks its generated kernels,
 recorded by torch_diode.collect; then the fast path's kernels for the same configs are timed
 three ways: (l2) L2-sized flush + events around one launch (Inductor's method), (big) a 256 MB
-flush before each launch, after the collector's lead of GPU time (fast_sweep.LEAD_US: the host's
+flush before each launch, after the collector's lead of GPU time (timing.LEAD_US: the host's
 launch overhead lands behind the flush), (graph) a CUDA graph of one launch, replayed after each
 L2-sized flush. Also measures the first-launch cost per kernel in the
 main process after the workers' precompile (a recompile shows up as hundreds of ms).
@@ -26,9 +26,11 @@ import torch
 
 from benchmarks.common import report_header, spearman
 from torch_diode.collection import collect
-from torch_diode.collection.fast_sweep import FastSweep, _queue, hardware_l2_bytes, precompile
+from torch_diode.collection.fast_sweep import FastSweep
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings
+from torch_diode.collection.kernel_compiler import precompile
 from torch_diode.collection.operands import layout_tensors
+from torch_diode.collection.timing import _queue, hardware_l2_bytes
 from torch_diode.collection.triton_mm import make_launcher
 from torch_diode.dataset_io import load_dataset
 from torch_diode.types import Problem

@@ -1,6 +1,6 @@
 """Are the fast path's timings of short kernels the GPU's, or partly the host's? (one GPU run)
 
-The fast path times a launch with events after a flush of the cache (fast_sweep.time_launchers).
+The fast path times a launch with events after a flush of the cache (timing.time_launchers).
 While the GPU zeroes the flush buffer, the host enqueues the start event and the launch; where the
 host takes longer than the flush, the GPU waits between the events and the kernel reads slower.
 A short kernel leaves the GPU idle before every repetition, so each one depends on the host. This
@@ -8,7 +8,7 @@ times the configs of recorded problems (a dataset, such as `slow_picks deciding-
 in several passes, every method in turn on each problem, with the host idle and with
 ``--busy`` processes spinning on its cores (as the collector's compile workers do while it times):
 
-  flush   the method with no lead (the collector before fast_sweep.LEAD_US)
+  flush   the method with no lead (the collector before timing.LEAD_US)
   lead    the same with ``--lead-us`` of GPU time (torch.cuda._sleep) queued before each flush
 
 Per method and host state: how a config's timings differ from pass to pass (slowest / fastest - 1:
@@ -32,15 +32,10 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import command_line, report_header, stage
-from torch_diode.collection.fast_sweep import (
-    FastSweep,
-    flush_buffer,
-    launchers_for,
-    precompile,
-    time_launchers,
-    variant_key,
-)
+from torch_diode.collection.fast_sweep import FastSweep, launchers_for
+from torch_diode.collection.kernel_compiler import precompile, variant_key
 from torch_diode.collection.operands import layout_tensors
+from torch_diode.collection.timing import flush_buffer, time_launchers
 from torch_diode.dataset_io import load_datasets
 
 # the fastest time of a config, in microseconds: the bins its rows are summarised in

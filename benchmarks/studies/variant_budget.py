@@ -15,7 +15,8 @@ import json
 import sys
 
 from benchmarks.common import cpu_report_header
-from torch_diode.collection.fast_sweep import choices_for, variant_key
+from torch_diode.collection.fast_sweep import choices_for
+from torch_diode.collection.kernel_compiler import variant_key
 from torch_diode.collection.shapes import ShapeSpec, random_problems
 
 COMPILE_KERNELS_PER_S = 17.0  # measured on the H100 machine with 16 threads

@@ -1,7 +1,7 @@
 """How long the fast collector's compile workers take to start (one GPU run, printed and saved as JSON).
 
 Every `diode collect` / `diode remeasure` process starts a pool of spawned compile workers
-(``fast_sweep.KernelCompiler``); collect.sh's remeasure loops start one per dataset file. Each
+(``kernel_compiler.KernelCompiler``); collect.sh's remeasure loops start one per dataset file. Each
 worker imports torch_diode to unpickle its call. The pool starts its workers without the
 import-time registration (``TORCH_DIODE_NO_AUTOREGISTER``); the stock alternative is the plain
 import, which on a GPU with a shipped model initialises CUDA, reads the model and imports
@@ -31,21 +31,21 @@ def main() -> int:
     import torch
 
     import torch_diode
-    from torch_diode.collection import fast_sweep
+    from torch_diode.collection import kernel_compiler
 
     torch.cuda.init()
-    without_registration = fast_sweep._environment
+    without_registration = kernel_compiler._environment
 
     def start(registering: bool) -> float:
         # the stock alternative: workers that inherit this process's environment as it is
-        fast_sweep._environment = (lambda **_: contextlib.nullcontext()) if registering else without_registration
+        kernel_compiler._environment = (lambda **_: contextlib.nullcontext()) if registering else without_registration
         try:
             t = time.perf_counter()
-            compiler = fast_sweep.KernelCompiler(args.workers)
+            compiler = kernel_compiler.KernelCompiler(args.workers)
             seconds = time.perf_counter() - t
         finally:
-            fast_sweep._environment = without_registration
-        fast_sweep._kill_workers(compiler.pool)
+            kernel_compiler._environment = without_registration
+        kernel_compiler._kill_workers(compiler.pool)
         return seconds
 
     start(False)  # warm-up (not reported): the file cache

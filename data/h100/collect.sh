@@ -329,7 +329,7 @@ for part in "${parts[@]}"; do
       # $DATA/unhinted, where it exists, lists the hinted problems still timed without the hints
       # (data/h100/make_unhinted.py): only those, not the files' others measured with them.
       # remeasure-lead: the same for each file timed without the collector's lead before each flush
-      # (fast_sweep.LEAD_US), which the H200's short kernels need: its problems whose fastest
+      # (timing.LEAD_US), which the H200's short kernels need: its problems whose fastest
       # recorded time is under $LEAD_BELOW_US (default 30) us, the ones whose timings the lead
       # changes (docs/data.md, "How kernels are timed"), into $DATA/remeasured_lead/<folder>/<file>
       kind=${part%%/*}

@@ -1,6 +1,6 @@
 """Writes data/h200/unled/h200_unled.msgpack.gz: the problems of data/h200/train whose fastest
 recorded time is under BELOW_US microseconds and whose file was timed without the fast collector's
-lead before each flush (fast_sweep.LEAD_US), with those timings.
+lead before each flush (timing.LEAD_US), with those timings.
 
     python data/h200/make_unled.py
 

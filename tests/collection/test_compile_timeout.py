@@ -11,7 +11,7 @@ import textwrap
 HEADER = """
 import json, logging, os, subprocess, sys, time
 from pathlib import Path
-from torch_diode.collection.fast_sweep import KernelCompiler
+from torch_diode.collection.kernel_compiler import KernelCompiler
 from torch_diode.types import KernelConfig, Problem
 
 def compile_one(problem, config):

@@ -453,7 +453,8 @@ def test_remeasure_without_lead_leaves_the_files_timed_with_the_lead(tmp_path, d
     into which a whole re-measurement with the lead was merged, is left as it is. A merged
     re-measurement of its hinted problems alone does not make a file led."""
     from torch_diode.cli.collect import _hinted_already, _led_already
-    from torch_diode.collection.fast_sweep import LEAD_US, FastSweep
+    from torch_diode.collection.fast_sweep import FastSweep
+    from torch_diode.collection.timing import LEAD_US
     from torch_diode.dataset_io import save_dataset
     from torch_diode.hardware import detect_hardware
     from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig

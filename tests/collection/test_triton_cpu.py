@@ -76,7 +76,7 @@ def _ptx(problem, config, constants: bool = False, hints: bool = True) -> str:
     from triton.compiler import ASTSource
 
     from torch_diode.collection import triton_mm
-    from torch_diode.collection.fast_sweep import _meta_layout
+    from torch_diode.collection.kernel_compiler import _meta_layout
 
     fn, _, spec = triton_mm.launch_args(*_meta_layout(problem), config)
     meta = {k: v for k, v in spec["meta"].items() if k not in ("num_stages", "num_warps")}

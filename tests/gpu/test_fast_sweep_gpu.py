@@ -259,7 +259,7 @@ def test_a_launcher_whose_first_two_repetitions_stall_is_timed_once_more():
     launcher's first two, times the kernel; a kernel that does not stall gets all its repetitions."""
     import time
 
-    from torch_diode.collection.fast_sweep import flush_buffer, time_launchers
+    from torch_diode.collection.timing import flush_buffer, time_launchers
 
     x = torch.ones(1024, device="cuda")
     calls = {"stalling": 0}
@@ -281,10 +281,10 @@ def test_a_launcher_whose_first_two_repetitions_stall_is_timed_once_more():
 def test_a_host_slower_than_the_flush_is_not_timed_behind_a_lead():
     """The host spends the flush's own time and 50 us more before each launch of a kernel of a few
     microseconds: without a lead the GPU waits for it between the events, with the collector's lead
-    of GPU time queued before each flush (fast_sweep.LEAD_US) it does not."""
+    of GPU time queued before each flush (timing.LEAD_US) it does not."""
     import time
 
-    from torch_diode.collection.fast_sweep import LEAD_US, _sleep_cycles_per_us, flush_buffer, time_launchers
+    from torch_diode.collection.timing import LEAD_US, _sleep_cycles_per_us, flush_buffer, time_launchers
 
     assert 200 < _sleep_cycles_per_us(torch.cuda.current_device()) < 5000  # a clock of 0.2-5 GHz
     assert LEAD_US >= 100

@@ -90,7 +90,7 @@ def test_choices_per_problem():
 
 
 def test_variant_keys_share_kernels_where_triton_would():
-    from torch_diode.collection.fast_sweep import variant_key
+    from torch_diode.collection.kernel_compiler import variant_key
 
     a = Problem("mm", 1, 1024, 2048, 512, "float16", "float16", "float16")
     b = Problem("mm", 1, 2048, 1024, 768, "float16", "float16", "float16")  # same classes: one binary per config
@@ -107,7 +107,7 @@ def test_variant_keys_share_kernels_where_triton_would():
 def test_operands_past_int32_offsets_get_their_own_int64_kernel():
     """A 512 x 4 x 1024 x 11008 bmm's second operand holds 5.8e9 elements: int32 offsets overflow
     (the H100 collection died of an illegal memory access on it), so its kernels index in int64."""
-    from torch_diode.collection.fast_sweep import _meta_layout, variant_key
+    from torch_diode.collection.kernel_compiler import _meta_layout, variant_key
     from torch_diode.collection.kernel_spec import launch_spec, needs_int64_index
 
     big = Problem("bmm", 512, 4, 1024, 11008, "bfloat16", "bfloat16", "bfloat16", transpose_b=True)
@@ -133,7 +133,7 @@ def test_compile_workers_write_the_callers_triton_cache(tmp_path):
         textwrap.dedent("""
         import os, tempfile
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp()  # runs again in every spawned worker
-        from torch_diode.collection.fast_sweep import KernelCompiler
+        from torch_diode.collection.kernel_compiler import KernelCompiler
 
         if __name__ == "__main__":
             with KernelCompiler(2) as compiler:
@@ -197,7 +197,7 @@ def test_launch_spec_binds_the_kernels_parameters_with_the_bias_strides_as_const
     bias's strides are constexprs (a broadcast bias's zero stride passed at run time made Triton
     build kernels that fault: benchmarks/results/collector_fault_h200.json), so a 1-D bias and a
     full one compile apart."""
-    from torch_diode.collection.fast_sweep import _meta_layout, variant_key
+    from torch_diode.collection.kernel_compiler import _meta_layout, variant_key
     from torch_diode.collection.kernel_spec import launch_spec
 
     runtime, constexpr = _kernel_params(body)
@@ -302,7 +302,7 @@ def test_tma_launch_binds_the_persistent_kernels_parameters():
     per SM at most (fewer where there are fewer tiles), its own compiled variants."""
     from torch._inductor import config
 
-    from torch_diode.collection.fast_sweep import _meta_layout, variant_key
+    from torch_diode.collection.kernel_compiler import _meta_layout, variant_key
     from torch_diode.collection.kernel_spec import launch_spec
     from torch_diode.inductor.config_space import tma_configs
 
@@ -329,7 +329,7 @@ def test_layout_hints_say_what_a_constant_stride_tells_the_compiler():
     """Inductor's kernels bake sizes and strides in; the fast path passes them at run time, where
     Triton knows only 1 and multiples of 16. The hints carry the power-of-two factor below 16 of
     the strides that start each contiguous run, and of the K and N bounds."""
-    from torch_diode.collection.fast_sweep import _meta_layout
+    from torch_diode.collection.kernel_compiler import _meta_layout
     from torch_diode.collection.kernel_spec import bound_run, layout_hints, offsets_hint
 
     assert offsets_hint((1024, 72), (72, 1)) == (1, 8)  # rows of 72 fp16 start at multiples of 8

@@ -460,7 +460,7 @@ def _hinted_already(dataset) -> bool:
 
 def _led_already(dataset, below_us: float | None = None) -> bool:
     """Whether ``dataset``'s timings (of its problems under ``below_us`` microseconds, where given)
-    have the fast collector's lead before each flush (fast_sweep.LEAD_US) or need none: every
+    have the fast collector's lead before each flush (timing.LEAD_US) or need none: every
     collection recorded a lead or was not the fast collector's (Inductor's own timings), or a
     re-measurement with the lead of all its problems, or of all those under at least ``below_us``
     (``--below-us``), was merged in (`diode dataset merge --replace`); not one of its hinted
@@ -831,7 +831,7 @@ def add_collection_commands(sub: argparse._SubParsersAction) -> None:
         "--without-lead",
         action="store_true",
         help="only a file timed without the fast collector's lead of GPU time before each flush "
-        "(fast_sweep.LEAD_US; on a GPU whose flush is short, such a file's short kernels read slow): "
+        "(timing.LEAD_US; on a GPU whose flush is short, such a file's short kernels read slow): "
         "a file whose collections recorded the lead, or into which a re-measurement of all its problems "
         "with it was merged, is left as it is",
     )
