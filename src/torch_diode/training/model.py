@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .. import _C
+from .._C import FEATURE_VERSION
 from ..model_file import ModelFile
 
 # The seeds' two families. ``num_layers`` counts hidden layers.
@@ -66,7 +66,7 @@ class Regressor(nn.Module):
             self.target_mean,
             self.target_std,
             metadata,
-            feature_version=int(metadata.get("feature_version", _C.FEATURE_VERSION)),
+            feature_version=int(metadata.get("feature_version", FEATURE_VERSION)),
         )
 
     @classmethod
