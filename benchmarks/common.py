@@ -155,7 +155,7 @@ def config_design(config: Any) -> tuple:
 
 def first_collection_settings(dataset: Any) -> dict[str, Any]:
     """The settings the first collection of ``dataset`` recorded (``{}`` where none did)."""
-    from torch_diode.cli.collect import collection_settings
+    from torch_diode.collection.provenance import collection_settings
 
     return next(iter(collection_settings(dataset)), {})
 

@@ -208,12 +208,12 @@ def test_remeasure_reads_the_samples_rotations_a_file_recorded(tmp_path):
         proc = diode("remeasure", tmp_path / f"{name}.json", "--dry-run", "-o", tmp_path / "out.json", check=False)
         assert proc.returncode == code and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
         assert code == 0 or ("different settings" in proc.stderr and f"{name}.json" in proc.stderr)
-    from torch_diode.cli.collect import _measurement_settings  # a file of per-problem draws alone
+    from torch_diode.collection.provenance import measurement_settings  # a file of per-problem draws alone
     from torch_diode.dataset_io import load_dataset
 
     sources = [{"tool": "torch_diode.collect", "settings": {**settings, "exhaustive_rotations": 0}}]
     save_dataset(one_bmm(20, sources), tmp_path / "drawn.json")
-    drawn = _measurement_settings(str(tmp_path / "drawn.json"), load_dataset(tmp_path / "drawn.json"))
+    drawn = measurement_settings(str(tmp_path / "drawn.json"), load_dataset(tmp_path / "drawn.json"))
     assert drawn["exhaustive_rotations"] == 0
     proc = diode("collect", "--exhaustive-rotations", "-1", "-o", tmp_path / "x.json", check=False)
     assert proc.returncode == 2 and "--exhaustive-rotations" in proc.stderr and "Traceback" not in proc.stderr

@@ -160,7 +160,7 @@ def test_a_subset_claims_no_left_out_problem_done(tmp_path):
     """A subset's resume record names the problems it keeps (and those done without timings, which
     no predicate judged), not the ones left out: a subset file given to --only or --exclude stands
     for its own problems."""
-    from torch_diode.cli.common import held_keys
+    from torch_diode.collection.shapes import held_keys
     from torch_diode.types import problem_key
 
     d = make_dataset()

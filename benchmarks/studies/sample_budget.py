@@ -18,7 +18,8 @@ import json
 import math
 
 from benchmarks.common import cpu_report_header, first_collection_settings
-from torch_diode.collection.fast_sweep import choices_for, recorded_rotations
+from torch_diode.collection.fast_sweep import choices_for
+from torch_diode.collection.provenance import recorded_rotations
 from torch_diode.dataset_io import load_dataset
 
 SAMPLES = (0, 24, 48, 100, 150, 200, 320)

@@ -46,13 +46,13 @@ def _measured_with_hints(path: Path, dataset) -> set[str]:
 
 
 def main() -> int:
-    from torch_diode.cli.collect import _hinted_already
+    from torch_diode.collection.provenance import hinted_already
     from torch_diode.collection.kernel_spec import layout_hinted
     from torch_diode.dataset_tools import copy_problems
     from torch_diode.types import problem_key
 
     def unhinted(path: Path, dataset):
-        if _hinted_already(dataset):
+        if hinted_already(dataset):
             return None
         hinted_run = _measured_with_hints(path, dataset)
         return lambda problem: layout_hinted(problem) and problem_key(problem) not in hinted_run

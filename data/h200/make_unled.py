@@ -8,8 +8,8 @@ On the H200 those short kernels' timings read slow, Triton's more than cuBLAS's 
 "How kernels are timed"): `diode train --exclude data/h200/unled` leaves them out until
 `collect.sh remeasure-lead` has measured them again, and `--prior-data` then takes the H100's
 timings of those it holds. A file counts as timed with the lead by the rule `diode remeasure
---without-lead --below-us BELOW_US` reads (cli.collect._led_already), and its problems under the
-bound by the one it selects them by (cli.collect.ran_under).
+--without-lead --below-us BELOW_US` reads (collection.provenance.led_already), and its problems under the
+bound by the one it selects them by (collection.remeasure.ran_under).
 """
 
 from __future__ import annotations
@@ -24,12 +24,13 @@ BELOW_US = 30.0  # collect.sh remeasure-lead's LEAD_BELOW_US
 
 
 def main() -> int:
-    from torch_diode.cli.collect import _led_already, ran_under
+    from torch_diode.collection.provenance import led_already
+    from torch_diode.collection.remeasure import ran_under
     from torch_diode.dataset_tools import copy_problems
     from torch_diode.types import problem_key
 
     def unled(path: Path, dataset):
-        if _led_already(dataset, BELOW_US):
+        if led_already(dataset, BELOW_US):
             return None
         short = ran_under(dataset, BELOW_US)
         return lambda problem: problem_key(problem) in short

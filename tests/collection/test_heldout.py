@@ -6,11 +6,11 @@ from pathlib import Path
 
 from torch_diode.cli import build_parser
 from torch_diode.cli.collect import _draw
-from torch_diode.cli.common import held_keys
 from torch_diode.collection.shapes import (
     HELDOUT_SHAPESETS,
     ShapeSpec,
     drop_heldout,
+    held_keys,
     heldout_matches,
     list_shapesets,
     load_shapeset,

@@ -414,7 +414,7 @@ def test_remeasure_below_us_takes_the_problems_that_ran_under_it(tmp_path, diode
     US microseconds (a problem whose choices all failed has none), measured again as the file
     records (Inductor's CPP,ATEN max-autotune on the CPU here), the new file's record naming the
     bound; a file without such a problem, or a time not above 0, measures nothing."""
-    from torch_diode.cli.collect import ran_under
+    from torch_diode.collection.remeasure import ran_under
     from torch_diode.dataset_io import save_dataset
     from torch_diode.hardware import detect_hardware
     from torch_diode.types import Dataset, KernelConfig, Problem, TimedConfig
@@ -452,8 +452,8 @@ def test_remeasure_without_lead_leaves_the_files_timed_with_the_lead(tmp_path, d
     had no lead before each flush: a file collected with the lead, or of Inductor's own timings, or
     into which a whole re-measurement with the lead was merged, is left as it is. A merged
     re-measurement of its hinted problems alone does not make a file led."""
-    from torch_diode.cli.collect import _hinted_already, _led_already
     from torch_diode.collection.fast_sweep import FastSweep
+    from torch_diode.collection.provenance import hinted_already, led_already
     from torch_diode.collection.timing import LEAD_US
     from torch_diode.dataset_io import save_dataset
     from torch_diode.hardware import detect_hardware
@@ -470,23 +470,23 @@ def test_remeasure_without_lead_leaves_the_files_timed_with_the_lead(tmp_path, d
         d.add(detect_hardware("cpu"), Problem("mm", 1, 64, 64, 64, "float32", "float32", "float32"), [timing])
         return d
 
-    assert not _led_already(dataset(fast))
-    assert not _led_already(dataset(fast, led))  # one collection of the file without it
-    assert _led_already(dataset(fast, remeasured))
-    assert not _led_already(dataset(fast, {**remeasured, "layout_hinted_only": True}))
-    assert not _led_already(dataset(fast, {**remeasured, "only": ["data/h100/unhinted"]}))
-    assert not _led_already(dataset(fast, {**remeasured, "shard": "0/2"}))
+    assert not led_already(dataset(fast))
+    assert not led_already(dataset(fast, led))  # one collection of the file without it
+    assert led_already(dataset(fast, remeasured))
+    assert not led_already(dataset(fast, {**remeasured, "layout_hinted_only": True}))
+    assert not led_already(dataset(fast, {**remeasured, "only": ["data/h100/unhinted"]}))
+    assert not led_already(dataset(fast, {**remeasured, "shard": "0/2"}))
     # a hinted re-measurement of the short problems alone leaves a file collected before the hints unhinted
     unhinted, hinted = {**fast, "layout_hints": False}, {**remeasured, "layout_hinted_only": True}
-    assert not _hinted_already(dataset(unhinted))
-    assert _hinted_already(dataset(unhinted, hinted))
-    assert not _hinted_already(dataset(unhinted, {**hinted, "below_us": 30.0}))
+    assert not hinted_already(dataset(unhinted))
+    assert hinted_already(dataset(unhinted, hinted))
+    assert not hinted_already(dataset(unhinted, {**hinted, "below_us": 30.0}))
     # the short kernels: all of those the next re-measurement would take
-    assert _led_already(dataset(fast, {**remeasured, "below_us": 30.0}), below_us=30.0)
-    assert _led_already(dataset(fast, {**remeasured, "below_us": 30.0}), below_us=10.0)
-    assert not _led_already(dataset(fast, {**remeasured, "below_us": 10.0}), below_us=30.0)
-    assert not _led_already(dataset(fast, {**remeasured, "below_us": 30.0}))  # all its problems
-    assert _led_already(dataset(fast, remeasured), below_us=30.0)
+    assert led_already(dataset(fast, {**remeasured, "below_us": 30.0}), below_us=30.0)
+    assert led_already(dataset(fast, {**remeasured, "below_us": 30.0}), below_us=10.0)
+    assert not led_already(dataset(fast, {**remeasured, "below_us": 10.0}), below_us=30.0)
+    assert not led_already(dataset(fast, {**remeasured, "below_us": 30.0}))  # all its problems
+    assert led_already(dataset(fast, remeasured), below_us=30.0)
     for name, d in (("led", dataset(led)), ("inductor", dataset({"mode": "inductor", "tf32": False}))):
         save_dataset(d, tmp_path / f"{name}.json")
         code, out, err = diode_cli(

@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .dataset import add_dataset_commands
     from .model import add_model_commands
     from .rebuild import add_rebuild_command
+    from .remeasure import add_remeasure_command
     from .sample import add_sample_command
 
     parser = Parser(prog="diode", description="torch-diode: learned GEMM kernel selection for torch.compile.")
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_dataset_commands(sub)
     add_collection_commands(sub)
+    add_remeasure_command(sub)
     add_model_commands(sub)
     add_rebuild_command(sub)
     add_sample_command(sub)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import OptionError
 
 if TYPE_CHECKING:
-    from ..types import Hardware, Problem
+    pass
 
 
 class Parser(argparse.ArgumentParser):
@@ -240,52 +240,3 @@ def strict_json(value: Any, where: str = "") -> Any:
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     raise TypeError(f"report field '{where}': {type(value).__name__} is not a JSON value")
-
-
-def _shapesets_and_datasets(paths: Sequence[str] | None) -> tuple[set[str], list[str]]:
-    """The keys of the problems that the shapesets among ``paths`` (shipped names or shapeset
-    JSON files) list, and the other paths (datasets)."""
-    from ..collection.shapes import is_shapeset_file, load_shapeset, problem_identity
-    from ..types import problem_key
-
-    keys: set[str] = set()
-    datasets = []
-    for path in paths or ():
-        if is_shapeset_file(path) or not Path(path).exists():
-            keys |= {problem_key(problem_identity(e.problem)) for e in load_shapeset(path)}
-        else:
-            datasets.append(path)
-    return keys, datasets
-
-
-def held_keys(paths: Sequence[str] | None) -> set[str]:
-    """The problems that the datasets at ``paths`` hold or marked done, and that the shapesets
-    among ``paths`` (shipped names or shapeset JSON files) list; none without paths."""
-    from ..dataset_io import load_datasets
-    from ..types import problem_key
-
-    keys, datasets = _shapesets_and_datasets(paths)
-    if datasets:
-        data = load_datasets(datasets)
-        keys |= {problem_key(p) for _, p, _ in data.problems()} | set(data.metadata.get("completed", []))
-    return keys
-
-
-def excluded_measurements(paths: Sequence[str] | None) -> Callable[[Hardware, Problem], bool]:
-    """Whether a (hardware, problem) of training data is one that ``paths`` name: a problem a
-    shapeset among ``paths`` lists, on any GPU; a problem a dataset among them holds, where measured
-    on the GPU that dataset measured it on (timings known to be wrong on one GPU say nothing of
-    another's measurement of the same problem)."""
-    from ..dataset_io import load_datasets
-    from ..types import problem_key
-
-    anywhere, datasets = _shapesets_and_datasets(paths)
-    measured: set[tuple[str, str]] = set()
-    if datasets:
-        measured = {(hw.device_name, problem_key(p)) for hw, p, _ in load_datasets(datasets).problems()}
-
-    def excluded(hw: Hardware, p: Problem) -> bool:
-        key = problem_key(p)
-        return key in anywhere or (hw.device_name, key) in measured
-
-    return excluded

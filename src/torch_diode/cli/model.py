@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..collection.shapes import excluded_measurements
 from ..errors import OptionError, UserError
 from .common import (
     MAX_SEED,
@@ -14,7 +15,6 @@ from .common import (
     add_force,
     check_outputs,
     dataset_output,
-    excluded_measurements,
     factor,
     nonnegative_float,
     nonnegative_int,

@@ -86,13 +86,6 @@ def sample_draw(problem: Problem, seed: int, rotations: int = 1) -> int | str:
     return f"{seed}/{problem_hash if rotations == 0 else problem_hash % rotations}"
 
 
-def recorded_rotations(settings: dict) -> int:
-    """The ``--exhaustive-rotations`` a collection's recorded settings say it drew its samples
-    with: a collection from before the option recorded none and drew one sample (1)."""
-    rotations = settings.get("exhaustive_rotations")
-    return 1 if rotations is None else int(rotations)
-
-
 def choices_for(
     problem: Problem,
     exhaustive_sample: int,
@@ -347,6 +340,5 @@ __all__ = [
     "FastSweep",
     "choices_for",
     "launchers_for",
-    "recorded_rotations",
     "sample_draw",
 ]

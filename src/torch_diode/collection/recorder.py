@@ -30,6 +30,7 @@ from ..inductor.hooks import (
     suspend_handlers,
 )
 from ..types import Dataset, Hardware, KernelConfig, Problem, TimedConfig
+from .provenance import COLLECTION_TOOL
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ class Collector:
             self._writer.close()
             raise
         # as the file gives it back (lists for tuples), so that a resumed run finds its record
-        self._source = json.loads(json.dumps({"tool": "torch_diode.collect", "settings": dict(settings or {})}))
+        self._source = json.loads(json.dumps({"tool": COLLECTION_TOOL, "settings": dict(settings or {})}))
         self._added_source = False
         self._record_source()
         self.stats: Counter[str] = Counter()

@@ -21,13 +21,16 @@ from __future__ import annotations
 import math
 import os
 import random
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..formats import DatasetFormatError, Reader, check_type, decode_bytes, read_input_bytes
-from ..types import DTYPES, MAX_SIZE, OPS, Problem
+from ..types import DTYPES, MAX_SIZE, OPS, Hardware, Problem, problem_key
+
+if TYPE_CHECKING:
+    from ..coverage import CellFill
 
 SHAPESET_DIR = Path(__file__).resolve().parent.parent / "shapesets"
 
@@ -114,6 +117,10 @@ class ShapeSpec:
             raise ValueError(
                 f"min_batch: batches are powers of two and none lies in [{self.min_batch}, {self.max_batch}]"
             )
+
+    def record(self) -> dict[str, Any]:
+        """The spec as a collection's settings record it (tuples as lists)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
     def distinct_problems(self) -> int:
         """How many distinct problems the options can draw at most (the size filter aside)."""
@@ -325,3 +332,71 @@ def drop_heldout(problems: Sequence[Problem], names: Sequence[str] = HELDOUT_SHA
     """``problems`` without those a held-out shapeset holds."""
     held = heldout_entries(names)
     return [p for p in problems if problem_identity(p) not in held]
+
+
+def draw_problems(spec: ShapeSpec, seed: int, excluded: set[str], fill: CellFill | None = None) -> list[Problem]:
+    """``spec.num_shapes`` distinct random problems, none of them in ``excluded`` (problem keys)
+    nor held out (redrawn with the following seeds until there are enough); with ``fill`` (a
+    coverage.CellFill), only problems that it takes, until its cells are full."""
+    excluded = set(excluded) | held_keys(HELDOUT_SHAPESETS)
+    problems: list[Problem] = []
+    first = seed
+
+    def enough() -> bool:
+        return len(problems) >= spec.num_shapes or (fill is not None and fill.done)
+
+    while not enough() and seed < first + 1000:
+        for p in random_problems(spec, seed):
+            if enough():
+                break
+            key = problem_key(p)
+            if key in excluded or (fill is not None and not fill.take(p)):
+                continue
+            excluded.add(key)
+            problems.append(p)
+        seed += 1
+    return problems
+
+
+def _shapesets_and_datasets(paths: Sequence[str] | None) -> tuple[set[str], list[str]]:
+    """The keys of the problems that the shapesets among ``paths`` (shipped names or shapeset
+    JSON files) list, and the other paths (datasets)."""
+    keys: set[str] = set()
+    datasets = []
+    for path in paths or ():
+        if is_shapeset_file(path) or not Path(path).exists():
+            keys |= {problem_key(problem_identity(e.problem)) for e in load_shapeset(path)}
+        else:
+            datasets.append(path)
+    return keys, datasets
+
+
+def held_keys(paths: Sequence[str] | None) -> set[str]:
+    """The problems that the datasets at ``paths`` hold or marked done, and that the shapesets
+    among ``paths`` (shipped names or shapeset JSON files) list; none without paths."""
+    from ..dataset_io import load_datasets
+
+    keys, datasets = _shapesets_and_datasets(paths)
+    if datasets:
+        data = load_datasets(datasets)
+        keys |= {problem_key(p) for _, p, _ in data.problems()} | set(data.metadata.get("completed", []))
+    return keys
+
+
+def excluded_measurements(paths: Sequence[str] | None) -> Callable[[Hardware, Problem], bool]:
+    """Whether a (hardware, problem) of training data is one that ``paths`` name: a problem a
+    shapeset among ``paths`` lists, on any GPU; a problem a dataset among them holds, where measured
+    on the GPU that dataset measured it on (timings known to be wrong on one GPU say nothing of
+    another's measurement of the same problem)."""
+    from ..dataset_io import load_datasets
+
+    anywhere, datasets = _shapesets_and_datasets(paths)
+    measured: set[tuple[str, str]] = set()
+    if datasets:
+        measured = {(hw.device_name, problem_key(p)) for hw, p, _ in load_datasets(datasets).problems()}
+
+    def excluded(hw: Hardware, p: Problem) -> bool:
+        key = problem_key(p)
+        return key in anywhere or (hw.device_name, key) in measured
+
+    return excluded

@@ -35,6 +35,12 @@ class SweepSummary:
     compile_pool_broken: bool = False
     compile_timeouts: int = 0  # fast mode: kernel variants given up after the compile timeout
 
+    def add(self, other: SweepSummary) -> None:
+        """Counts ``other``'s problems, configs and seconds in (one chunk file's sweep of a run)."""
+        for name in ("problems_measured", "problems_resumed", "problems_skipped", "timed_configs", "failed_configs"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.seconds += other.seconds
+
     def line(self) -> str:
         return (
             f"{self.problems_measured} problems measured, {self.problems_resumed} already done, "
@@ -64,6 +70,14 @@ def chunked(
         (list(problems[i : i + chunk_size]), str(path.with_name(f"{stem}_chunk{i // chunk_size:04d}{suffix}")))
         for i in range(0, len(problems), chunk_size)
     ]
+
+
+def shard_path(output: str | os.PathLike, index: int) -> str:
+    """``runs/x.msgpack.gz`` -> ``runs/x_shard1.msgpack.gz``."""
+    path = Path(output)
+    suffix = "".join(s for s in path.suffixes[-2:] if s in (".json", ".msgpack", ".gz"))
+    stem = path.name[: -len(suffix)] if suffix else path.name
+    return str(path.with_name(f"{stem}_shard{index}{suffix}"))
 
 
 def done_keys(collector: Collector) -> set[str]:
