@@ -53,7 +53,8 @@ from ..inductor.convert import DynamicSizes, dynamic_sizes, ktc_config, ktc_with
 from ..selection import Confidence, Decision, NoUsableCandidate, Policy, Pool, decide, decide_range
 from ..types import Hardware, KernelConfig, Problem
 from ..version import __version__
-from .stats import PROCESS_STATS, Stats, get_prediction_stats, profile_predictions
+from .fallback import Fallback, FellBack, PassThrough
+from .stats import PROCESS_STATS, Stats
 
 logger = logging.getLogger(__name__)
 
@@ -62,31 +63,6 @@ SUPPORTED_DTYPES = ("float16", "bfloat16", "float32")
 _CACHE_SIZE = 4096
 # predicted ln(time_us) beyond this magnitude is no time: exp() of it overflows or vanishes in float64
 MAX_ABS_LN_TIME_US = 700.0
-
-
-class Fallback(Exception):
-    """Diode does not decide this GEMM; ``reason`` is counted in the stats. ``error``: a failure
-    of diode (its features, model or decision), which raises where ``enable_fallback`` is off; else
-    a GEMM the model does not cover."""
-
-    def __init__(self, reason: str, detail: str = "", error: bool = False):
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.error = error
-
-
-class _PassThrough(Exception):
-    """An exception (``error``) the hook raises as it is: Inductor's own (generating its stock
-    candidates), or one of diode's already counted that must raise (``enable_fallback`` off)."""
-
-    def __init__(self, error: Exception):
-        super().__init__(str(error))
-        self.error = error
-
-
-class _FellBack(Exception):
-    """Diode does not decide this GEMM, the fallback already counted: the hook hands Inductor its
-    stock candidates."""
 
 
 class DiodeInductorChoices(InductorChoices):
@@ -155,6 +131,12 @@ class DiodeInductorChoices(InductorChoices):
         """The confidence contract the model's training recorded (read from its metadata)."""
         return Confidence.from_dict(self.metadata.get("training_data"))
 
+    def _checked_contract(self) -> Confidence:
+        try:
+            return self.contract()
+        except ValueError as e:
+            raise Fallback("contract_error", str(e), error=True) from None
+
     @property
     def decisions(self):
         """The latest decisions, for reports: problem, chosen candidates and their predicted time."""
@@ -190,9 +172,9 @@ class DiodeInductorChoices(InductorChoices):
                         return self._finalize(
                             generators.generators(), kernel_inputs, templates, op_name, kwarg_overrides
                         )
-                except _PassThrough as e:
+                except PassThrough as e:
                     raise e.error from None
-                except _FellBack:
+                except FellBack:
                     pass
                 except Exception as e:
                     if not self._fall_back(e, op_name):
@@ -236,7 +218,7 @@ class DiodeInductorChoices(InductorChoices):
                 template_choices, kernel_inputs, templates, op_name, kwarg_overrides
             )
         except Exception as e:
-            raise _PassThrough(e) from e
+            raise PassThrough(e) from e
 
     def _finalize(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides):
         # the problem, built once for every path (None where it cannot be: the full path reports why)
@@ -270,8 +252,8 @@ class DiodeInductorChoices(InductorChoices):
             chosen = self._choose(stock, problem, problem_error, kernel_inputs, op_name, templates, dynamic)
         except Exception as e:
             if not self._fall_back(e, op_name):
-                raise _PassThrough(e) from e
-            raise _FellBack from e
+                raise PassThrough(e) from e
+            raise FellBack from e
         self.stats.count("model_selections")
         self.stats.count("configs_filtered", len(stock) - len(chosen))
         return chosen
@@ -497,10 +479,13 @@ class DiodeInductorChoices(InductorChoices):
         self._family_hardware = (
             not config.allow_hardware_mismatch and self._hardware_ok.get(hardware.device_name) == "family"
         )
-        if dynamic is not None and len(dynamic.problems) > 1:
-            decision = self._select_range(problem, dynamic, candidates, kernel_inputs, members, features)
-        else:
-            decision = self._select(members, features, problem, candidates)
+        try:
+            if dynamic is not None and len(dynamic.problems) > 1:
+                decision = self._select_range(problem, dynamic, candidates, kernel_inputs, members, features)
+            else:
+                decision = self._select(members, features, problem, candidates)
+        except NoUsableCandidate:
+            raise Fallback("no_usable_candidate") from None
         logger.debug(
             "torch-diode: %s -> %d of %d candidates (confidence %.3f)",
             problem.short(),
@@ -534,22 +519,9 @@ class DiodeInductorChoices(InductorChoices):
         """The decision on the model's ``predicted`` ln times, [N] or per member [K, N]
         (:func:`torch_diode.selection.decide`)."""
         pool = Pool(features, candidates.extern, lambda: beyond_default_list(problem, candidates.rows))
-        try:
-            contract = self.contract()
-        except ValueError as e:
-            raise Fallback("contract_error", str(e), error=True) from None
-        try:
-            return decide(
-                problem,
-                pool,
-                predicted,
-                self.policy(),
-                contract,
-                tf32_enabled(),
-                unsure="hardware_family" if self._family_hardware else None,
-            )
-        except NoUsableCandidate:
-            raise Fallback("no_usable_candidate") from None
+        contract = self._checked_contract()
+        unsure = "hardware_family" if self._family_hardware else None
+        return decide(problem, pool, predicted, self.policy(), contract, tf32_enabled(), unsure=unsure)
 
     def _select_range(
         self,
@@ -568,17 +540,9 @@ class DiodeInductorChoices(InductorChoices):
             predictions.append(m)
             rows.append(f)
         pool = Pool(features, candidates.extern)
-        try:
-            contract = self.contract()
-        except ValueError as e:
-            raise Fallback("contract_error", str(e), error=True) from None
+        contract = self._checked_contract()
         unsure = "hardware_family" if self._family_hardware else None
-        try:
-            return decide_range(
-                dynamic.problems, pool, predictions, rows, self.policy(), contract, tf32_enabled(), unsure
-            )
-        except NoUsableCandidate:
-            raise Fallback("no_usable_candidate") from None
+        return decide_range(dynamic.problems, pool, predictions, rows, self.policy(), contract, tf32_enabled(), unsure)
 
     def _remember(
         self,
@@ -609,4 +573,4 @@ class DiodeInductorChoices(InductorChoices):
         return self._hardware_ok[hardware.device_name] is not None
 
 
-__all__ = ["DiodeInductorChoices", "Fallback", "get_prediction_stats", "profile_predictions"]
+__all__ = ["DiodeInductorChoices"]
