@@ -151,7 +151,7 @@ def test_one_implementation_of_the_first_pick():
     outside selection/ orders candidates itself."""
     callers = [
         PACKAGE / "integration" / "choices.py",
-        PACKAGE / "training" / "train.py",
+        PACKAGE / "training" / "confidence.py",
         PACKAGE / "evaluation.py",
         ROOT / "benchmarks" / "selection_replay.py",
     ]
@@ -185,3 +185,40 @@ def test_only_inductor_touches_inductor_internals():
             continue
         internals = {m for m in imports_of(path) if m.startswith("torch._inductor")} - PUBLIC_INDUCTOR
         assert not internals, f"{name} imports {sorted(internals)}"
+
+
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
+
+
+def _triton_kernel(node: ast.FunctionDef) -> bool:
+    """A Triton kernel's source (``tl.constexpr`` parameters; jitted as it is or by
+    ``triton.jit(...)(fn)``): one kernel is one function, however long."""
+    return any(a.annotation is not None and ast.unparse(a.annotation) == "tl.constexpr" for a in node.args.args)
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines())
+
+
+def test_modules_are_of_a_readable_size():
+    assert {name: n for name, path in MODULES.items() if (n := _lines(path)) > MAX_MODULE_LINES} == {}
+
+
+def test_functions_are_of_a_readable_size():
+    long_functions = {}
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _triton_kernel(node):
+                if (n := node.end_lineno - node.lineno + 1) > MAX_FUNCTION_LINES:
+                    long_functions[f"{name}.{node.name}"] = n
+    assert long_functions == {}
+
+
+def test_the_size_checks_see_a_long_function_and_a_triton_kernel():
+    (kernel,) = (
+        n
+        for n in ast.walk(ast.parse((PACKAGE / "collection" / "triton_mm.py").read_text()))
+        if isinstance(n, ast.FunctionDef) and n.name == "_mm_body"
+    )
+    assert _triton_kernel(kernel) and kernel.end_lineno - kernel.lineno + 1 > MAX_FUNCTION_LINES

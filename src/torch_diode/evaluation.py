@@ -323,7 +323,6 @@ def validate_max_autotune(
     among the choices with a measured time; its top-1 is the handler's first pick."""
     from . import config
     from .features import config_rows, featurize, is_extern
-    from .inductor.config_space import beyond_default_list
     from .selection import NoUsableCandidate, Policy, Pool, decide
 
     preference = config.extern_preference if extern_preference is None else extern_preference
@@ -339,16 +338,9 @@ def validate_max_autotune(
         measured, predicted, configs = pr.measured_us[rows], pr.predicted_log_us[rows], pr.configs[rows]
         ok = np.isfinite(measured)
         config_table = config_rows(configs)
-        if entries is not None:
-            hits = [i for i, c in enumerate(configs) for e in entries if _solution_matches(e, problem, c) and ok[i]]
-            if not hits:
-                continue
-            ma_time = float(min(measured[i] for i in hits))
-        else:
-            mask = ~beyond_default_list(problem, config_table) & ok
-            if not mask.any():
-                continue
-            ma_time = float(measured[mask].min())
+        ma_time = _max_autotune_time(problem, configs, config_table, measured, entries)
+        if ma_time is None:
+            continue
         pool = Pool(featurize(problem, configs, hardware), is_extern(config_table), allowed=ok)
         try:
             order = decide(problem, pool, predicted, policy).order
@@ -370,10 +362,9 @@ def validate_max_autotune(
         "num_problems": used,
         "max_autotune_source": str(solution) if solution else "ATen + DEFAULT (derived)",
         "extern_preference": preference,
-        "top_n": {},
+        "top_n": {str(n): _ratio_summary(np.array(ratios[n]), np.array(saved[n])) for n in top_ns},
     }
     op_of = np.array(ops)
-    out["top_n"] = {str(n): _ratio_summary(np.array(ratios[n]), np.array(saved[n])) for n in top_ns}
     # the same per op (the seeds' model_performance_analysis_by_op.json)
     out["by_op"] = {
         op: {
@@ -386,6 +377,21 @@ def validate_max_autotune(
         for op in sorted(set(ops))
     }
     return out
+
+
+def _max_autotune_time(
+    problem: Problem, configs: Sequence[KernelConfig], config_table: np.ndarray, measured: np.ndarray, entries
+) -> float | None:
+    """The measured time of max-autotune's choice: the solution file's (``entries``), else the best
+    of ATen + the DEFAULT list; None where it has no successful timing."""
+    from .inductor.config_space import beyond_default_list
+
+    ok = np.isfinite(measured)
+    if entries is not None:
+        hits = [i for i, c in enumerate(configs) for e in entries if _solution_matches(e, problem, c) and ok[i]]
+        return float(min(measured[i] for i in hits)) if hits else None
+    mask = ~beyond_default_list(problem, config_table) & ok
+    return float(measured[mask].min()) if mask.any() else None
 
 
 def _ratio_summary(r: np.ndarray, saved_us: np.ndarray) -> dict[str, float]:

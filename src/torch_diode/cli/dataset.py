@@ -146,7 +146,12 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
         description="Work on dataset files (.json, .msgpack, optionally .gz) and folders of them.",
     )
     ds_sub = ds.add_subparsers(dest="dataset_command", required=True, metavar="ACTION")
+    _add_report_commands(ds_sub)
+    _add_file_commands(ds_sub)
 
+
+def _add_report_commands(ds_sub: argparse._SubParsersAction) -> None:
+    """`diode dataset stats` and `coverage`: what a dataset holds."""
     p = ds_sub.add_parser(
         "stats",
         help="counts per hardware, op, dtype and template",
@@ -175,6 +180,9 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
     add_force(p)
     p.set_defaults(func=_cmd_coverage)
 
+
+def _add_file_commands(ds_sub: argparse._SubParsersAction) -> None:
+    """`diode dataset merge`, `convert` and `split`: datasets written from others."""
     p = ds_sub.add_parser(
         "merge",
         help="merge files/folders into one dataset",
