@@ -422,8 +422,8 @@ def test_training_fits_a_loss_calibration_of_the_misaligned_problems_alone():
     """diode train records two loss calibrations: one of every held-out problem, and one of the
     held-out problems with a misaligned operand alone, which the handler reads for those."""
     from torch_diode.selection import Policy
-    from torch_diode.training.model import Ensemble
     from torch_diode.training.confidence import fit_loss_calibration, loss_cases
+    from torch_diode.training.model import Ensemble
     from torch_diode.types import Dataset, Hardware, KernelConfig, Problem, TimedConfig
 
     hardware = Hardware("NVIDIA H100 80GB HBM3", (9, 0), 132, 80 * 2**30, 232448, "2.11.0", "3.6.0", "13.0")
