@@ -1,5 +1,6 @@
 """Models by name: those shipped with the package (``torch_diode/models/<name>.diode``) and any
-registered by path at run time. Every ``--model`` option accepts a name or a path.
+registered by path at run time. Every ``--model`` option accepts a name or a path. A model's C++
+engine is built once per file content (:func:`load_model_and_checksum`).
 
 A GPU gets the model trained on it (the same device name) or, where none is, the nearest model of
 its family: the same compute capability and family name (an H100 PCIe or NVL gets the H100 SXM's
