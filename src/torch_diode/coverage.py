@@ -42,8 +42,6 @@ HEAD_DIM_RANGE = (32, 256)
 TOKEN_MULTIPLE = 8
 LARGE_BATCH_MIN_B = 64
 
-_BATCHED = ("bmm", "baddbmm")
-
 
 def _attention(p: Problem) -> bool:
     """bmm/baddbmm shaped like attention with a token count that is not a multiple of 8: scores
@@ -51,7 +49,7 @@ def _attention(p: Problem) -> bool:
     lo, hi = HEAD_DIM_RANGE
     scores = lo <= p.K <= hi and (p.M % TOKEN_MULTIPLE or p.N % TOKEN_MULTIPLE)
     values = lo <= p.N <= hi and (p.M % TOKEN_MULTIPLE or p.K % TOKEN_MULTIPLE)
-    return p.op in _BATCHED and bool(scores or values)
+    return p.batched and bool(scores or values)
 
 
 REGIMES: dict[str, Callable[[Problem], bool]] = {
@@ -61,7 +59,7 @@ REGIMES: dict[str, Callable[[Problem], bool]] = {
     "vocab_n": lambda p: p.N >= VOCAB_MIN_N,
     "unaligned": lambda p: bool(p.misaligned_operands),  # a row of A, B or out not a multiple of 16 bytes
     "attention_bmm": _attention,
-    "large_batch_bmm": lambda p: p.op in _BATCHED and p.B >= LARGE_BATCH_MIN_B,
+    "large_batch_bmm": lambda p: p.batched and p.B >= LARGE_BATCH_MIN_B,
 }
 
 # The candidate kinds Inductor offers for mm/addmm/bmm/baddbmm on an H100/H200 with the ATEN,TRITON

@@ -18,6 +18,7 @@ import numpy as np
 
 from ._C import ranking_metrics
 from .errors import UserError
+from .inductor.config_space import candidate_pool
 from .predict import load_model, predict_log_time_us
 from .training.data import matches_hardware
 from .types import Dataset, Hardware, KernelConfig, Problem
@@ -170,8 +171,8 @@ def loss_calibration(
     records no calibration (a model trained before it)."""
     import json as _json
 
-    from .features import config_rows, featurize, is_extern
-    from .selection import LOSS_MARGIN, Confidence, NoUsableCandidate, Policy, Pool, decide, safe_choice
+    from .features import config_rows, featurize
+    from .selection import LOSS_MARGIN, Confidence, NoUsableCandidate, Policy, decide, safe_choice
 
     engine = load_model(model)
     contract = Confidence.from_dict(_json.loads(engine.metadata_json).get("training_data"))
@@ -186,7 +187,7 @@ def loss_calibration(
         if not ok:
             continue
         configs = [t.config for t in ok]
-        pool = Pool(featurize(problem, configs, hardware), is_extern(config_rows(configs)))
+        pool = candidate_pool(problem, featurize(problem, configs, hardware), config_rows(configs))
         try:
             decision = decide(problem, pool, engine.predict_members(pool.features), policy, contract)
         except NoUsableCandidate:
@@ -322,8 +323,8 @@ def validate_max_autotune(
     preference, ``extern_preference`` defaulting to ``torch_diode.config.extern_preference``)
     among the choices with a measured time; its top-1 is the handler's first pick."""
     from . import config
-    from .features import config_rows, featurize, is_extern
-    from .selection import NoUsableCandidate, Policy, Pool, decide
+    from .features import config_rows, featurize
+    from .selection import NoUsableCandidate, Policy, decide
 
     preference = config.extern_preference if extern_preference is None else extern_preference
     policy = Policy.from_config(extern_preference=preference)
@@ -341,7 +342,7 @@ def validate_max_autotune(
         ma_time = _max_autotune_time(problem, configs, config_table, measured, entries)
         if ma_time is None:
             continue
-        pool = Pool(featurize(problem, configs, hardware), is_extern(config_table), allowed=ok)
+        pool = candidate_pool(problem, featurize(problem, configs, hardware), config_table, allowed=ok)
         try:
             order = decide(problem, pool, predicted, policy).order
         except NoUsableCandidate:

@@ -19,21 +19,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from ._C import dtype_bytes, dtype_names, op_names, row_alignment_log2
 from .formats import DatasetFormatError, Reader, check_document, check_type
 
-OPS = ("mm", "addmm", "bmm", "baddbmm")
-# Element types the data model knows (torch dtype names without "torch."). Kept in the same
-# order as the C++ core's dtype codes; tests check the two agree.
-DTYPES = (
-    "float32",
-    "float16",
-    "bfloat16",
-    "float8_e4m3fn",
-    "float8_e5m2",
-    "int8",
-    "int32",
-    "float64",
-)
+# The ops and element types (torch dtype names without "torch.") the data model knows: the C++
+# core's tables, in its code order (csrc/include/diode/features.h, kOpNames and the dtype codes).
+OPS: tuple[str, ...] = tuple(op_names())
+DTYPES: tuple[str, ...] = tuple(dtype_names())
+# The ops with a batch dimension (B); mm and addmm have B = 1.
+BATCHED_OPS = ("bmm", "baddbmm")
 # Largest B/M/N/K, stride or bias size: the C++ core's kMaxDim (its features refuse larger).
 MAX_SIZE = 1 << 40
 # Largest block size, group, stage or warp count of a kernel config (the core's bound).
@@ -82,13 +76,17 @@ class Problem:
             value = getattr(self, name)
             if value is not None and not all(lo <= v <= MAX_SIZE for v in value):
                 raise ValueError(f"Problem.{name}: expected ints in [{lo}, {MAX_SIZE}], got {list(value)!r:.80}")
-        if self.B != 1 and self.op in ("mm", "addmm"):
+        if self.B != 1 and not self.batched:
             raise ValueError(f"Problem.B: {self.op} has no batch, got B={self.B}")
         for name in ("dtype_a", "dtype_b", "dtype_out"):
             if getattr(self, name) not in DTYPES:
                 raise ValueError(f"Problem.{name}: {getattr(self, name)!r} is not one of {DTYPES}")
         if self.bias_shape is not None and self.op not in ("addmm", "baddbmm"):
             raise ValueError(f"Problem.bias_shape: {self.op} has no bias")
+
+    @property
+    def batched(self) -> bool:
+        return self.op in BATCHED_OPS
 
     @property
     def has_bias(self) -> bool:
@@ -139,8 +137,6 @@ class Problem:
     def row_alignment_bytes(self) -> tuple[int, int, int]:
         """How far the rows of a, b and out are aligned, in bytes: the largest power of two up to
         16 that divides the leading dimension times the element size (the core's rule)."""
-        from ._C import dtype_bytes, row_alignment_log2  # DTYPES is in the core's code order
-
         dtypes = (self.dtype_a, self.dtype_b, self.dtype_out)
         return tuple(
             2 ** row_alignment_log2(ld, dtype_bytes(DTYPES.index(dtype)))
@@ -148,7 +144,7 @@ class Problem:
         )
 
     def short(self) -> str:
-        batch = f"{self.B}x" if self.op in ("bmm", "baddbmm") else ""
+        batch = f"{self.B}x" if self.batched else ""
         t = ("T" if self.transpose_a else "N") + ("T" if self.transpose_b else "N")
         return f"{self.op} {batch}{self.M}x{self.N}x{self.K} {self.dtype_a} {t}"
 

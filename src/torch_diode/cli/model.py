@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..collection.shapes import excluded_measurements
 from ..errors import OptionError, UserError
+from ..types import OPS
 from .common import (
     MAX_SEED,
     _number,
@@ -347,7 +348,7 @@ def _data_options(p: argparse.ArgumentParser, required_model: bool = True) -> No
     p.add_argument("--data-dir", help="folder of dataset files")
     p.add_argument("--file-extensions", nargs="+", metavar="EXT", help="in --data-dir, read only these suffixes")
     p.add_argument("--hardware-name", help="only problems measured on hardware whose name contains this")
-    p.add_argument("--op-name", choices=["mm", "addmm", "bmm", "baddbmm"], help="only this op")
+    p.add_argument("--op-name", choices=OPS, help="only this op")
     p.add_argument(
         "--batch-size",
         type=positive_int,

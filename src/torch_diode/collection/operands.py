@@ -23,7 +23,7 @@ def operands(problem: Problem, device: str, seed: int | None = 0, fill: bool = T
             return torch.randn(shape, generator=gen, device=device, dtype=torch.float32).to(dtype)
         return torch.empty(shape, device=device, dtype=dtype)
 
-    batch = (problem.B,) if problem.op in ("bmm", "baddbmm") else ()
+    batch = (problem.B,) if problem.batched else ()
     a = make(batch + ((problem.K, problem.M) if problem.transpose_a else (problem.M, problem.K)), problem.dtype_a)
     b = make(batch + ((problem.N, problem.K) if problem.transpose_b else (problem.K, problem.N)), problem.dtype_b)
     a = a.transpose(-1, -2) if problem.transpose_a else a
@@ -39,6 +39,6 @@ def layout_tensors(problem: Problem, device: str, fill: bool = True) -> tuple[An
     import torch
 
     a, b, bias = operands(problem, device, None, fill)
-    batch = (problem.B,) if problem.op in ("bmm", "baddbmm") else ()
+    batch = (problem.B,) if problem.batched else ()
     out = torch.empty(batch + (problem.M, problem.N), device=device, dtype=getattr(torch, problem.dtype_out))
     return a, b, out, None if bias is None else bias.expand(out.shape)

@@ -29,12 +29,12 @@ from ..inductor.hooks import (
     set_inductor_config,
     suspend_handlers,
 )
-from ..types import Dataset, Hardware, KernelConfig, Problem, TimedConfig
+from ..types import OPS, Dataset, Hardware, KernelConfig, Problem, TimedConfig
 from .provenance import COLLECTION_TOOL
 
 logger = logging.getLogger(__name__)
 
-RECORDED_OPS = ("mm", "addmm", "bmm", "baddbmm")
+RECORDED_OPS = OPS
 
 # Inductor config values the recorder sets while it is active: with caches on, Inductor can take
 # timings from its autotune cache or skip lowering on an FX-graph cache hit, and the saver would

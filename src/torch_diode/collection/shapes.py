@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..formats import DatasetFormatError, Reader, check_type, decode_bytes, read_input_bytes
-from ..types import DTYPES, MAX_SIZE, OPS, Hardware, Problem, problem_key
+from ..types import BATCHED_OPS, DTYPES, MAX_SIZE, OPS, Hardware, Problem, problem_key
 
 if TYPE_CHECKING:
     from ..coverage import CellFill
@@ -113,7 +113,7 @@ class ShapeSpec:
             raise ValueError("transpose_probability: --layouts sets the layouts; give one or the other")
         if self.power_of_two and not pooled and _powers_of_two(self.min_size, self.max_size) == 0:
             raise ValueError(f"power_of_two: no power of two lies in [{self.min_size}, {self.max_size}]")
-        if any(op in ("bmm", "baddbmm") for op in self.ops) and _powers_of_two(self.min_batch, self.max_batch) == 0:
+        if any(op in BATCHED_OPS for op in self.ops) and _powers_of_two(self.min_batch, self.max_batch) == 0:
             raise ValueError(
                 f"min_batch: batches are powers of two and none lies in [{self.min_batch}, {self.max_batch}]"
             )
@@ -138,7 +138,7 @@ class ShapeSpec:
             layouts = len(set(self.layouts))
         else:
             layouts = 1 if self.transpose_probability in (0.0, 1.0) else 4
-        per_op = sum(batches if op in ("bmm", "baddbmm") else 1 for op in set(self.ops))
+        per_op = sum(batches if op in BATCHED_OPS else 1 for op in set(self.ops))
         return per_op * mnk * len(set(self.dtypes)) * layouts
 
 
@@ -183,7 +183,7 @@ def random_problems(spec: ShapeSpec, seed: int) -> list[Problem]:
         for _attempt in range(1000):
             batch = (
                 2 ** rng.randint(math.ceil(math.log2(spec.min_batch)), int(math.log2(spec.max_batch)))
-                if op in ("bmm", "baddbmm")
+                if op in BATCHED_OPS
                 else 1
             )
             m = _size(spec, rng, spec.m_sizes or spec.sizes)

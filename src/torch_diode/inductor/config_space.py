@@ -26,6 +26,7 @@ import numpy as np
 
 from .._C import config_columns, dtype_bytes
 from ..features import is_extern, template_kind
+from ..selection import Pool
 from ..types import KernelConfig, Problem
 
 SEARCH_SPACES = ("DEFAULT", "EXHAUSTIVE")
@@ -146,7 +147,7 @@ def tf32_enabled() -> bool:
 
 
 def template_id(problem: Problem) -> str:
-    return "triton::bmm" if problem.op in ("bmm", "baddbmm") else "triton::mm"
+    return "triton::bmm" if problem.batched else "triton::mm"
 
 
 def epilogue_extras(problem: Problem) -> dict[str, Any]:
@@ -224,7 +225,7 @@ def tma_offered(problem: Problem, device_has_tma: bool | None = None) -> bool:
     mm or addmm, ``triton.enable_persistent_tma_matmul`` set, a GPU with TMA (``device_has_tma``;
     None: torch's ``has_triton_tma_device()``), both operands (and the output, where
     ``triton.enable_template_tma_store`` is set) TMA-compatible."""
-    if problem.op not in ("mm", "addmm"):
+    if problem.batched:
         return False
     try:
         from torch._inductor import config
@@ -325,3 +326,11 @@ def beyond_default_list(problem: Problem, rows: np.ndarray) -> np.ndarray:
     same_template = rows[:, 0] == default[0, 0]
     listed = (rows[:, None, tile] == default[None, :, tile]).all(axis=2).any(axis=1)
     return same_template & ~listed
+
+
+def candidate_pool(problem: Problem, features: np.ndarray, rows: np.ndarray, allowed: np.ndarray | None = None) -> Pool:
+    """The candidates of one decision as the selection sees them, from their model features and
+    ``features.config_rows``: which are ATen choices, which Triton configs lie outside Inductor's
+    DEFAULT list (computed only where a decision widens) and which may be chosen (``allowed``;
+    None: all). The handler, the replays, evaluation and training build every pool here."""
+    return Pool(features, is_extern(rows), lambda: beyond_default_list(problem, rows), allowed)

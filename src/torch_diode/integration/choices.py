@@ -48,17 +48,17 @@ from ..inductor.candidates import (
     search_space,
     template_uids,
 )
-from ..inductor.config_space import beyond_default_list, tf32_enabled, triton_candidates, with_aten_tf32
+from ..inductor.config_space import candidate_pool, tf32_enabled, triton_candidates, with_aten_tf32
 from ..inductor.convert import DynamicSizes, dynamic_sizes, ktc_config, ktc_with_config, problem_from_nodes
-from ..selection import Confidence, Decision, NoUsableCandidate, Policy, Pool, decide, decide_range
-from ..types import Hardware, KernelConfig, Problem
+from ..selection import Confidence, Decision, NoUsableCandidate, Policy, decide, decide_range
+from ..types import OPS, Hardware, KernelConfig, Problem
 from ..version import __version__
 from .fallback import Fallback, FellBack, PassThrough
 from .stats import PROCESS_STATS, Stats
 
 logger = logging.getLogger(__name__)
 
-SUPPORTED_OPS = ("mm", "addmm", "bmm", "baddbmm")
+SUPPORTED_OPS = OPS
 SUPPORTED_DTYPES = ("float16", "bfloat16", "float32")
 _CACHE_SIZE = 4096
 # predicted ln(time_us) beyond this magnitude is no time: exp() of it overflows or vanishes in float64
@@ -518,7 +518,7 @@ class DiodeInductorChoices(InductorChoices):
     ) -> Decision:
         """The decision on the model's ``predicted`` ln times, [N] or per member [K, N]
         (:func:`torch_diode.selection.decide`)."""
-        pool = Pool(features, candidates.extern, lambda: beyond_default_list(problem, candidates.rows))
+        pool = candidate_pool(problem, features, candidates.rows)
         contract = self._checked_contract()
         unsure = "hardware_family" if self._family_hardware else None
         return decide(problem, pool, predicted, self.policy(), contract, tf32_enabled(), unsure=unsure)
@@ -539,7 +539,7 @@ class DiodeInductorChoices(InductorChoices):
             m, f = self._predict(other, candidates, kernel_inputs)
             predictions.append(m)
             rows.append(f)
-        pool = Pool(features, candidates.extern)
+        pool = candidate_pool(problem, features, candidates.rows)
         contract = self._checked_contract()
         unsure = "hardware_family" if self._family_hardware else None
         return decide_range(dynamic.problems, pool, predictions, rows, self.policy(), contract, tf32_enabled(), unsure)

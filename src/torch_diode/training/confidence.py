@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..features import FEATURE_NAMES, config_rows, is_extern, template_kind_names
+from ..features import FEATURE_NAMES, config_rows, template_kind_names
+from ..inductor.config_space import candidate_pool
 from ..selection import (
     LOSS_MARGIN,
     Confidence,
@@ -19,7 +20,6 @@ from ..selection import (
     LossCalibration,
     NoUsableCandidate,
     Policy,
-    Pool,
     decide,
     extern_preference_for,
     safe_choice,
@@ -95,7 +95,7 @@ def heldout_top1_slowdown(
             features = arrays.features[rows]
             problem = arrays.problems[g][1]
             predicted = model(torch.from_numpy(features)).numpy().astype(np.float64)
-            pool = Pool(features, is_extern(config_rows([arrays.configs[i] for i in rows])))
+            pool = candidate_pool(problem, features, config_rows([arrays.configs[i] for i in rows]))
             try:
                 decision = decide(problem, pool, predicted, policy)
             except NoUsableCandidate:
@@ -122,9 +122,10 @@ def loss_cases(model: Regressor | Ensemble, arrays: TrainingArrays, problems: np
             features = arrays.features[rows]
             x = torch.from_numpy(features)
             members = (model.members(x) if isinstance(model, Ensemble) else model(x)[None]).numpy().astype(np.float64)
-            pool = Pool(features, is_extern(config_rows([arrays.configs[i] for i in rows])))
+            problem = arrays.problems[g][1]
+            pool = candidate_pool(problem, features, config_rows([arrays.configs[i] for i in rows]))
             try:
-                decision = decide(arrays.problems[g][1], pool, members, policy)
+                decision = decide(problem, pool, members, policy)
             except NoUsableCandidate:
                 continue
             pick, safe = decision.first, safe_choice(decision.order, pool.extern)
