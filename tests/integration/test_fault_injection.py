@@ -22,6 +22,7 @@ from torch._inductor.virtualized import V
 
 from torch_diode import config
 from torch_diode.hardware import detect_hardware
+from torch_diode.inductor import config_space
 from torch_diode.integration import choices as choices_module
 from torch_diode.integration.choices import DiodeInductorChoices
 from torch_diode.integration.stats import profile_predictions
@@ -156,7 +157,7 @@ def test_an_error_while_widening_gives_stock_choices(cpu_model, monkeypatch):
     def fails(*args):
         raise ValueError("widening failed")
 
-    monkeypatch.setattr(choices_module, "beyond_default_list", fails)
+    monkeypatch.setattr(config_space, "beyond_default_list", fails)  # the pool computes it where a decision widens
     assert_falls_back(
         DiodeInductorChoices(cpu_model), "error_ValueError", torch.randn(2, 2000, 16), torch.randn(2, 16, 24)
     )
