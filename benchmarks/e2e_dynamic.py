@@ -24,6 +24,11 @@ second for ``automatic``). The summary holds, over every item and size, diode's 
 mode's and over max-autotune's (worst, geomean) and the compile time ratios per dynamic graph.
 
     python -m benchmarks.e2e_dynamic --model NVIDIA-H100-matmul --out $OUT/e2e_dynamic_h100.json
+
+``--combine A.json B.json --out C.json`` joins the reports of runs that measured the same items at
+the same sizes and hint with other methods (``--methods default diode`` in one call, ``--methods
+max_autotune`` in the next: the three workers take longer than one call of a lent GPU), on one
+device, torch, Triton and model; a (item, way, method) measured twice is refused.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from torch import nn  # noqa: E402
 
 from benchmarks.common import (  # noqa: E402
     WARM_UP,
+    command_line,
     geomean,
     load_shapes,
     report_header,
@@ -220,6 +226,31 @@ def print_table(rows: list[dict], summary: dict) -> None:
         print(f"{key}: {value:.3f}" if isinstance(value, float) else f"{key}: {value}")
 
 
+# what the parts of a combined report must share
+SHARED = ("device", "torch", "triton", "model", "sizes", "hint")
+
+
+def combine(paths: list[str]) -> dict[str, Any]:
+    """One report of the rows of several runs' reports (:data:`SHARED` the same in each), with its
+    summary over all of them and each run's command, date and workers under ``runs``."""
+    parts = [json.loads(Path(p).read_text()) for p in paths]
+    for key in SHARED:
+        if len({json.dumps(part.get(key)) for part in parts}) > 1:
+            raise SystemExit(f"--combine: the reports differ in {key!r}: {[part.get(key) for part in parts]}")
+    rows, seen = [], set()
+    for path, part in zip(paths, parts):
+        for row in part["rows"]:
+            key = (row["label"], row["way"], row["method"])
+            if key in seen:
+                raise SystemExit(f"--combine: {path} measures {key} again")
+            seen.add(key)
+            rows.append(row)
+    runs = [{k: part.get(k) for k in ("command", "date", "workers")} for part in parts]
+    report = {k: parts[0][k] for k in SHARED if k in parts[0]}
+    report.update(command=command_line(), runs=runs, summary=summarize(rows), rows=rows)
+    return report
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="NVIDIA-H100-matmul", help="diode model name or file")
@@ -234,11 +265,17 @@ def main() -> int:
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     parser.add_argument("--time-limit", type=float, default=300, help="seconds per method's worker")
     parser.add_argument("--out", required=True, help="JSON report")
+    parser.add_argument("--combine", nargs="+", metavar="REPORT", help="join these reports into --out (no GPU)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     if args.worker:
         return worker(args)
+    if args.combine:
+        report = combine(args.combine)
+        Path(args.out).write_text(json.dumps(report, indent=1))
+        print_table(report["rows"], report["summary"])
+        return 0
     common = ["--model", args.model, "--shapes", args.shapes, "--per-model", str(args.per_model)]
     common += ["--seed", str(args.seed), "--gemms", str(args.gemms), "--hint", str(args.hint)]
     common += ["--decoder-max-tokens", str(args.decoder_max_tokens), "--sizes", *map(str, args.sizes)]

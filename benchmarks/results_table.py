@@ -97,7 +97,8 @@ def e2e(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
 def e2e_dynamic(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
     s, rows = report["summary"], report["rows"]
     gemms = {r["label"] for r in rows if "error" not in r and not r["label"].startswith("decoder block")}
-    stopped = [m for m, w in report.get("workers", {}).items() if w.get("exit") != 0]
+    workers = report.get("workers") or {m: w for run in report.get("runs", []) for m, w in run["workers"].items()}
+    stopped = [m for m, w in workers.items() if w.get("exit") != 0]
     yield (
         f"dynamic shapes, {len(gemms)} held-out GEMMs and a decoder block, each compiled with `dynamic=True` and by "
         f"automatic dynamic shapes and run at {len(report['sizes'])} sizes from {min(report['sizes'])} to "

@@ -855,3 +855,27 @@ def test_sample_rotation_counts_kernels_and_untimed_configs_per_number_of_draws(
         rows[1]["list_configs_never_timed"] > rows[4]["list_configs_never_timed"] > rows[0]["list_configs_never_timed"]
     )
     assert 0 <= rows[0]["rare_pair_share"] < rows[1]["rare_pair_share"] <= 1
+
+
+def test_e2e_dynamic_combine_joins_runs_of_other_methods_and_refuses_what_does_not_join(tmp_path, capsys):
+    """Two calls' reports (default mode and diode in one, max-autotune in the other) make the report
+    one run would have written: the same rows and summary; a method measured twice, or other
+    sizes, is refused."""
+    from benchmarks.e2e_dynamic import combine
+
+    whole = json.loads((ROOT / "benchmarks" / "results" / "e2e_dynamic_h100.json").read_text())
+    paths = []
+    for name, methods in (("a", ("default", "diode")), ("b", ("max_autotune",))):
+        part = {**whole, "rows": [r for r in whole["rows"] if r["method"] in methods]}
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(part))
+    joined = combine([str(p) for p in paths])
+    assert joined["rows"] == whole["rows"]
+    assert joined["summary"] == pytest.approx(whole["summary"], rel=1e-12)
+    assert len(joined["runs"]) == 2 and joined["sizes"] == whole["sizes"]
+    with pytest.raises(SystemExit, match="again"):
+        combine([str(paths[0]), str(paths[0])])
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**json.loads(paths[1].read_text()), "sizes": [1, 2]}))
+    with pytest.raises(SystemExit, match="'sizes'"):
+        combine([str(paths[0]), str(other)])
