@@ -620,7 +620,7 @@ def combine(args: argparse.Namespace) -> int:
     )
     dropped = ("command", "date", "workers", "pad_mm_pass", "rows", "summary", "runs", "note", "compile_repeats")
     report = {k: v for k, v in parts[0].items() if k not in dropped}
-    if timings == {True}:  # reports of the first runs over input copies describe their runtime as before
+    if timings == {True}:  # rows timed over input copies: the report says how (RUNTIME)
         report["runtime"] = RUNTIME
     for key in ("pad_mm", "shapes"):
         report.pop(key, None)
@@ -652,9 +652,9 @@ def combine(args: argparse.Namespace) -> int:
 
 def run_tagged_rows(parts: list[dict], run_counts: list[int]) -> list[dict]:
     """The parts' rows, each method's timings tagged with the index of the run that measured them
-    in the combined report's ``runs`` (``run_counts``: each part's runs there). A part combined
-    before keeps its tags, offset; where it joined several runs without tags, which of them
-    measured a timing is not known (``None``)."""
+    in the combined report's ``runs`` (``run_counts``: each part's runs there). A part that is itself
+    a combined report keeps its tags, offset; where it holds several runs without tags, which of
+    them measured a timing is not known (``None``)."""
     rows, first = [], 0
     for part, count in zip(parts, run_counts):
         for row in part["rows"]:
@@ -845,7 +845,8 @@ def worker_plan(args: argparse.Namespace, limits: list[float]) -> list[tuple[tup
     workers, then --compile-repeats' extra rounds (models only, diode_top1 and default in
     alternating order, each worker with new caches). With repeats, default mode has a worker of
     its own in the first round too, so that every round compiles alike (in the stock worker it
-    would come after max-autotune's compiles of the models before, and find their kernels)."""
+    would come after max-autotune's compiles of the models ahead of it in the list, and find their
+    kernels)."""
     plan: list[tuple[tuple[str, ...], float, str | None]] = [(("pad_mm",), PAD_PASS_LIMIT_S, args.only)]
     for worker_methods, limit in zip(WORKERS, limits):
         methods = tuple(m for m in worker_methods if m in args.methods)
