@@ -26,6 +26,7 @@ from pathlib import Path
 from benchmarks.common import cpu_report_header
 from benchmarks.selection_replay import judge_realmodels
 from torch_diode.collection.design import candidates, design
+from torch_diode.collection.shapes import excluded_measurements
 from torch_diode.dataset_io import load_datasets
 from torch_diode.model_file import write_model
 from torch_diode.training.train import TrainConfig, train_model, with_prior_data
@@ -44,9 +45,9 @@ SUMMARY_KEYS = ("first_pick_geomean", "first_pick_worst", "unsure_fraction", "tr
 
 
 def gpu_data(gpu: str):
-    dropped = {problem_key(p) for _, p, _ in load_datasets(EXCLUDED[gpu]).problems()}
-    data = load_datasets([f"data/{gpu}/train"])
-    return data.subset(lambda hw, p: problem_key(p) not in dropped)
+    """The GPU's training data less what its recipe excludes (`diode train --exclude`'s rule)."""
+    excluded = excluded_measurements(EXCLUDED[gpu])
+    return load_datasets([f"data/{gpu}/train"]).subset(lambda hw, p: not excluded(hw, p))
 
 
 def adapted(source: str, source_data, new_data, n: int, seed: int, folder: Path) -> tuple[Path, float]:

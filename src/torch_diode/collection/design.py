@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..coverage import problem_cells
-from ..types import Dataset, Problem, problem_key
+from ..types import Dataset, Problem
 from .shapes import drop_heldout, problem_identity
 
 RACE_SCALE = 0.2  # ln units: cuBLAS and Triton within ~20% of each other are a close race
@@ -105,10 +105,6 @@ def design(pool: list[Candidate], n: int, seed: int = 0) -> list[Candidate]:
         same = groups == groups[pick]
         nearest[same] = np.minimum(nearest[same], np.linalg.norm(sizes[same] - sizes[pick], axis=1))
     return [pool[i] for i in order]
-
-
-def sample_keys(sample: list[Candidate]) -> set:
-    return {problem_key(c.problem) for c in sample}
 
 
 def shapeset(sample: list[Candidate], name: str, source: str) -> dict:
