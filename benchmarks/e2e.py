@@ -123,7 +123,6 @@ from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs
 from torch_diode.dataset_io import load_datasets  # noqa: E402
 from torch_diode.fileio import atomic_write_bytes  # noqa: E402
 from torch_diode.integration.install import diode_choices  # noqa: E402
-from torch_diode.selection import Policy  # noqa: E402
 from torch_diode.types import problem_key  # noqa: E402
 
 logger = logging.getLogger(__name__)
@@ -787,7 +786,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "candidate_pool": diode_config.candidate_pool,
                 "performance_threshold": 1.0,
                 "unsure_top_k": diode_config.unsure_top_k,
-                "unsure_pool": Policy.from_config().unsure_pool,
             },
             GUIDE_MODE: {
                 "mode": "max-autotune",

@@ -136,7 +136,6 @@ def heldout(args: argparse.Namespace) -> int:
     policy = Policy.from_config()
     settings = {
         "unsure_top_k": policy.unsure_top_k,
-        "unsure_pool": policy.unsure_pool,
         "extern_preference": policy.extern_preference,
     }
     # a file with no problem (a chunk a collection had not reached) has nothing to judge

@@ -36,7 +36,7 @@ def combine(*reports, out) -> subprocess.CompletedProcess:
 
 # the subcommands of the studies that replay the handler; the others are benchmarks.selection_replay's
 REPLAY_STUDIES = {
-    **dict.fromkeys(("extern-preference", "spread-penalty", "unsure-rules", "unsure-pool"), "selection_rules"),
+    **dict.fromkeys(("extern-preference", "spread-penalty"), "selection_rules"),
     **dict.fromkeys(
         ("uncertainty", "learned-risk", "misaligned-groups", "config-coverage", "deciding-configs"), "slow_picks"
     ),
@@ -188,36 +188,24 @@ def named_shapeset(data: Path | str, path: Path) -> Path:
     return path
 
 
-def aligned_only_rows(report: dict) -> list[dict]:
-    return [r for r in report["rows"] if not r["misaligned_too"]]
-
-
 def test_extern_preference_replay_picks_aten_more_often_the_stronger_the_preference(tmp_path):
     """benchmarks/studies/selection_rules.py extern-preference on the shipped sample: an overwhelming
-    preference picks ATen on every problem, none at all picks it no more often than 1.0 does."""
+    preference picks ATen on every aligned problem, none at all picks it no more often than 1.0
+    does, and the misaligned problems' first picks do not depend on it (the handler applies it to
+    aligned problems alone)."""
+    from torch_diode.dataset_io import load_datasets
+
+    sample = ROOT / "data" / "sample" / "h100_sample.json.gz"
     out = tmp_path / "pref.json"
-    selection_replay(
-        "extern-preference",
-        "--data",
-        str(ROOT / "data" / "sample" / "h100_sample.json.gz"),
-        "--preferences",
-        "1.0",
-        "1.1",
-        "1e9",
-        "--out",
-        str(out),
-    )
-    report = json.loads(out.read_text())
-    every = [r for r in report["rows"] if r["misaligned_too"]]
-    picks = [r["extern_picks"] for r in every]
-    assert picks == sorted(picks) and picks[-1] == every[-1]["problems"] == 12
-    # the handler's rule: on misaligned problems the preference is not applied, so their first picks
-    # do not depend on it
-    misaligned = [r.get("first_pick_misaligned") for r in aligned_only_rows(report)]
+    selection_replay("extern-preference", "--data", sample, "--preferences", "1.0", "1.1", "1e9", "--out", out)
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["extern_preference"] for r in rows] == [1.0, 1.1, 1e9]
+    picks = [r["extern_picks"] for r in rows]
+    aligned = sum(not problem.misaligned_operands for _, problem, _ in load_datasets([str(sample)]).problems())
+    assert 0 < aligned < rows[-1]["problems"] == 12
+    assert picks == sorted(picks) and picks[-1] >= aligned
+    misaligned = [r["first_pick_misaligned"] for r in rows]
     assert len({json.dumps(m, sort_keys=True) for m in misaligned}) == 1
-    # the aligned problems' picks do not depend on whether the preference also applies to the others
-    aligned_only = aligned_only_rows(report)
-    assert [r.get("first_pick_aligned") for r in every] == [r.get("first_pick_aligned") for r in aligned_only]
 
 
 def test_realmodels_replay_names_each_problem_by_its_layers_and_judges_the_handlers_outcome(tmp_path):
@@ -811,33 +799,6 @@ def test_learned_risk_replay_judges_a_classifier_against_the_shipped_rules(tmp_p
         real["outcome_worst"]
     )
     assert shipped["unsure_fraction"] == pytest.approx(real["unsure_fraction"])
-
-
-def test_unsure_rules_replays_each_rule_and_the_misaligned_calibration_against_the_general_one(tmp_path):
-    """benchmarks/studies/selection_rules.py unsure-rules on the shipped sample: one row per variant, each
-    unsure fraction a fraction; a model whose contract records a calibration of its misaligned
-    problems adds the variant that reads their risk through the calibration of all problems."""
-    from dataclasses import replace
-
-    from torch_diode.model_file import model_metadata, read_model, write_model
-    from torch_diode.registry import resolve_model
-
-    sample = ROOT / "data" / "sample" / "h100_sample.json.gz"
-    shipped = resolve_model("NVIDIA-H100-matmul")
-    training = model_metadata(shipped)["training_data"]
-    assert training.get("misaligned_loss_calibration") is None
-    own = {**training, "misaligned_loss_calibration": {"spread_scale": 1.0, "residual": 0.3, "problems": 40}}
-    model = read_model(shipped)
-    calibrated = write_model(tmp_path / "m.diode", replace(model, metadata={**model.metadata, "training_data": own}))
-    for path, variant in ((shipped, False), (calibrated, True)):
-        out = tmp_path / f"{variant}.json"
-        selection_replay("unsure-rules", "--model", path, "--data", sample, "--out", out)
-        report = json.loads(out.read_text())
-        names = [r["variant"] for r in report["rows"]]
-        assert "all" in names and "all but misaligned" in names
-        assert ("all but misaligned, one calibration" in names) == variant
-        assert (report["misaligned_calibration"] is not None) == variant
-        assert all(0.0 <= r["unsure_fraction"] <= 1.0 and r["problems"] == 12 for r in report["rows"])
 
 
 def test_sample_rotation_counts_kernels_and_untimed_configs_per_number_of_draws():

@@ -281,10 +281,9 @@ def test_unsure_problems_widen_the_selection(cpu_model):
 
 def test_unsure_widening_takes_the_best_predicted_with_aten_and_a_default_config(cpu_model):
     """An unsure decision hands Inductor the unsure_top_k best predicted, the best ATen choice and
-    the best Triton config of Inductor's DEFAULT list among them; with unsure_pool "default" the
-    places after the first pick are filled from the ATen choices and the DEFAULT list alone. (The
-    CPU's Inductor offers a single bmm candidate here, so the selection is called with five
-    predicted candidates directly; the features say M = 1, outside the training range.)"""
+    the best Triton config of Inductor's DEFAULT list among them. (The CPU's Inductor offers a
+    single bmm candidate here, so the selection is called with five predicted candidates directly;
+    the features say M = 1, outside the training range.)"""
     from torch_diode.features import FEATURE_NAMES, Candidates
     from torch_diode.inductor.config_space import beyond_default_list, triton_configs
     from torch_diode.selection import Pool, decide
@@ -301,12 +300,11 @@ def test_unsure_widening_takes_the_best_predicted_with_aten_and_a_default_config
 
     pool = Pool(features, candidates.extern, lambda: beyond_default_list(problem, candidates.rows))
 
-    def select(times, top_k, unsure_pool="all", **settings):
+    def select(times, top_k, **settings):
         with config.patch(unsure_top_k=top_k, extern_preference=1.0, **settings):
             # the CPU model's data held no Triton timing: a contract of a model whose data did
             contract = dataclasses.replace(choices.contract(), template_kinds=("aten_mm", "triton_mm"))
-            policy = dataclasses.replace(choices.policy(), unsure_pool=unsure_pool)
-            decision = decide(problem, pool, np.log(times), policy, contract)
+            decision = decide(problem, pool, np.log(times), choices.policy(), contract)
         chosen, notes = list(decision.chosen), decision.notes()
         assert notes["unsure_widened"] == notes["unsure_out_of_range"] == 1
         assert notes["unsure_benchmarked"] == (top_k > 1), (chosen, notes)
@@ -317,11 +315,8 @@ def test_unsure_widening_takes_the_best_predicted_with_aten_and_a_default_config
     assert select(times, 3) == [1, 3, 4]  # ATen takes the last place (never more than unsure_top_k)
     assert select(times, 4) == [1, 3, 2, 4]  # 2, beyond the DEFAULT list, is among the best predicted
     assert select(times, 9) == [1, 3, 2, 0, 4]
-    assert select(times, 4, unsure_pool="default") == [1, 3, 0, 4]  # 2 skipped
-    assert select(times, 9, unsure_pool="default") == [1, 3, 0, 4]  # all the ATen and DEFAULT ones, 2 never
     # the first pick stays, even outside the DEFAULT list; ATen and the best DEFAULT config follow
     assert select([14.0, 10.0, 9.0, 11.0, 30.0], 3) == [2, 1, 4]
-    assert select([14.0, 10.0, 9.0, 11.0, 30.0], 3, unsure_pool="default") == [2, 1, 4]
     # the widened set is not cut by max_selected_configs
     assert select(times, 4, max_selected_configs=2) == [1, 3, 2, 4]
 

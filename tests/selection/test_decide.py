@@ -76,17 +76,6 @@ def test_usable_candidates_leave_out_configs_that_cannot_compile_or_must_spill()
     assert usable_candidates(features).tolist() == [0, 1]
 
 
-def test_policy_refuses_an_unknown_unsure_pool():
-    import dataclasses
-
-    from torch_diode.selection import UNSURE_POOLS, Policy
-
-    base = Policy.from_config()
-    assert [dataclasses.replace(base, unsure_pool=p).unsure_pool for p in UNSURE_POOLS] == list(UNSURE_POOLS)
-    with pytest.raises(ValueError, match="unsure_pool"):
-        dataclasses.replace(base, unsure_pool="DEFAULT")
-
-
 def test_widen_takes_the_best_predicted():
     from torch_diode.selection import widen
 
@@ -254,7 +243,7 @@ def test_loss_probability_reads_the_members_difference_as_normal():
     assert loss_probability(members, 0, 2, wide) > loss_probability(members, 0, 2, calibration)
 
 
-def test_a_risky_first_pick_is_unsure_and_the_rules_can_be_switched_off():
+def test_a_risky_first_pick_is_unsure_over_its_threshold():
     from dataclasses import replace
 
     from torch_diode.selection import Confidence, LossCalibration, Pool, decide
@@ -270,7 +259,10 @@ def test_a_risky_first_pick_is_unsure_and_the_rules_can_be_switched_off():
     assert decision.first == 1 and 0.1 < decision.loss_risk < 0.2  # P(Z > 1.05)
     assert decision.unsure == "loss_risk" and set(decision.chosen) == {0, 1, 2}
     assert decide(problem, pool, members, replace(policy, unsure_loss_probability=0.2), contract).unsure is None
-    assert decide(problem, pool, members, replace(policy, unsure_rules=("tf32",)), contract).unsure is None
+    # the default threshold 1.0 never fires; without a calibration there is no risk to judge
+    assert decide(problem, pool, members, replace(policy, unsure_loss_probability=1.0), contract).unsure is None
+    uncalibrated = decide(problem, pool, members, policy, replace(contract, loss_calibration=None))
+    assert uncalibrated.loss_risk is None and uncalibrated.unsure is None
     # the mean of the members ranks: one member's view alone is another order
     assert decide(problem, pool, members[1], policy).first == 0
 

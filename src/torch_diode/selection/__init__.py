@@ -6,7 +6,6 @@ from .contract import CONFIDENCE_VERSION, Confidence, HeldoutSlowdown, LossCalib
 from .decide import (
     LOSS_MARGIN,
     SPILL_LOG2_REGS,
-    UNSURE_RULES,
     Decision,
     NoUsableCandidate,
     Pool,
@@ -21,7 +20,7 @@ from .decide import (
     widen,
 )
 from .dynamic import DYNAMIC_MARGIN, SizeRange, decide_range, range_verdict, size_scenarios
-from .policy import UNSURE_POOLS, Policy
+from .policy import Policy
 
 __all__ = [
     "CONFIDENCE_VERSION",
@@ -36,8 +35,6 @@ __all__ = [
     "Pool",
     "SPILL_LOG2_REGS",
     "SizeRange",
-    "UNSURE_POOLS",
-    "UNSURE_RULES",
     "decide",
     "decide_range",
     "extern_preference_for",

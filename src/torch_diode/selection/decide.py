@@ -145,9 +145,8 @@ def extern_preference_for(problem: Problem, policy: Policy) -> float:
     the model's plain order) where an operand's rows are not 16-byte aligned. There the first
     picks that the preference turned to cuBLAS ran up to 2.6x the best measured, and the plain
     order's first picks were better on geometric mean on every held-out set
-    (``benchmarks/results/extern_preference_cpu.json``). ``policy.misaligned_extern_preference``
-    replays the preference on every problem."""
-    if problem.misaligned_operands and not policy.misaligned_extern_preference:
+    (``benchmarks/results/extern_preference_cpu.json``)."""
+    if problem.misaligned_operands:
         return 1.0
     return policy.extern_preference
 
@@ -228,9 +227,6 @@ def loss_probability(
     return 0.5 * math.erfc(gap / (sigma * math.sqrt(2.0)))
 
 
-UNSURE_RULES = ("out_of_range", "few_examples", "misaligned", "tf32", "loss_risk")
-
-
 def unsure_reason(
     problem: Problem,
     features: np.ndarray,
@@ -259,33 +255,30 @@ def unsure_reason(
       :meth:`Confidence.calibration_for` the problem) that the first pick is more than LOSS_MARGIN
       times slower than the best ATen choice exceeds ``unsure_loss_probability``.
 
-    Only the rules in ``policy.unsure_rules`` apply. ``features``: the problem's feature rows
-    (the range features are the same in every row)."""
+    The first rule that holds is the reason. ``features``: the problem's feature rows (the range
+    features are the same in every row)."""
     from ..features import FEATURE_NAMES
 
-    rules = policy.unsure_rules
     ranges = contract.ranges_for(problem.dtype_a)
-    if "out_of_range" in rules:
-        if ranges is None:
-            return "out_of_range"  # the model never saw this element type
-        for name in RANGE_FEATURES:
-            lo, hi = ranges.get(name, (-math.inf, math.inf))
-            value = float(features[0, FEATURE_NAMES.index(name)])
-            if value < lo - 1.0 or value > hi + 1.0:
-                return "out_of_range"
+    if ranges is None:
+        return "out_of_range"  # the model never saw this element type
+    for name in RANGE_FEATURES:
+        lo, hi = ranges.get(name, (-math.inf, math.inf))
+        value = float(features[0, FEATURE_NAMES.index(name)])
+        if value < lo - 1.0 or value > hi + 1.0:
+            return "out_of_range"
     count = (contract.problems_by_dtype or {}).get(problem.dtype_a)
-    if "few_examples" in rules and count is not None and count < policy.min_dtype_problems:
+    if count is not None and count < policy.min_dtype_problems:
         return "few_examples"
     misaligned = bool(problem.misaligned_operands)
-    if "misaligned" in rules and misaligned and contract.misaligned_problems == 0:
+    if misaligned and contract.misaligned_problems == 0:
         return "misaligned"
     # (the same figure of aligned problems made every aligned problem unsure at once; replays of
     # the held-out sets with and without it: it changed no decision, and loss_risk judges each
     # problem on its own, benchmarks/results/unsure_rules_cpu.json)
     heldout = contract.heldout_top1_slowdown.get("misaligned")
     if (
-        "misaligned" in rules
-        and misaligned
+        misaligned
         and heldout
         and heldout.problems >= policy.min_heldout_problems
         and heldout.geomean > policy.unsure_heldout_slowdown
@@ -293,9 +286,9 @@ def unsure_reason(
         return "misaligned"
     # fp32 with TF32 allowed runs other kernels (cuBLAS and Triton) than a model timed without it
     tf32_count = contract.tf32_problems or 0
-    if "tf32" in rules and tf32 and problem.dtype_a == "float32" and tf32_count < max(1, policy.min_dtype_problems):
+    if tf32 and problem.dtype_a == "float32" and tf32_count < max(1, policy.min_dtype_problems):
         return "tf32"
-    if "loss_risk" in rules and risk is not None and risk > policy.unsure_loss_probability:
+    if risk is not None and risk > policy.unsure_loss_probability:
         return "loss_risk"
     return None
 
@@ -352,10 +345,7 @@ def decide(
         # at most unsure_top_k benchmarked: the best predicted unknown kind, where there is one, takes the last place
         k = policy.unsure_top_k - (len(riders) > 0 and policy.unsure_top_k > 2)
         default = None if beyond is None else ~np.asarray(beyond, dtype=bool)
-        fill = order
-        if policy.unsure_pool == "default" and default is not None:
-            fill = order[np.concatenate([[True], default[order[1:]]])]
-        widened = widen(fill, k, default, extern)
+        widened = widen(order, k, default, extern)
         if 1 < len(widened) < policy.unsure_top_k and len(riders):  # benchmarked: the unknown kind rides along
             widened.append(int(riders[np.argmin(predicted[riders])]))
     best = predicted[order[0]]

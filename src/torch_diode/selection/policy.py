@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# where an unsure decision fills its places from (Policy.unsure_pool)
-UNSURE_POOLS = ("all", "default")
-
 
 @dataclass(frozen=True)
 class Policy:
     """How a ranking becomes a choice (each field: the ``torch_diode.config`` setting of that name,
-    documented there, but ``top_k`` = ``top_k_configs``; ``unsure_rules``, ``unsure_pool`` and
-    ``misaligned_extern_preference`` are no settings: the replays set them to measure the alternatives)."""
+    documented there, but ``top_k`` = ``top_k_configs``, and ``min_heldout_problems``, a fixed bar of
+    the ``misaligned`` unsure rule that is no setting)."""
 
     top_k: int
     performance_threshold: float
@@ -24,18 +21,6 @@ class Policy:
     # a held-out figure from fewer problems than this is noise: the other unsure rules decide
     min_heldout_problems: int = 5
     unsure_loss_probability: float = 1.0  # 1.0: the rule never fires
-    # the unsure rules that apply (selection.UNSURE_RULES; replays measure each)
-    unsure_rules: tuple[str, ...] = ("out_of_range", "few_examples", "misaligned", "tf32", "loss_risk")
-    # "all" candidates, or "default": the ATen choices and Inductor's DEFAULT list after the first
-    # pick (replays measure each)
-    unsure_pool: str = "all"
-    # whether extern_preference also applies where an operand's rows are misaligned (replays measure
-    # it; the handler: no, see decide.extern_preference_for)
-    misaligned_extern_preference: bool = False
-
-    def __post_init__(self) -> None:
-        if self.unsure_pool not in UNSURE_POOLS:
-            raise ValueError(f"unsure_pool: {self.unsure_pool!r} is not one of {', '.join(UNSURE_POOLS)}")
 
     @classmethod
     def from_config(
