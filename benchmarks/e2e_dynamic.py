@@ -17,6 +17,10 @@ Methods, each in a worker process of its own with new Triton and Inductor caches
                  dynamic decision of torch_diode.selection.dynamic
   max_autotune   stock max-autotune (ATEN,TRITON, DEFAULT space): benchmarks at the hint, one
                  kernel for every size
+  max_autotune_hints  max_autotune with Inductor's size-hint multi-kernel dispatch
+                 (``multi_kernel_hints`` = MULTI_KERNEL_HINTS): where the hint's fastest choice is
+                 a Triton kernel, the fastest Triton kernel at each of these sizes too, the one
+                 nearest the run's size (log2 distance) running at each call
 
 Runtime per size is ``do_bench_cudagraph``'s median over input copies (benchmarks.e2e); compile
 time is the wall time of the call that compiled the dynamic graph (the first for ``dynamic``, the
@@ -65,7 +69,8 @@ from torch_diode.integration.install import diode_choices  # noqa: E402
 logger = logging.getLogger(__name__)
 
 DEVICE = "cuda"
-METHODS = ("default", "diode", "max_autotune")
+METHODS = ("default", "diode", "max_autotune", "max_autotune_hints")
+MULTI_KERNEL_HINTS = [64, 256, 4096]  # the value torch._inductor.config suggests for multi_kernel_hints
 WAYS = ("dynamic", "automatic")
 DECODE_SIZES = (1, 2, 3, 8, 17, 64, 256)
 PREFILL_SIZES = (16, 77, 333, 1000, 2048, 4096, 8192)
@@ -125,8 +130,10 @@ def items(args: argparse.Namespace) -> list[tuple[str, Any]]:
 
 def settings_of(method: str) -> dict[str, Any]:
     settings: dict[str, Any] = {"force_disable_caches": True}
-    if method == "max_autotune":
+    if method in ("max_autotune", "max_autotune_hints"):
         settings.update(inductor_settings("DEFAULT", "ATEN,TRITON"))
+    if method == "max_autotune_hints":
+        settings["multi_kernel_hints"] = MULTI_KERNEL_HINTS
     elif method == "diode":
         settings.update(DIODE_SETTINGS)
     return settings
@@ -208,20 +215,41 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
         "dynamic_compile_ratio_vs_default_geomean": geomean(compile_vs_default),
         "rows_vs_default": len(vs_default),
         "errors": sum("error" in r for r in rows),
+        **_method_vs_default(by, "max_autotune"),
+        **_method_vs_default(by, "max_autotune_hints"),
+    }
+
+
+def _method_vs_default(by: dict, method: str) -> dict[str, Any]:
+    """``method``'s runtime over default mode's per item, way and size, and compile per graph."""
+    runtime, compile_s = [], []
+    for (label, way, m), r in by.items():
+        ref = by.get((label, way, "default"))
+        if m != method or not ref:
+            continue
+        runtime.extend(r["runtime_us"][s] / ref["runtime_us"][s] for s in r["runtime_us"] if s in ref["runtime_us"])
+        if ref.get("compile_s"):
+            compile_s.append(r["compile_s"] / ref["compile_s"])
+    if not runtime:
+        return {}
+    return {
+        f"{method}_runtime_ratio_vs_default_worst": max(runtime),
+        f"{method}_runtime_ratio_vs_default_geomean": geomean(runtime),
+        f"{method}_compile_ratio_vs_default_geomean": geomean(compile_s),
     }
 
 
 def print_table(rows: list[dict], summary: dict) -> None:
-    print(f"{'item':58s} {'way':9s} {'method':13s} {'compile s':>9s} {'worst/default':>13s}")
+    print(f"{'item':58s} {'way':9s} {'method':18s} {'compile s':>9s} {'worst/default':>13s}")
     default = {(r["label"], r["way"]): r for r in rows if r["method"] == "default" and "error" not in r}
     for r in rows:
         if "error" in r:
-            print(f"{r['label'][:58]:58s} {r['way']:9s} {r['method']:13s} error: {r['error'][:60]}")
+            print(f"{r['label'][:58]:58s} {r['way']:9s} {r['method']:18s} error: {r['error'][:60]}")
             continue
         ref = default.get((r["label"], r["way"]))
         ratios = [r["runtime_us"][s] / ref["runtime_us"][s] for s in r["runtime_us"] if ref and s in ref["runtime_us"]]
         worst = max(ratios, default=float("nan"))
-        print(f"{r['label'][:58]:58s} {r['way']:9s} {r['method']:13s} {r['compile_s']:9.2f} {worst:13.3f}")
+        print(f"{r['label'][:58]:58s} {r['way']:9s} {r['method']:18s} {r['compile_s']:9.2f} {worst:13.3f}")
     for key, value in summary.items():
         print(f"{key}: {value:.3f}" if isinstance(value, float) else f"{key}: {value}")
 

@@ -822,7 +822,7 @@ def test_e2e_dynamic_combine_joins_runs_of_other_methods_and_refuses_what_does_n
     """Two calls' reports (default mode and diode in one, max-autotune in the other) make the report
     one run would have written: the same rows and summary; a method measured twice, or other
     sizes, is refused."""
-    from benchmarks.e2e_dynamic import combine
+    from benchmarks.e2e_dynamic import combine, summarize
 
     whole = json.loads((ROOT / "benchmarks" / "results" / "e2e_dynamic_h100.json").read_text())
     paths = []
@@ -832,7 +832,9 @@ def test_e2e_dynamic_combine_joins_runs_of_other_methods_and_refuses_what_does_n
         paths[-1].write_text(json.dumps(part))
     joined = combine([str(p) for p in paths])
     assert joined["rows"] == whole["rows"]
-    assert joined["summary"] == pytest.approx(whole["summary"], rel=1e-12)
+    assert joined["summary"] == pytest.approx(summarize(whole["rows"]), rel=1e-12)
+    # the figures the measured report holds are the ones a combined one computes
+    assert {k: joined["summary"][k] for k in whole["summary"]} == pytest.approx(whole["summary"], rel=1e-12)
     assert len(joined["runs"]) == 2 and joined["sizes"] == whole["sizes"]
     with pytest.raises(SystemExit, match="again"):
         combine([str(paths[0]), str(paths[0])])
