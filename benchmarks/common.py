@@ -1,5 +1,7 @@
 """What the benchmark scripts share: the held-out shapes file, worker processes with cold caches,
-the warm-up every worker runs first, timing, and the summary statistics."""
+the warm-up every worker runs first, timing (compile time of a first call; a compiled function's
+runtime by do_bench and by CUDA-graph replays over copies of its inputs, as benchmarks/e2e.py
+measures), the Inductor settings of diode's methods, and the summary statistics."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,10 @@ SHAPES = HERE / "e2e_shapes.json"
 # the throwaway GEMM (followed by a ReLU) every worker compiles first, so that CUDA, Inductor, the
 # Triton compiler and Inductor's compile workers are started, as they are in any real model's compile
 WARM_UP = Problem("mm", 1, 256, 256, 256, "float16", "float16", "float16")
+WARMUP_MS, REP_MS = 25, 100  # do_bench's warm-up and repetitions (bench_us; rep for bench_cudagraph_us)
+MAX_INPUT_COPIES = 256  # input_copies: enough for inputs of 400 KB or more to leave a 50 MB L2 cold
+# Inductor's GEMM path in default mode, where diode's choice handler decides (the diode methods)
+DIODE_SETTINGS: dict[str, Any] = {"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN,TRITON"}
 
 
 def stage(text: str) -> None:
@@ -128,6 +134,75 @@ def timed_first_call(fn: Callable, *inputs: Any) -> float:
     fn(*inputs)
     torch.cuda.synchronize()
     return time.perf_counter() - start
+
+
+def bench_us(fn: Callable) -> float:
+    """``triton.testing.do_bench``'s median of ``fn`` (WARMUP_MS, REP_MS), in microseconds."""
+    import triton
+
+    return 1000 * triton.testing.do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode="median")
+
+
+def bench_cudagraph_us(fn: Callable, inputs: Sequence[tuple] = ((),)) -> float:
+    """The same function replayed from a CUDA graph: kernel time without the host's launch cost
+    (mode="max-autotune" runs compiled functions this way). do_bench times one launch after a
+    cache flush, so a host cost longer than the flush lands in its figure. The graph calls ``fn``
+    on each of ``inputs`` in turn (copies from ``input_copies``: then no call finds its operands
+    in the L2 cache); the figure is per call."""
+    import triton
+
+    def calls() -> None:
+        for x in inputs:
+            fn(*x)
+
+    return 1000 * triton.testing.do_bench_cudagraph(calls, rep=REP_MS, return_mode="median") / len(inputs)
+
+
+def operand_bytes(inputs: tuple) -> int:
+    """Bytes of the storages of the tensors among ``inputs``."""
+    import torch
+
+    return sum(x.untyped_storage().nbytes() for x in inputs if isinstance(x, torch.Tensor))
+
+
+def input_copies(inputs: tuple, l2_bytes: int | None = None, max_copies: int = MAX_INPUT_COPIES) -> list[tuple]:
+    """``inputs`` and copies of it (each tensor in a storage of its own, with its size, strides,
+    offset and values), enough that calls on each in turn read more than twice ``l2_bytes``
+    between two calls on the same copy, at most ``max_copies``; inputs of that size or more are
+    not copied. Replayed back to back on one copy, a GEMM whose operands fit in L2 reads them from
+    L2, and one whose operands nearly fill it runs at a speed that depends on where they lie in
+    memory (benchmarks/studies/l2_residency.py); in a model the other layers' traffic evicts them, and
+    the collector flushes L2 before each timing. ``l2_bytes``: the current CUDA device's L2 size
+    where not given."""
+    import torch
+
+    if l2_bytes is None:
+        l2_bytes = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+    footprint = operand_bytes(inputs)
+    if not footprint or footprint >= 2 * l2_bytes:
+        return [inputs]
+    count = min(max_copies, math.ceil(2 * l2_bytes / footprint) + 1)
+
+    def copy(x: Any) -> Any:
+        if not isinstance(x, torch.Tensor):
+            return x
+        storage = torch.empty(x.untyped_storage().nbytes() // x.element_size(), dtype=x.dtype, device=x.device)
+        return storage.as_strided(x.size(), x.stride(), x.storage_offset()).copy_(x)
+
+    return [inputs] + [tuple(copy(x) for x in inputs) for _ in range(count - 1)]
+
+
+def wall_us_per_call(fn: Callable, calls: int = 200) -> float:
+    """Wall time per call of back-to-back calls: the larger of the host's cost and the GPU's."""
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return 1e6 * (time.perf_counter() - start) / calls
 
 
 def command_line() -> str:

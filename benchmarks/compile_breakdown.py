@@ -74,9 +74,12 @@ import torch  # noqa: E402
 from torch._inductor import config as inductor_config  # noqa: E402
 
 from benchmarks.common import (  # noqa: E402
+    DIODE_SETTINGS,
     SHAPES,
     WARM_UP,
+    bench_cudagraph_us,
     geomean,
+    input_copies,
     load_shapes,
     report_header,
     run_worker,
@@ -84,8 +87,7 @@ from benchmarks.common import (  # noqa: E402
     wait_for_compile_pool,
     warm_up_function,
 )
-from benchmarks.e2e import DIODE_SETTINGS, bench_cudagraph_us, input_copies  # noqa: E402
-from benchmarks.e2e import models as e2e_models  # noqa: E402
+from benchmarks.e2e_models import models as e2e_models  # noqa: E402
 from torch_diode import config  # noqa: E402
 from torch_diode.collection.inductor_sweep import make_inputs, op_function  # noqa: E402
 from torch_diode.integration.install import diode_choices  # noqa: E402

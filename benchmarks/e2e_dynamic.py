@@ -3,13 +3,13 @@ runs, compiled by default mode, diode and stock max-autotune, timed at each size
 
 Items: one nn.Linear-style GEMM (weights static, the rows dynamic) of each held-out public model
 of the shapeset realmodels_heldout that has mm/addmm GEMMs (``--per-model``, drawn with
-``--seed``), and a decoder block (benchmarks.e2e.DecoderBlock) over a dynamic token count. Each is
-compiled both ways users get a dynamic graph: ``dynamic`` (``torch.compile(dynamic=True)``, first
-called at ``--hint`` rows) and ``automatic`` (plain ``torch.compile``, called at ``--hint`` rows and
-then at another size: the second call recompiles the graph with dynamic sizes). Then the compiled
-function runs every size of ``--sizes`` (decode batches 1-256 and prefill token counts 16-8,192 by
-default, odd counts included); a size of 1 compiles a graph of its own (torch.compile's 0/1
-specialisation), counted in ``recompiles``.
+``--seed``), and a decoder block (benchmarks.e2e_models.DecoderBlock) over a dynamic token count.
+Each is compiled both ways users get a dynamic graph: ``dynamic`` (``torch.compile(dynamic=True)``,
+first called at ``--hint`` rows) and ``automatic`` (plain ``torch.compile``, called at ``--hint``
+rows and then at another size: the second call recompiles the graph with dynamic sizes). Then the
+compiled function runs every size of ``--sizes`` (decode batches 1-256 and prefill token counts
+16-8,192 by default, odd counts included); a size of 1 compiles a graph of its own (torch.compile's
+0/1 specialisation), counted in ``recompiles``.
 
 Methods, each in a worker process of its own with new Triton and Inductor caches:
   default        torch.compile, no autotuning (cuBLAS for every GEMM, chosen per call)
@@ -51,9 +51,12 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from benchmarks.common import (  # noqa: E402
+    DIODE_SETTINGS,
     WARM_UP,
+    bench_cudagraph_us,
     command_line,
     geomean,
+    input_copies,
     load_shapes,
     report_header,
     run_worker,
@@ -62,7 +65,7 @@ from benchmarks.common import (  # noqa: E402
     wait_for_compile_pool,
     warm_up_function,
 )
-from benchmarks.e2e import DIODE_SETTINGS, DecoderBlock, bench_cudagraph_us, input_copies  # noqa: E402
+from benchmarks.e2e_models import DecoderBlock  # noqa: E402
 from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs  # noqa: E402
 from torch_diode.integration.install import diode_choices  # noqa: E402
 
@@ -74,7 +77,7 @@ MULTI_KERNEL_HINTS = [64, 256, 4096]  # the value torch._inductor.config suggest
 WAYS = ("dynamic", "automatic")
 DECODE_SIZES = (1, 2, 3, 8, 17, 64, 256)
 PREFILL_SIZES = (16, 77, 333, 1000, 2048, 4096, 8192)
-# input copies per size (benchmarks.e2e.input_copies): enough to leave the L2 cold for the
+# input copies per size (benchmarks.common.input_copies): enough to leave the L2 cold for the
 # weights-bound decode sizes, few enough that a size is timed in a fraction of a second
 MAX_COPIES = 8
 SECOND_SIZE = 333  # automatic dynamic shapes: the call after the hint's, which recompiles dynamic
@@ -102,7 +105,7 @@ class Gemm(nn.Module):
 
 
 class Decoder(nn.Module):
-    """benchmarks.e2e.DecoderBlock over one sequence of a dynamic token count."""
+    """benchmarks.e2e_models.DecoderBlock over one sequence of a dynamic token count."""
 
     def __init__(self):
         super().__init__()

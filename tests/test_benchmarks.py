@@ -227,7 +227,7 @@ def test_a_report_of_a_stopped_run_says_so_and_enters_no_table(tmp_path):
     """The report written after each worker is marked incomplete until the last; combined with a
     complete one it stays incomplete, and the results table refuses it."""
     from benchmarks import results_table
-    from benchmarks.e2e import write_report
+    from benchmarks.e2e_report import write_report
 
     shipped = json.loads(REPORT.read_text())
     head = {k: v for k, v in shipped.items() if k not in ("rows", "summary")}
@@ -646,7 +646,7 @@ def test_margin_groups_bound_the_predicted_gain_of_the_first_pick_over_aten():
 
 def test_parts_cover_the_draw_once_in_order():
     """--part I/N: N slices that together are the drawn GEMMs, each once, sizes within one."""
-    from benchmarks.e2e import part_arg, part_of
+    from benchmarks.e2e_report import part_arg, part_of
 
     items = list(range(42))
     for n in (1, 2, 5, 42, 50):
@@ -663,7 +663,8 @@ def test_compile_repeats_alternate_new_workers_and_report_the_median_compile_tim
     """--compile-repeats N (models only): default mode and diode_top1 each in a worker of its own in
     every round, N-1 more rounds in alternating order; each model's compile_s becomes the median of
     its rounds' compile times, its runtimes those of the first round that compiled it."""
-    from benchmarks.e2e import main, merge_compile_repeats, worker_plan
+    from benchmarks.e2e import main, worker_plan
+    from benchmarks.e2e_report import merge_compile_repeats
 
     args = argparse.Namespace(methods=["default", "diode_top1", "max_autotune"], only="models", compile_repeats=3)
     plan = worker_plan(args, [90.0, 400.0, 240.0, 330.0])
@@ -721,7 +722,7 @@ def test_input_copies_fill_twice_the_l2_cache_with_copies_laid_out_as_the_inputs
     L2: each copy in a storage of its own, with the original's sizes, strides, offset and values."""
     import torch
 
-    from benchmarks.e2e import input_copies
+    from benchmarks.common import input_copies
 
     base = torch.randn(3 * 64 * 40 + 5)
     a = base[5:].as_strided((3, 64, 40), (2560, 1, 64), 5)  # transposed batches, at an offset
@@ -763,7 +764,7 @@ def test_combine_joins_the_parts_of_one_draw(tmp_path):
 
 
 def test_draw_of_names_the_draw_only_where_its_slices_cover_it():
-    from benchmarks.e2e import draw_of
+    from benchmarks.e2e_report import draw_of
 
     draw = {"shapes": "realmodels_heldout", "per_model": 1, "seed": 0}
     sliced = [draw | {"part": f"{i}/3"} for i in (1, 2, 3)]

@@ -20,8 +20,7 @@ from typing import Any
 # diode decides only where this script installs it (the "diode" way), never through the import
 os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"
 
-from benchmarks.common import load_shapes, report_header, stage  # noqa: E402
-from benchmarks.e2e import DIODE_SETTINGS, bench_cudagraph_us  # noqa: E402
+from benchmarks.common import DIODE_SETTINGS, bench_cudagraph_us, load_shapes, report_header, stage  # noqa: E402
 
 # name -> (Inductor settings, whether diode decides); diode's as benchmarks.e2e compiles it
 WAYS: dict[str, tuple[dict[str, Any], bool]] = {

@@ -34,7 +34,7 @@ from torch_diode.fileio import atomic_write_bytes  # noqa: E402
 def measure(problem: Any, copies: int, reps: int, seed: int) -> dict[str, Any]:
     import torch
 
-    from benchmarks.e2e import bench_cudagraph_us, input_copies, operand_bytes
+    from benchmarks.common import bench_cudagraph_us, input_copies, operand_bytes
     from torch_diode.collection.inductor_sweep import make_inputs, op_function
 
     fn = op_function(problem.op)
