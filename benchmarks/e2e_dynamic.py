@@ -67,6 +67,7 @@ from benchmarks.common import (  # noqa: E402
 )
 from benchmarks.e2e_models import DecoderBlock  # noqa: E402
 from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs  # noqa: E402
+from torch_diode.fileio import atomic_write_bytes  # noqa: E402
 from torch_diode.integration.install import diode_choices  # noqa: E402
 
 logger = logging.getLogger(__name__)
@@ -133,12 +134,12 @@ def items(args: argparse.Namespace) -> list[tuple[str, Any]]:
 
 def settings_of(method: str) -> dict[str, Any]:
     settings: dict[str, Any] = {"force_disable_caches": True}
-    if method in ("max_autotune", "max_autotune_hints"):
-        settings.update(inductor_settings("DEFAULT", "ATEN,TRITON"))
-    if method == "max_autotune_hints":
-        settings["multi_kernel_hints"] = MULTI_KERNEL_HINTS
-    elif method == "diode":
+    if method == "diode":
         settings.update(DIODE_SETTINGS)
+    elif method in ("max_autotune", "max_autotune_hints"):
+        settings.update(inductor_settings("DEFAULT", "ATEN,TRITON"))
+        if method == "max_autotune_hints":
+            settings["multi_kernel_hints"] = MULTI_KERNEL_HINTS
     return settings
 
 
@@ -189,28 +190,35 @@ def worker(args: argparse.Namespace) -> int:
             except Exception as e:  # kept: the row says why
                 record = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
             rows.append({"label": label, "way": way, "method": method, **record})
-            Path(args.out).write_text(json.dumps(rows, indent=1))
+            atomic_write_bytes(args.out, json.dumps(rows, indent=1).encode())
         del module
         torch.cuda.empty_cache()
-    Path(args.out).write_text(json.dumps(rows, indent=1))
+    atomic_write_bytes(args.out, json.dumps(rows, indent=1).encode())
     return 0
 
 
-def summarize(rows: list[dict]) -> dict[str, Any]:
-    """diode over default mode and over max-autotune, per item, way and size; compile per graph."""
-    by = {(r["label"], r["way"], r["method"]): r for r in rows if "error" not in r}
-    vs_default, vs_max, compile_vs_default = [], [], []
-    for (label, way, method), r in by.items():
-        if method != "diode":
+def _ratios(by: dict, method: str, base: str, graphs: set | None = None) -> tuple[list[float], list[float]]:
+    """``method`` over ``base`` on each graph (item, way) both measured (those of ``graphs`` where
+    given): runtime per size, and compile time per graph."""
+    runtime, compile_s = [], []
+    for (label, way, m), r in by.items():
+        ref = by.get((label, way, base))
+        if m != method or not ref or (graphs is not None and (label, way) not in graphs):
             continue
-        for base, out in (("default", vs_default), ("max_autotune", vs_max)):
-            ref = by.get((label, way, base))
-            if ref:
-                out.extend(r["runtime_us"][s] / ref["runtime_us"][s] for s in r["runtime_us"] if s in ref["runtime_us"])
-        ref = by.get((label, way, "default"))
-        if ref and ref.get("compile_s"):
-            compile_vs_default.append(r["compile_s"] / ref["compile_s"])
-    return {
+        runtime.extend(r["runtime_us"][s] / ref["runtime_us"][s] for s in r["runtime_us"] if s in ref["runtime_us"])
+        if ref.get("compile_s"):
+            compile_s.append(r["compile_s"] / ref["compile_s"])
+    return runtime, compile_s
+
+
+def summarize(rows: list[dict]) -> dict[str, Any]:
+    """diode over default mode and over max-autotune, per item, way and size; compile per graph.
+    For each max-autotune method, its own figures over default mode and diode's on the graphs it
+    measured (a worker stopped at its time limit measures fewer)."""
+    by = {(r["label"], r["way"], r["method"]): r for r in rows if "error" not in r}
+    vs_default, compile_vs_default = _ratios(by, "diode", "default")
+    vs_max, _ = _ratios(by, "diode", "max_autotune")
+    summary = {
         "dynamic_runtime_ratio_vs_default_worst": max(vs_default, default=None),
         "dynamic_runtime_ratio_vs_default_geomean": geomean(vs_default),
         "dynamic_runtime_ratio_vs_max_autotune_worst": max(vs_max, default=None),
@@ -218,39 +226,29 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
         "dynamic_compile_ratio_vs_default_geomean": geomean(compile_vs_default),
         "rows_vs_default": len(vs_default),
         "errors": sum("error" in r for r in rows),
-        **_method_vs_default(by, "max_autotune"),
-        **_method_vs_default(by, "max_autotune_hints"),
     }
-
-
-def _method_vs_default(by: dict, method: str) -> dict[str, Any]:
-    """``method``'s runtime over default mode's per item, way and size, and compile per graph."""
-    runtime, compile_s = [], []
-    for (label, way, m), r in by.items():
-        ref = by.get((label, way, "default"))
-        if m != method or not ref:
+    for method in ("max_autotune", "max_autotune_hints"):
+        graphs = {(label, way) for label, way, m in by if m == method}
+        if not graphs:
             continue
-        runtime.extend(r["runtime_us"][s] / ref["runtime_us"][s] for s in r["runtime_us"] if s in ref["runtime_us"])
-        if ref.get("compile_s"):
-            compile_s.append(r["compile_s"] / ref["compile_s"])
-    if not runtime:
-        return {}
-    return {
-        f"{method}_runtime_ratio_vs_default_worst": max(runtime),
-        f"{method}_runtime_ratio_vs_default_geomean": geomean(runtime),
-        f"{method}_compile_ratio_vs_default_geomean": geomean(compile_s),
-    }
+        for who in (method, "diode"):
+            runtime, compile_s = _ratios(by, who, "default", graphs)
+            prefix = method if who == method else f"diode_on_{method}_graphs"
+            summary[f"{prefix}_runtime_ratio_vs_default_worst"] = max(runtime, default=None)
+            summary[f"{prefix}_runtime_ratio_vs_default_geomean"] = geomean(runtime)
+            summary[f"{prefix}_compile_ratio_vs_default_geomean"] = geomean(compile_s)
+        summary[f"{method}_graphs"] = len(graphs)
+    return summary
 
 
 def print_table(rows: list[dict], summary: dict) -> None:
     print(f"{'item':58s} {'way':9s} {'method':18s} {'compile s':>9s} {'worst/default':>13s}")
-    default = {(r["label"], r["way"]): r for r in rows if r["method"] == "default" and "error" not in r}
+    by = {(r["label"], r["way"], r["method"]): r for r in rows if "error" not in r}
     for r in rows:
         if "error" in r:
             print(f"{r['label'][:58]:58s} {r['way']:9s} {r['method']:18s} error: {r['error'][:60]}")
             continue
-        ref = default.get((r["label"], r["way"]))
-        ratios = [r["runtime_us"][s] / ref["runtime_us"][s] for s in r["runtime_us"] if ref and s in ref["runtime_us"]]
+        ratios, _ = _ratios(by, r["method"], "default", {(r["label"], r["way"])})
         worst = max(ratios, default=float("nan"))
         print(f"{r['label'][:58]:58s} {r['way']:9s} {r['method']:18s} {r['compile_s']:9.2f} {worst:13.3f}")
     for key, value in summary.items():
@@ -303,8 +301,10 @@ def main() -> int:
     if args.worker:
         return worker(args)
     if args.combine:
+        if Path(args.out).resolve() in {Path(p).resolve() for p in args.combine}:
+            parser.error(f"--out {args.out} is one of the reports --combine reads: name a new file")
         report = combine(args.combine)
-        Path(args.out).write_text(json.dumps(report, indent=1))
+        atomic_write_bytes(args.out, json.dumps(report, indent=1).encode())
         print_table(report["rows"], report["summary"])
         return 0
     common = ["--model", args.model, "--shapes", args.shapes, "--per-model", str(args.per_model)]
@@ -320,7 +320,7 @@ def main() -> int:
     summary = summarize(rows)
     report = {**report_header(), "model": args.model, "sizes": args.sizes}
     report.update(hint=args.hint, workers=status, summary=summary, rows=rows)
-    Path(args.out).write_text(json.dumps(report, indent=1))
+    atomic_write_bytes(args.out, json.dumps(report, indent=1).encode())
     print_table(rows, summary)
     return 0
 

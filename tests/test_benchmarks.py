@@ -819,11 +819,45 @@ def test_sample_rotation_counts_kernels_and_untimed_configs_per_number_of_draws(
     assert 0 <= rows[0]["rare_pair_share"] < rows[1]["rare_pair_share"] <= 1
 
 
+def test_e2e_dynamic_reports_hold_the_summary_of_their_rows():
+    """Every dynamic report's summary is what summarize computes from its rows (the figures the
+    docs quote), and each max-autotune method's graphs are counted with diode's figures on them."""
+    from benchmarks.e2e_dynamic import summarize
+
+    reports = sorted((ROOT / "benchmarks" / "results").glob("e2e_dynamic*.json"))
+    assert reports
+    for path in reports:
+        report = json.loads(path.read_text())
+        computed = summarize(report["rows"])
+        assert {k: computed[k] for k in report["summary"]} == pytest.approx(report["summary"], rel=1e-12), path.name
+    multi = summarize(
+        json.loads((ROOT / "benchmarks" / "results" / "e2e_dynamic_multi_kernel_h100.json").read_text())["rows"]
+    )
+    assert multi["max_autotune_hints_graphs"] == 3 < multi["rows_vs_default"]
+    assert (
+        multi["diode_on_max_autotune_hints_graphs_runtime_ratio_vs_default_worst"]
+        <= multi["dynamic_runtime_ratio_vs_default_worst"]
+    )
+
+
+def test_e2e_dynamic_combine_refuses_to_write_over_a_report_it_reads(tmp_path):
+    report = tmp_path / "a.json"
+    report.write_text((ROOT / "benchmarks" / "results" / "e2e_dynamic_h100.json").read_text())
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.e2e_dynamic", "--combine", str(report), "--out", str(report)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert result.returncode == 2 and "--out" in result.stderr.strip().splitlines()[-1], result.stderr
+    assert report.read_text() == (ROOT / "benchmarks" / "results" / "e2e_dynamic_h100.json").read_text()
+
+
 def test_e2e_dynamic_combine_joins_runs_of_other_methods_and_refuses_what_does_not_join(tmp_path, capsys):
     """Two calls' reports (default mode and diode in one, max-autotune in the other) make the report
     one run would have written: the same rows and summary; a method measured twice, or other
     sizes, is refused."""
-    from benchmarks.e2e_dynamic import combine, summarize
+    from benchmarks.e2e_dynamic import combine
 
     whole = json.loads((ROOT / "benchmarks" / "results" / "e2e_dynamic_h100.json").read_text())
     paths = []
@@ -833,8 +867,6 @@ def test_e2e_dynamic_combine_joins_runs_of_other_methods_and_refuses_what_does_n
         paths[-1].write_text(json.dumps(part))
     joined = combine([str(p) for p in paths])
     assert joined["rows"] == whole["rows"]
-    assert joined["summary"] == pytest.approx(summarize(whole["rows"]), rel=1e-12)
-    # the figures the measured report holds are the ones a combined one computes
     assert {k: joined["summary"][k] for k in whole["summary"]} == pytest.approx(whole["summary"], rel=1e-12)
     assert len(joined["runs"]) == 2 and joined["sizes"] == whole["sizes"]
     with pytest.raises(SystemExit, match="again"):
