@@ -28,7 +28,7 @@ Inductor cache directories: diode_top1; default + max_autotune + exhaustive; dio
 diode_max_autotune_mode (``--methods`` picks the methods; its default is every one but the last). So no
 method finds kernels another compiled, and stock autotuning never runs in a process where diode's
 handler was installed. TORCH_DIODE_NO_AUTOREGISTER=1 keeps the import from registering the
-shipped model (on an H100 it would otherwise decide every GEMM, the stock methods' included).
+shipped model, which on an H100 would decide every GEMM, the stock methods' included.
 Each worker first compiles a small throwaway GEMM followed by a ReLU (CUDA, Inductor, the Triton
 compiler and Inductor's compile workers start up, as in any real model's compile) and waits for
 Inductor's worker pool, which compiles every kernel after it (until the pool is up Inductor
@@ -53,8 +53,8 @@ exceeds the flush its figure is the host's, not the kernel's (the report's rows 
 worker that outlives its time limit is stopped; its finished items are kept. The report is
 written after each worker (``complete``: false until the last has run), so a run stopped between
 two keeps the finished workers' rows; the results table takes only a complete report.
-``--combine`` joins reports of one device, torch, Triton and model, and refuses to join rows timed
-over input copies with rows timed on one copy (reports without ``input_copies`` in their rows).
+``--combine`` joins reports of one device, torch, Triton and model whose rows are timed alike:
+all over input copies (``input_copies`` in each row) or all on one copy.
 
 Each measurement also records ``pad_mm`` (benchmarks/pad_mm.py): what Inductor's shape-padding
 pass (torch/_inductor/fx_passes/pad_mm.py) did during the compile, which can make a row slower under
