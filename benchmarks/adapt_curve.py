@@ -29,14 +29,14 @@ from torch_diode.collection.design import candidates, design
 from torch_diode.collection.shapes import excluded_measurements
 from torch_diode.dataset_io import load_datasets
 from torch_diode.model_file import write_model
+from torch_diode.registry import resolve_model
+from torch_diode.training.recipe import load_recipe, recipe_path
 from torch_diode.training.train import TrainConfig, train_model, with_prior_data
 from torch_diode.types import problem_key
 
 logger = logging.getLogger(__name__)
 
 GPUS = {"h100": "NVIDIA-H100-matmul", "h200": "NVIDIA-H200-matmul"}
-# measurements known wrong until measured again (the shipped recipes' --exclude)
-EXCLUDED = {"h100": ["data/h100/unhinted"], "h200": ["data/h200/unled"]}
 # `diode train --init-model SOURCE --prior-share 0.5 --num-epochs 40 --learning-rate 3e-4
 # --patience 15 --loss listwise`: the adaptation docs/contributing.md gives
 ADAPT = {"prior_share": 0.5, "num_epochs": 40, "learning_rate": 3e-4, "patience": 15, "loss": "listwise"}
@@ -45,15 +45,22 @@ SUMMARY_KEYS = ("first_pick_geomean", "first_pick_worst", "unsure_fraction", "tr
 
 
 def gpu_data(gpu: str):
-    """The GPU's training data less what its recipe excludes (`diode train --exclude`'s rule)."""
-    excluded = excluded_measurements(EXCLUDED[gpu])
+    """The GPU's training data less what its shipped model's recipe excludes (`diode train
+    --exclude`'s rule): measurements known wrong until measured again."""
+    recipe = load_recipe(recipe_path(resolve_model(GPUS[gpu])))
+    excluded = excluded_measurements(recipe.paths(("exclude",)))
     return load_datasets([f"data/{gpu}/train"]).subset(lambda hw, p: not excluded(hw, p))
 
 
-def adapted(source: str, source_data, new_data, n: int, seed: int, folder: Path) -> tuple[Path, float]:
-    """The source's model adapted to the sample of ``n`` problems; (its file, training seconds)."""
+def sample_pool(source_data, new_data) -> list:
+    """The problems a sample is drawn from: the source GPU's candidates the new GPU measured too."""
     have = {problem_key(p) for _, p, _ in new_data.problems()}
-    pool = [c for c in candidates(source_data) if problem_key(c.problem) in have]
+    return [c for c in candidates(source_data) if problem_key(c.problem) in have]
+
+
+def adapted(source: str, source_data, new_data, pool: list, n: int, seed: int, folder: Path) -> tuple[Path, float]:
+    """The source's model adapted to the sample of ``n`` problems of ``pool``; (its file, training
+    seconds)."""
     keys = {problem_key(c.problem) for c in design(pool, n, seed)}
     sample = new_data.subset(lambda hw, p: problem_key(p) in keys)
     data, prior, prior_keys = with_prior_data(sample, source_data)
@@ -74,11 +81,12 @@ def curve(source: str, new: str, sizes: list[int], seeds: list[int], all_seeds_a
     """The rows of one direction: the source model as it is, adapted to each sample size (every seed
     at ``all_seeds_at`` problems, the first seed at the other sizes), the new GPU's own model."""
     source_data, new_data = gpu_data(source), gpu_data(new)
+    pool = sample_pool(source_data, new_data)
     rows = [{"source": source, "new": new, "problems": 0, "seed": None, **judged(GPUS[source], new)}]
     with tempfile.TemporaryDirectory(prefix="adapt_curve_") as tmp:
         for n in sizes:
             for seed in seeds if n == all_seeds_at else seeds[:1]:
-                path, train_s = adapted(source, source_data, new_data, n, seed, Path(tmp))
+                path, train_s = adapted(source, source_data, new_data, pool, n, seed, Path(tmp))
                 row = {"source": source, "new": new, "problems": n, "seed": seed, "train_s": round(train_s, 1)}
                 rows.append({**row, **judged(str(path), new)})
                 logger.warning("%s", rows[-1])
@@ -132,11 +140,6 @@ def summarize(rows: list[dict], at: int = 100) -> dict:
     return out
 
 
-def replot(path: Path) -> None:
-    """The plot of a report this script wrote, drawn again beside it."""
-    plot(json.loads(path.read_text())["rows"], path.with_suffix(".png"))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="sample sizes")
@@ -144,7 +147,13 @@ def main() -> int:
     parser.add_argument(
         "--all-seeds-at", type=int, default=100, help="the sample size run with every seed (the others: the first)"
     )
-    parser.add_argument("--directions", nargs="+", default=["h100:h200", "h200:h100"], help="SOURCE:NEW pairs")
+    parser.add_argument(
+        "--directions",
+        nargs="+",
+        choices=["h100:h200", "h200:h100"],
+        default=["h100:h200", "h200:h100"],
+        help="SOURCE:NEW pairs",
+    )
     parser.add_argument("--out", required=True, help="JSON report (the plot beside it, .png)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(message)s")

@@ -215,6 +215,19 @@ def command_line() -> str:
     return " ".join(["python", *sys.argv])
 
 
+def combinable_reports(paths: Sequence[str], out: str, shared: Sequence[str]) -> list[dict[str, Any]]:
+    """The reports ``--combine`` joins into ``out``: refused (exit 2) where ``out`` is one of them,
+    and (exit 1, naming the key) where they differ in one of the ``shared`` keys."""
+    if Path(out).resolve() in {Path(p).resolve() for p in paths}:
+        print(f"--out {out} is one of the reports --combine reads: name a new file", file=sys.stderr)
+        raise SystemExit(2)
+    parts = [json.loads(Path(p).read_text()) for p in paths]
+    for key in shared:
+        if len({json.dumps(part.get(key), sort_keys=True) for part in parts}) > 1:
+            raise SystemExit(f"--combine: the reports differ in {key!r}: {[part.get(key) for part in parts]}")
+    return parts
+
+
 def config_design(config: Any) -> tuple:
     """What makes two tiled configs one kernel design: template, block sizes, GROUP_M, stages, warps."""
     return (

@@ -135,6 +135,7 @@ from benchmarks.pad_mm import load_pad_decisions, pad_mm_facts, save_pad_decisio
 from torch_diode import config as diode_config  # noqa: E402
 from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs, op_function  # noqa: E402
 from torch_diode.dataset_io import load_datasets  # noqa: E402
+from torch_diode.fileio import atomic_write_bytes  # noqa: E402
 from torch_diode.integration.install import diode_choices  # noqa: E402
 from torch_diode.types import problem_key  # noqa: E402
 
@@ -246,7 +247,7 @@ def worker(args: argparse.Namespace) -> int:
         load_pad_decisions(pad_decisions)
 
     def save() -> None:
-        Path(args.out).write_text(json.dumps(rows, indent=1))
+        atomic_write_bytes(args.out, json.dumps(rows, indent=1).encode())
         if pad_decisions:
             save_pad_decisions(pad_decisions)
 

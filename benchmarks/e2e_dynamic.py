@@ -22,7 +22,7 @@ Methods, each in a worker process of its own with new Triton and Inductor caches
                  a Triton kernel, the fastest Triton kernel at each of these sizes too, the one
                  nearest the run's size (log2 distance) running at each call
 
-Runtime per size is ``do_bench_cudagraph``'s median over input copies (benchmarks.e2e); compile
+Runtime per size is ``do_bench_cudagraph``'s median over input copies (benchmarks.common); compile
 time is the wall time of the call that compiled the dynamic graph (the first for ``dynamic``, the
 second for ``automatic``). The summary holds, over every item and size, diode's runtime over default
 mode's and over max-autotune's (worst, geomean) and the compile time ratios per dynamic graph.
@@ -38,11 +38,11 @@ device, torch, Triton and model; a (item, way, method) measured twice is refused
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"  # diode acts only where this script installs it
@@ -54,6 +54,7 @@ from benchmarks.common import (  # noqa: E402
     DIODE_SETTINGS,
     WARM_UP,
     bench_cudagraph_us,
+    combinable_reports,
     command_line,
     geomean,
     input_copies,
@@ -150,29 +151,24 @@ def measure(module: nn.Module, method: str, way: str, sizes: list[int], args: ar
     torch._dynamo.reset()
     compiled = torch.compile(module, dynamic=True if way == "dynamic" else None)
     record: dict[str, Any] = {"runtime_us": {}}
-    with inductor_config.patch(settings_of(method)), torch.no_grad():
-        choices_cm = diode_choices(args.model) if method == "diode" else None
-        choices = choices_cm.__enter__() if choices_cm else None
-        try:
-            first = timed_first_call(compiled, *module.rows(args.hint))
-            second = timed_first_call(compiled, *module.rows(SECOND_SIZE)) if way == "automatic" else None
-            record["compile_s"] = first if way == "dynamic" else second
-            record["first_call_s"] = first
-            compiles = torch._dynamo.utils.counters["stats"]["unique_graphs"]
-            for m in sizes:
-                inputs = module.rows(m)
-                compiled(*inputs)  # a size of 1 compiles its own graph here
-                record["runtime_us"][str(m)] = bench_cudagraph_us(compiled, input_copies(inputs, max_copies=MAX_COPIES))
-            record["graphs"] = torch._dynamo.utils.counters["stats"]["unique_graphs"]
-            record["recompiles"] = record["graphs"] - compiles
-            if choices is not None:
-                stats = choices.get_stats()
-                record["diode"] = {k: stats[k] for k in ("model_selections", "dynamic_decisions", "dynamic_kept_aten")}
-                record["diode"]["fallbacks"] = stats["fallbacks"]
-                record["diode"]["decisions"] = list(choices.decisions)
-        finally:
-            if choices_cm:
-                choices_cm.__exit__(None, None, None)
+    diode = diode_choices(args.model) if method == "diode" else contextlib.nullcontext()
+    with inductor_config.patch(settings_of(method)), torch.no_grad(), diode as choices:
+        first = timed_first_call(compiled, *module.rows(args.hint))
+        second = timed_first_call(compiled, *module.rows(SECOND_SIZE)) if way == "automatic" else None
+        record["compile_s"] = first if way == "dynamic" else second
+        record["first_call_s"] = first
+        compiles = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+        for m in sizes:
+            inputs = module.rows(m)
+            compiled(*inputs)  # a size of 1 compiles its own graph here
+            record["runtime_us"][str(m)] = bench_cudagraph_us(compiled, input_copies(inputs, max_copies=MAX_COPIES))
+        record["graphs"] = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+        record["recompiles"] = record["graphs"] - compiles
+        if choices is not None:
+            stats = choices.get_stats()
+            record["diode"] = {k: stats[k] for k in ("model_selections", "dynamic_decisions", "dynamic_kept_aten")}
+            record["diode"]["fallbacks"] = stats["fallbacks"]
+            record["diode"]["decisions"] = list(choices.decisions)
     return record
 
 
@@ -259,13 +255,11 @@ def print_table(rows: list[dict], summary: dict) -> None:
 SHARED = ("device", "torch", "triton", "model", "sizes", "hint")
 
 
-def combine(paths: list[str]) -> dict[str, Any]:
-    """One report of the rows of several runs' reports (:data:`SHARED` the same in each), with its
-    summary over all of them and each run's command, date and workers under ``runs``."""
-    parts = [json.loads(Path(p).read_text()) for p in paths]
-    for key in SHARED:
-        if len({json.dumps(part.get(key)) for part in parts}) > 1:
-            raise SystemExit(f"--combine: the reports differ in {key!r}: {[part.get(key) for part in parts]}")
+def combine(paths: list[str], out: str) -> dict[str, Any]:
+    """One report, to be written to ``out``, of the rows of several runs' reports (:data:`SHARED`
+    the same in each), with its summary over all of them and each run's command, date and workers
+    under ``runs``."""
+    parts = combinable_reports(paths, out, SHARED)
     rows, seen = [], set()
     for path, part in zip(paths, parts):
         for row in part["rows"]:
@@ -301,9 +295,7 @@ def main() -> int:
     if args.worker:
         return worker(args)
     if args.combine:
-        if Path(args.out).resolve() in {Path(p).resolve() for p in args.combine}:
-            parser.error(f"--out {args.out} is one of the reports --combine reads: name a new file")
-        report = combine(args.combine)
+        report = combine(args.combine, args.out)
         atomic_write_bytes(args.out, json.dumps(report, indent=1).encode())
         print_table(report["rows"], report["summary"])
         return 0

@@ -12,7 +12,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import geomean
+from benchmarks.common import combinable_reports, geomean
 from torch_diode.fileio import atomic_write_bytes
 
 # the methods a report's rows may hold, in the order of its table and plot
@@ -207,10 +207,7 @@ def timed_over_input_copies(rows: list[dict]) -> bool | None:
 
 def combine(args: argparse.Namespace) -> int:
     """One report from several runs' reports: their rows, a summary over all of them."""
-    parts = [json.loads(Path(p).read_text()) for p in args.combine]
-    for key in ("device", "torch", "triton", "model"):
-        if len({part.get(key) for part in parts}) > 1:
-            raise SystemExit(f"--combine: the reports differ in {key!r}: {[part.get(key) for part in parts]}")
+    parts = combinable_reports(args.combine, args.out, ("device", "torch", "triton", "model"))
     timings = {timed_over_input_copies(part["rows"]) for part in parts} - {None}
     if len(timings) > 1:
         raise SystemExit(

@@ -819,6 +819,14 @@ def test_sample_rotation_counts_kernels_and_untimed_configs_per_number_of_draws(
     assert 0 <= rows[0]["rare_pair_share"] < rows[1]["rare_pair_share"] <= 1
 
 
+def test_e2e_combine_refuses_to_write_over_a_report_it_reads(tmp_path):
+    report = tmp_path / "a.json"
+    report.write_bytes(REPORT.read_bytes())
+    done = combine(report, out=report)
+    assert done.returncode == 2 and "--out" in done.stderr, done.stderr
+    assert report.read_bytes() == REPORT.read_bytes()
+
+
 def test_e2e_dynamic_reports_hold_the_summary_of_their_rows():
     """Every dynamic report's summary is what summarize computes from its rows (the figures the
     docs quote), and each max-autotune method's graphs are counted with diode's figures on them."""
@@ -865,13 +873,13 @@ def test_e2e_dynamic_combine_joins_runs_of_other_methods_and_refuses_what_does_n
         part = {**whole, "rows": [r for r in whole["rows"] if r["method"] in methods]}
         paths.append(tmp_path / f"{name}.json")
         paths[-1].write_text(json.dumps(part))
-    joined = combine([str(p) for p in paths])
+    joined = combine([str(p) for p in paths], str(tmp_path / "joined.json"))
     assert joined["rows"] == whole["rows"]
     assert {k: joined["summary"][k] for k in whole["summary"]} == pytest.approx(whole["summary"], rel=1e-12)
     assert len(joined["runs"]) == 2 and joined["sizes"] == whole["sizes"]
     with pytest.raises(SystemExit, match="again"):
-        combine([str(paths[0]), str(paths[0])])
+        combine([str(paths[0]), str(paths[0])], str(tmp_path / "joined.json"))
     other = tmp_path / "other.json"
     other.write_text(json.dumps({**json.loads(paths[1].read_text()), "sizes": [1, 2]}))
     with pytest.raises(SystemExit, match="'sizes'"):
-        combine([str(paths[0]), str(other)])
+        combine([str(paths[0]), str(other)], str(tmp_path / "joined.json"))

@@ -8,7 +8,7 @@ times the configs of recorded problems (a dataset, such as `slow_picks deciding-
 in several passes, every method in turn on each problem, with the host idle and with
 ``--busy`` processes spinning on its cores (as the collector's compile workers do while it times):
 
-  flush   the method with no lead (the collector before timing.LEAD_US)
+  flush   the method with no lead (the collector without timing.LEAD_US)
   lead    the same with ``--lead-us`` of GPU time (torch.cuda._sleep) queued before each flush
 
 Per method and host state: how a config's timings differ from pass to pass (slowest / fastest - 1:
