@@ -28,6 +28,8 @@ OPS: tuple[str, ...] = tuple(op_names())
 DTYPES: tuple[str, ...] = tuple(dtype_names())
 # The ops with a batch dimension (B); mm and addmm have B = 1.
 BATCHED_OPS = ("bmm", "baddbmm")
+# The ops that add a bias (their first input).
+BIAS_OPS = ("addmm", "baddbmm")
 # Largest B/M/N/K, stride or bias size: the C++ core's kMaxDim (its features refuse larger).
 MAX_SIZE = 1 << 40
 # Largest block size, group, stage or warp count of a kernel config (the core's bound).
@@ -81,7 +83,7 @@ class Problem:
         for name in ("dtype_a", "dtype_b", "dtype_out"):
             if getattr(self, name) not in DTYPES:
                 raise ValueError(f"Problem.{name}: {getattr(self, name)!r} is not one of {DTYPES}")
-        if self.bias_shape is not None and self.op not in ("addmm", "baddbmm"):
+        if self.bias_shape is not None and self.op not in BIAS_OPS:
             raise ValueError(f"Problem.bias_shape: {self.op} has no bias")
 
     @property
@@ -90,7 +92,7 @@ class Problem:
 
     @property
     def has_bias(self) -> bool:
-        return self.op in ("addmm", "baddbmm")
+        return self.op in BIAS_OPS
 
     @property
     def flops(self) -> int:

@@ -121,7 +121,7 @@ def _cmd_collect(args: argparse.Namespace) -> int:
         )
         record = {**record, "fill_cells": str(args.fill_cells), "exclude": args.exclude or []}
         return measure(problems, args, record)
-    if not args.exclude:  # the plain draw, as runs before --exclude drew (their resumes depend on it)
+    if not args.exclude:  # the plain draw, which a collection without --exclude resumes from
         with _named_options():
             drawn = random_problems(spec, args.seed)
         problems = drop_heldout(drawn)

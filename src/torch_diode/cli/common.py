@@ -10,12 +10,9 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import OptionError
-
-if TYPE_CHECKING:
-    pass
 
 
 class Parser(argparse.ArgumentParser):

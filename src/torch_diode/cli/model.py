@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..collection.shapes import excluded_measurements
 from ..errors import OptionError, UserError
 from ..types import OPS
 from .common import (
@@ -113,6 +112,7 @@ def training_data(args: argparse.Namespace) -> tuple[Dataset, dict | None, froze
     """The data `diode train` fits (its inputs less the held-out problems and --exclude, with
     --prior-data's problems the inputs lack), the record of the prior data added (or None) and the
     keys of its problems."""
+    from ..collection.shapes import excluded_measurements
     from ..dataset_io import load_datasets
     from ..training.train import with_prior_data
 

@@ -88,7 +88,7 @@ def add_remeasure_command(sub: argparse._SubParsersAction) -> None:
         "--layout-hinted",
         action="store_true",
         help="only the problems whose Triton kernels get layout hints (sizes or strides with a power-of-two "
-        "factor below 16), which the fast collector timed with narrower memory accesses before the hints; "
+        "factor below 16), which the fast collector times with narrower memory accesses without the hints; "
         "a file measured with the hints (as its collections' settings or a merged re-measurement say) "
         "is left as it is",
     )

@@ -2,7 +2,7 @@
 
 Every collection (the recorder, both sweeps) records its settings in a source record
 ``{"tool": "torch_diode.collect", "settings": {...}}``; merging keeps each distinct record once.
-The settings are read here, with the defaults of the files written before a setting was recorded:
+The settings are read here, a setting a record lacks read as its default (what such a collection did):
 by `diode remeasure`, to measure a file again as it was measured and to leave alone a file already
 measured with the layout hints or the fast collector's lead (:data:`~.timing.LEAD_US`).
 """
@@ -42,7 +42,7 @@ def collection_settings(dataset: Dataset) -> list[dict]:
 
 def recorded_rotations(settings: dict) -> int:
     """The ``--exhaustive-rotations`` a collection's recorded settings say it drew its samples
-    with: a collection from before the option recorded none and drew one sample (1)."""
+    with: a record without the setting drew one sample (1)."""
     rotations = settings.get("exhaustive_rotations")
     return 1 if rotations is None else int(rotations)
 
@@ -52,7 +52,7 @@ def measurement_settings(path: str | os.PathLike, dataset: Dataset) -> dict:
     which must agree (DatasetFormatError naming ``path`` otherwise, or where none are recorded)."""
     recorded = []
     for s in collection_settings(dataset):
-        # collections from before the TMA template was timed, or TF32 recorded, record no setting for it
+        # a record without persistent_tma did not time the TMA template; one without TF32 ran without it
         recorded.append(
             {
                 **{k: s.get(k) for k in MEASUREMENT_SETTINGS},

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..selection.dynamic import SizeRange, size_scenarios
-from ..types import MAX_SIZE, KernelConfig, Problem
+from ..types import BIAS_OPS, MAX_SIZE, KernelConfig, Problem
 
 _PARAM_FIELDS = {
     "BLOCK_M": "block_m",
@@ -137,7 +137,7 @@ def problem_from_nodes(
     _hint = functools.partial(_hint_impl, require=require_hints, values=values)
     bias = None
     nodes = list(input_nodes)
-    if op in ("addmm", "baddbmm"):
+    if op in BIAS_OPS:
         bias, nodes = nodes[0], nodes[1:]
     a, b = nodes[0], nodes[1]
     size_a = tuple(_hint(s) for s in a.get_size())

@@ -128,8 +128,13 @@ class DiodeInductorChoices(InductorChoices):
         return Policy.from_config(self.top_k_configs, self.performance_threshold)
 
     def contract(self) -> Confidence:
-        """The confidence contract the model's training recorded (read from its metadata)."""
-        return Confidence.from_dict(self.metadata.get("training_data"))
+        """The confidence contract the model's training recorded (read from its metadata once per
+        metadata record: every decision asks for it)."""
+        recorded = self.metadata.get("training_data")
+        cached = getattr(self, "_contract_of", None)
+        if cached is None or cached[0] is not recorded:
+            cached = self._contract_of = (recorded, Confidence.from_dict(recorded))
+        return cached[1]
 
     def _checked_contract(self) -> Confidence:
         try:

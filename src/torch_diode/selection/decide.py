@@ -145,7 +145,8 @@ def extern_preference_for(problem: Problem, policy: Policy) -> float:
     the model's plain order) where an operand's rows are not 16-byte aligned. There the first
     picks that the preference turned to cuBLAS ran up to 2.6x the best measured, and the plain
     order's first picks were better on geometric mean on every held-out set
-    (``benchmarks/results/extern_preference_cpu.json``)."""
+    (``benchmarks/results/extern_preference_cpu.json``; its replay is in the studies' index,
+    benchmarks/studies/README.md)."""
     if problem.misaligned_operands:
         return 1.0
     return policy.extern_preference
@@ -275,7 +276,7 @@ def unsure_reason(
         return "misaligned"
     # (the same figure of aligned problems made every aligned problem unsure at once; replays of
     # the held-out sets with and without it: it changed no decision, and loss_risk judges each
-    # problem on its own, benchmarks/results/unsure_rules_cpu.json)
+    # problem on its own, benchmarks/results/unsure_rules_cpu.json; its replay: the studies' index)
     heldout = contract.heldout_top1_slowdown.get("misaligned")
     if (
         misaligned
