@@ -52,9 +52,10 @@ def template_uids(templates: list) -> tuple[str, ...]:
 def enumerable_uid(
     problem: Problem, kernel_inputs: Any, template_choices: dict, kwarg_overrides: dict | None
 ) -> str | None:
-    """The Triton template whose candidates diode can enumerate for this problem, or None: the
-    sizes are static (EVEN_K is then K % BLOCK_K == 0) and Inductor's config generation runs with
-    its stock settings."""
+    """The Triton template whose candidates diode can enumerate for this problem, or None: K is
+    static (EVEN_K is then K % BLOCK_K == 0; M and N may be symbolic, Inductor scaling the configs
+    to their hints, which ``problem`` holds) and Inductor's config generation runs with its stock
+    settings."""
     from torch._inductor import config as inductor_config
 
     try:
@@ -67,8 +68,8 @@ def enumerable_uid(
             or getattr(inductor_config, "max_autotune_prune_choices_based_on_shared_mem", False)
         ):
             return None
-        sizes = kernel_inputs.mnk_symbolic()
-        return uid if all(isinstance(s, int) or getattr(s, "is_Integer", False) for s in sizes) else None
+        k = kernel_inputs.mnk_symbolic()[2]
+        return uid if isinstance(k, int) or getattr(k, "is_Integer", False) else None
     except Exception:  # anything unexpected: Inductor's generators produce the pool
         return None
 
