@@ -248,24 +248,35 @@ def test_dynamic_shapes_compile_once_and_stay_right(model):
 def test_own_enumeration_decides_dynamic_graphs_as_inductors_generators(model):
     """Graphs whose rows are symbolic and K static (automatic dynamic shapes) are decided over
     diode's own enumeration of the Triton template's candidates, scaled to the hints as Inductor
-    scales them: the same decisions as over Inductor's generators, and outputs equal to eager's."""
-    decided = {}
-    for enumerate_candidates in (True, False):
-        with (
-            diode_choices(model) as choices,
-            inductor_config.patch(max_autotune_gemm=True, force_disable_caches=True),
-            config.patch(enumerate_candidates=enumerate_candidates, top_k_configs=1, unsure_top_k=1),
-        ):
-            for fn, make, sizes in _dynamic_calls():
-                torch._dynamo.reset()
-                compiled = torch.compile(fn)
-                for n in sizes:
-                    x = make(n)
-                    ref = fn(*[t.float() for t in x])
-                    torch.testing.assert_close(compiled(*x).float(), ref, atol=4e-2 * ref.abs().max().item(), rtol=4e-2)
-            stats = choices.get_stats()
-            decided[enumerate_candidates] = [(d["problem"], d["chosen"], d.get("sizes")) for d in choices.decisions]
-            assert stats["fallbacks_total"] == 0 and stats["enumeration_mismatch"] == 0, stats
-            assert stats["dynamic_decisions"] >= 2, stats
-            assert (stats["enumerated"] > 0) == enumerate_candidates, stats
-    assert decided[True] == decided[False]
+    scales them (with TF32 allowed, Inductor's generators: their ALLOW_TF32 holds at every size):
+    the same decisions as over Inductor's generators, and outputs equal to eager's."""
+    before = torch.get_float32_matmul_precision()
+    try:
+        for precision in ("highest", "high"):
+            torch.set_float32_matmul_precision(precision)
+            decided = {}
+            for enumerate_candidates in (True, False):
+                decided[enumerate_candidates] = _dynamic_decisions(model, enumerate_candidates)
+            assert decided[True] == decided[False], precision
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+def _dynamic_decisions(model: str, enumerate_candidates: bool) -> list:
+    with (
+        diode_choices(model) as choices,
+        inductor_config.patch(max_autotune_gemm=True, force_disable_caches=True),
+        config.patch(enumerate_candidates=enumerate_candidates, top_k_configs=1, unsure_top_k=1),
+    ):
+        for fn, make, sizes in _dynamic_calls():
+            torch._dynamo.reset()
+            compiled = torch.compile(fn)
+            for n in sizes:
+                x = make(n)
+                ref = fn(*[t.float() for t in x])
+                torch.testing.assert_close(compiled(*x).float(), ref, atol=4e-2 * ref.abs().max().item(), rtol=4e-2)
+        stats = choices.get_stats()
+        assert stats["fallbacks_total"] == 0 and stats["enumeration_mismatch"] == 0, stats
+        assert stats["dynamic_decisions"] >= 2, stats
+        assert (stats["enumerated"] > 0) == enumerate_candidates, stats
+        return [(d["problem"], d["chosen"], d.get("sizes")) for d in choices.decisions]
