@@ -246,7 +246,8 @@ def test_dynamic_shapes_compile_once_and_stay_right(model):
 
 
 def test_own_enumeration_decides_dynamic_graphs_as_inductors_generators(model):
-    """Graphs whose rows are symbolic and K static (automatic dynamic shapes) are decided over
+    """Graphs whose rows are symbolic and K static (automatic dynamic shapes; a module's static
+    parameters under dynamic=True) are decided over
     diode's own enumeration of the Triton template's candidates, scaled to the hints as Inductor
     scales them (with TF32 allowed, Inductor's generators: their ALLOW_TF32 holds at every size):
     the same decisions as over Inductor's generators, and outputs equal to eager's."""
@@ -268,12 +269,16 @@ def _dynamic_decisions(model: str, enumerate_candidates: bool) -> list:
         inductor_config.patch(max_autotune_gemm=True, force_disable_caches=True),
         config.patch(enumerate_candidates=enumerate_candidates, top_k_configs=1, unsure_top_k=1),
     ):
-        for fn, make, sizes in _dynamic_calls():
+        # automatic dynamic shapes, and a module's parameters (static) under dynamic=True
+        linear = torch.nn.Linear(768, 1024, device="cuda", dtype=torch.bfloat16)
+        module = (linear, lambda n: (torch.randn(n, 768, device="cuda", dtype=torch.bfloat16),), (128, 197, 333, 1000))
+        for (fn, make, sizes), dynamic in [*((c, None) for c in _dynamic_calls()), (module, True)]:
             torch._dynamo.reset()
-            compiled = torch.compile(fn)
+            compiled = torch.compile(fn, dynamic=dynamic)
             for n in sizes:
                 x = make(n)
-                ref = fn(*[t.float() for t in x])
+                # the module's parameters are bf16: its reference is eager bf16
+                ref = fn(*[t.float() for t in x]) if dynamic is None else fn(*x).float()
                 torch.testing.assert_close(compiled(*x).float(), ref, atol=4e-2 * ref.abs().max().item(), rtol=4e-2)
         stats = choices.get_stats()
         assert stats["fallbacks_total"] == 0 and stats["enumeration_mismatch"] == 0, stats
