@@ -270,7 +270,7 @@ def _dynamic_decisions(model: str, enumerate_candidates: bool) -> list:
         config.patch(enumerate_candidates=enumerate_candidates, top_k_configs=1, unsure_top_k=1),
     ):
         # automatic dynamic shapes, and a module's parameters (static) under dynamic=True
-        linear = torch.nn.Linear(768, 1024, device="cuda", dtype=torch.bfloat16)
+        linear = torch.nn.Linear(768, 1024, device="cuda", dtype=torch.bfloat16).requires_grad_(False)
         module = (linear, lambda n: (torch.randn(n, 768, device="cuda", dtype=torch.bfloat16),), (128, 197, 333, 1000))
         for (fn, make, sizes), dynamic in [*((c, None) for c in _dynamic_calls()), (module, True)]:
             torch._dynamo.reset()
