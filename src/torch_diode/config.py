@@ -29,7 +29,7 @@ Each setting below reads: name (environment variable; default): meaning.
 - ``cache_predictions`` (``TORCH_DIODE_CACHE_PREDICTIONS``; 1): remember the decision for a
   repeated problem
 - ``enumerate_candidates`` (``TORCH_DIODE_ENUMERATE_CANDIDATES``; 1): diode enumerates the Triton
-  mm/bmm candidates itself instead of Inductor's generator building them all (static sizes,
+  mm/bmm candidates itself instead of Inductor's generator building them all (a static K,
   stock config settings)
 - ``dynamic_decisions`` (``TORCH_DIODE_DYNAMIC_DECISIONS``; 1): a GEMM with symbolic sizes (a
   dynamic graph) is decided over the sizes it will run, keeping cuBLAS unless one Triton config is

@@ -201,13 +201,9 @@ def test_a_kind_without_training_data_is_never_chosen_alone(model):
     )
 
 
-def test_dynamic_shapes_compile_once_and_stay_right(model):
-    """Shapes that change from call to call, as a user's model makes them: an nn.Linear-like addmm
-    over a growing token count and a decode step's attention bmm over a growing KV length, compiled
-    with dynamic=True (Inductor's Triton templates with symbolic sizes, decided over the sizes they
-    will run: selection.dynamic) and with torch.compile's automatic dynamic shapes. Every output
-    equals eager's, diode decides every graph, each dynamic one over more than one size, and falls
-    back nowhere."""
+def _dynamic_calls() -> list:
+    """(function, inputs of n rows, the sizes it runs): an nn.Linear-like addmm over a growing token
+    count, and a decode step's attention bmm over a growing KV length."""
     dtype = torch.bfloat16
     w, bias = torch.randn(1024, 768, device="cuda", dtype=dtype), torch.randn(1024, device="cuda", dtype=dtype)
     linear = lambda x, w, bias: torch.addmm(bias, x, w.t())
@@ -223,6 +219,17 @@ def test_dynamic_shapes_compile_once_and_stay_right(model):
             (256, 257, 300, 1777),
         ),
     ]
+    return calls
+
+
+def test_dynamic_shapes_compile_once_and_stay_right(model):
+    """Shapes that change from call to call, as a user's model makes them: an nn.Linear-like addmm
+    over a growing token count and a decode step's attention bmm over a growing KV length, compiled
+    with dynamic=True (Inductor's Triton templates with symbolic sizes, decided over the sizes they
+    will run: selection.dynamic) and with torch.compile's automatic dynamic shapes. Every output
+    equals eager's, diode decides every graph, each dynamic one over more than one size, and falls
+    back nowhere."""
+    calls = _dynamic_calls()
     for dynamic in (True, None):
         with diode_choices(model) as choices, inductor_config.patch(max_autotune_gemm=True, force_disable_caches=True):
             for fn, make, sizes in calls:
@@ -236,3 +243,45 @@ def test_dynamic_shapes_compile_once_and_stay_right(model):
             assert stats["fallbacks_total"] == 0 and stats["model_selections"] >= 2, (dynamic, stats)
             assert stats["dynamic_decisions"] >= 2, (dynamic, stats)
             assert all(d["scenarios"] > 1 for d in choices.decisions if "sizes" in d), list(choices.decisions)
+
+
+def test_own_enumeration_decides_dynamic_graphs_as_inductors_generators(model):
+    """Graphs whose rows are symbolic and K static (automatic dynamic shapes; a module's static
+    parameters under dynamic=True) are decided over
+    diode's own enumeration of the Triton template's candidates, scaled to the hints as Inductor
+    scales them (with TF32 allowed, Inductor's generators: their ALLOW_TF32 holds at every size):
+    the same decisions as over Inductor's generators, and outputs equal to eager's."""
+    before = torch.get_float32_matmul_precision()
+    try:
+        for precision in ("highest", "high"):
+            torch.set_float32_matmul_precision(precision)
+            decided = {}
+            for enumerate_candidates in (True, False):
+                decided[enumerate_candidates] = _dynamic_decisions(model, enumerate_candidates)
+            assert decided[True] == decided[False], precision
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+def _dynamic_decisions(model: str, enumerate_candidates: bool) -> list:
+    with (
+        diode_choices(model) as choices,
+        inductor_config.patch(max_autotune_gemm=True, force_disable_caches=True),
+        config.patch(enumerate_candidates=enumerate_candidates, top_k_configs=1, unsure_top_k=1),
+    ):
+        # automatic dynamic shapes, and a module's parameters (static) under dynamic=True
+        linear = torch.nn.Linear(768, 1024, device="cuda", dtype=torch.bfloat16).requires_grad_(False)
+        module = (linear, lambda n: (torch.randn(n, 768, device="cuda", dtype=torch.bfloat16),), (128, 197, 333, 1000))
+        for (fn, make, sizes), dynamic in [*((c, None) for c in _dynamic_calls()), (module, True)]:
+            torch._dynamo.reset()
+            compiled = torch.compile(fn, dynamic=dynamic)
+            for n in sizes:
+                x = make(n)
+                # the module's parameters are bf16: its reference is eager bf16
+                ref = fn(*[t.float() for t in x]) if dynamic is None else fn(*x).float()
+                torch.testing.assert_close(compiled(*x).float(), ref, atol=4e-2 * ref.abs().max().item(), rtol=4e-2)
+        stats = choices.get_stats()
+        assert stats["fallbacks_total"] == 0 and stats["enumeration_mismatch"] == 0, stats
+        assert stats["dynamic_decisions"] >= 2, stats
+        assert (stats["enumerated"] > 0) == enumerate_candidates, stats
+        return [(d["problem"], d["chosen"], d.get("sizes")) for d in choices.decisions]

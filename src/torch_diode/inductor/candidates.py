@@ -2,7 +2,7 @@
 a probe candidate to put enumerated configs into, and KernelTemplateChoices for wanted configs.
 
 Inductor calls ``_finalize_template_configs`` with lazy generators of every candidate
-(KernelTemplateChoice) before any kernel is generated. Where it can (static sizes, Inductor's
+(KernelTemplateChoice) before any kernel is generated. Where it can (a static K, Inductor's
 stock config settings, Inductor's heuristic for the template holding the CUDA config lists diode
 reads), diode enumerates the Triton mm/bmm template's candidates itself
 (:mod:`.config_space`: Inductor's lists, scaled and pruned by Inductor's rules, the same configs
@@ -25,7 +25,7 @@ from functools import cache
 from typing import Any
 
 from ..types import KernelConfig, Problem
-from .config_space import raw_config_lists, rows_of, template_id, triton_candidates
+from .config_space import raw_config_lists, rows_of, template_id, tf32_enabled, triton_candidates
 from .convert import ktc_config, ktc_with_config
 
 logger = logging.getLogger(__name__)
@@ -52,9 +52,10 @@ def template_uids(templates: list) -> tuple[str, ...]:
 def enumerable_uid(
     problem: Problem, kernel_inputs: Any, template_choices: dict, kwarg_overrides: dict | None
 ) -> str | None:
-    """The Triton template whose candidates diode can enumerate for this problem, or None: the
-    sizes are static (EVEN_K is then K % BLOCK_K == 0) and Inductor's config generation runs with
-    its stock settings."""
+    """The Triton template whose candidates diode can enumerate for this problem, or None: K is
+    static (EVEN_K is then K % BLOCK_K == 0; M and N may be symbolic, Inductor scaling the configs
+    to their hints, which ``problem`` holds, where TF32 is not allowed) and Inductor's config
+    generation runs with its stock settings."""
     from torch._inductor import config as inductor_config
 
     try:
@@ -67,8 +68,12 @@ def enumerable_uid(
             or getattr(inductor_config, "max_autotune_prune_choices_based_on_shared_mem", False)
         ):
             return None
-        sizes = kernel_inputs.mnk_symbolic()
-        return uid if all(isinstance(s, int) or getattr(s, "is_Integer", False) for s in sizes) else None
+        static = [isinstance(s, int) or getattr(s, "is_Integer", False) for s in kernel_inputs.mnk_symbolic()]
+        if not static[2]:
+            return None
+        # with TF32 allowed, Inductor sets ALLOW_TF32 where M >= 16 and min(N, K) >= 512 hold for
+        # every size a symbolic M or N can take, which the hints diode enumerates at do not say
+        return uid if all(static) or not tf32_enabled() else None
     except Exception:  # anything unexpected: Inductor's generators produce the pool
         return None
 
@@ -167,8 +172,8 @@ def materialise(
             if uid not in iterators:
                 return None, restored()
             if uid == enumerable and want.is_tiled and (base := base or make_probe()) is not None:
-                # static sizes here: a decision cached from a dynamic graph of the same hints
-                # (EVEN_K False) is not this graph's kernel
+                # EVEN_K as this graph's static K makes it: a config whose EVEN_K another K gave
+                # (a cached decision of other sizes) is not this graph's kernel
                 ktc = ktc_with_config(base, want) if want.even_k == (static_k % want.block_k == 0) else None
             else:
                 ktc = candidate(uid, want)

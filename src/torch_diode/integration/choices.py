@@ -246,7 +246,7 @@ class DiodeInductorChoices(InductorChoices):
             if chosen is not None:
                 return chosen
             chosen, template_choices = self._from_enumeration(
-                problem, template_choices, kernel_inputs, templates, op_name, kwarg_overrides
+                problem, template_choices, kernel_inputs, templates, op_name, kwarg_overrides, dynamic
             )
             if chosen is not None:
                 return chosen
@@ -347,8 +347,10 @@ class DiodeInductorChoices(InductorChoices):
         templates: list,
         op_name: str,
         kwarg_overrides: dict | None,
+        dynamic: DynamicSizes | None = None,
     ) -> tuple[list | None, dict]:
-        """The decision with the Triton template's candidates enumerated by diode. None where it
+        """The decision with the Triton template's candidates enumerated by diode (over ``dynamic``'s
+        sizes where the GEMM's sizes are symbolic). None where it
         does not apply, the full path then deciding (and reporting any fallback): the generators
         come back with what was taken from them in front."""
         if self.engine is None:
@@ -380,7 +382,7 @@ class DiodeInductorChoices(InductorChoices):
                     parts.append((config_rows(configs), configs.__getitem__))
                     owners.append(lists[u])
             candidates = Candidates(parts)
-            indices, commit = self._decide(problem, candidates, kernel_inputs)
+            indices, commit = self._decide(problem, candidates, kernel_inputs, dynamic)
             chosen = []
             for i in indices:
                 part, j = candidates.locate(i)
@@ -390,9 +392,8 @@ class DiodeInductorChoices(InductorChoices):
             if any(k is None for k in chosen):  # an enumerated config Inductor's template does not reproduce
                 self.stats.count("enumeration_mismatch")
                 return None, restored()
-            self._remember(
-                problem, kernel_inputs, templates, op_name, [candidates.config(i) for i in indices], len(candidates)
-            )
+            configs = [candidates.config(i) for i in indices]
+            self._remember(problem, kernel_inputs, templates, op_name, configs, len(candidates), dynamic)
         except Exception as e:  # the full path decides again and reports the failure as its own
             logger.debug("torch-diode: enumeration of %s failed (%s)", op_name, e)
             return None, restored()
