@@ -22,8 +22,11 @@ Methods, each in a worker process of its own with new Triton and Inductor caches
                  a Triton kernel, the fastest Triton kernel at each of these sizes too, the one
                  nearest the run's size (log2 distance) running at each call
 
-Runtime per size is ``do_bench_cudagraph``'s median over input copies (benchmarks.common); compile
-time is the wall time of the call that compiled the dynamic graph (the first for ``dynamic``, the
+Runtime per size is ``do_bench_cudagraph``'s median over input copies (benchmarks.common). The
+diode and max-autotune workers also compile default mode's graph of each item in their process and
+time it at each size right after their own (``default_runtime_us``): their ratios to default mode
+are of two timings a second apart, not of two processes' (clocks drift a few percent between
+them). Compile time is the wall time of the call that compiled the dynamic graph (the first for ``dynamic``, the
 second for ``automatic``). The summary holds, over every item and size, diode's runtime over default
 mode's and over max-autotune's (worst, geomean) and the compile time ratios per dynamic graph.
 
@@ -144,31 +147,67 @@ def settings_of(method: str) -> dict[str, Any]:
     return settings
 
 
+def reference_call(module: nn.Module, *inputs: torch.Tensor) -> torch.Tensor:
+    """The frame default mode's paired reference compiles: a code object of its own, so that its
+    cache entries and automatic-dynamic state are not the measured method's (``module.forward``)."""
+    return module(*inputs)
+
+
+def unique_graphs() -> int:
+    return torch._dynamo.utils.counters["stats"]["unique_graphs"]
+
+
+def compile_calls(compiled: Any, module: nn.Module, way: str, sizes: list[int], hint: int) -> dict[str, Any]:
+    """The calls that compile ``compiled`` ``way`` (the hint's, then for ``automatic`` another
+    size's), then one call at each size (a size of 1 compiles a graph of its own): the first
+    call's wall seconds, the dynamic graph's compile seconds, the graphs compiled and how many of
+    them the sizes' calls compiled."""
+    before = unique_graphs()
+    first = timed_first_call(compiled, *module.rows(hint))
+    second = timed_first_call(compiled, *module.rows(SECOND_SIZE)) if way == "automatic" else None
+    calls = unique_graphs()
+    for m in sizes:
+        compiled(*module.rows(m))
+    graphs = unique_graphs()
+    compile_s = first if way == "dynamic" else second
+    return {"compile_s": compile_s, "first_call_s": first, "graphs": graphs - before, "recompiles": graphs - calls}
+
+
 def measure(module: nn.Module, method: str, way: str, sizes: list[int], args: argparse.Namespace) -> dict[str, Any]:
-    """Compile ``module`` one ``way`` with ``method``, then its runtime at every size."""
+    """Compile ``module`` one ``way`` with ``method``, then its runtime at every size. Another
+    method's worker also compiles default mode's graph in its process and times it at each size
+    right after the method's (``default_runtime_us``): the ratio to default mode compares two
+    timings of the same minute, clock and temperature."""
     from torch._inductor import config as inductor_config
 
     torch._dynamo.reset()
-    compiled = torch.compile(module, dynamic=True if way == "dynamic" else None)
+    dynamic = True if way == "dynamic" else None
+    compiled = torch.compile(module, dynamic=dynamic)
     record: dict[str, Any] = {"runtime_us": {}}
     diode = diode_choices(args.model) if method == "diode" else contextlib.nullcontext()
     with inductor_config.patch(settings_of(method)), torch.no_grad(), diode as choices:
-        first = timed_first_call(compiled, *module.rows(args.hint))
-        second = timed_first_call(compiled, *module.rows(SECOND_SIZE)) if way == "automatic" else None
-        record["compile_s"] = first if way == "dynamic" else second
-        record["first_call_s"] = first
-        compiles = torch._dynamo.utils.counters["stats"]["unique_graphs"]
-        for m in sizes:
-            inputs = module.rows(m)
-            compiled(*inputs)  # a size of 1 compiles its own graph here
-            record["runtime_us"][str(m)] = bench_cudagraph_us(compiled, input_copies(inputs, max_copies=MAX_COPIES))
-        record["graphs"] = torch._dynamo.utils.counters["stats"]["unique_graphs"]
-        record["recompiles"] = record["graphs"] - compiles
+        record.update(compile_calls(compiled, module, way, sizes, args.hint))
         if choices is not None:
             stats = choices.get_stats()
             record["diode"] = {k: stats[k] for k in ("model_selections", "dynamic_decisions", "dynamic_kept_aten")}
             record["diode"]["fallbacks"] = stats["fallbacks"]
             record["diode"]["decisions"] = list(choices.decisions)
+    reference: Any = None
+    if method != "default":
+        compiled_reference = torch.compile(reference_call, dynamic=dynamic)
+
+        def reference(*inputs: torch.Tensor) -> torch.Tensor:
+            return compiled_reference(module, *inputs)
+
+        with inductor_config.patch(settings_of("default")), torch.no_grad():
+            compile_calls(reference, module, way, sizes, args.hint)
+        record["default_runtime_us"] = {}
+    with torch.no_grad():
+        for m in sizes:
+            copies = input_copies(module.rows(m), max_copies=MAX_COPIES)
+            record["runtime_us"][str(m)] = bench_cudagraph_us(compiled, copies)
+            if reference is not None:
+                record["default_runtime_us"][str(m)] = bench_cudagraph_us(reference, copies)
     return record
 
 
@@ -195,13 +234,15 @@ def worker(args: argparse.Namespace) -> int:
 
 def _ratios(by: dict, method: str, base: str, graphs: set | None = None) -> tuple[list[float], list[float]]:
     """``method`` over ``base`` on each graph (item, way) both measured (those of ``graphs`` where
-    given): runtime per size, and compile time per graph."""
+    given): runtime per size (over default mode's paired timing in the method's worker where it
+    has one), and compile time per graph (over the base worker's)."""
     runtime, compile_s = [], []
     for (label, way, m), r in by.items():
         ref = by.get((label, way, base))
         if m != method or not ref or (graphs is not None and (label, way) not in graphs):
             continue
-        runtime.extend(r["runtime_us"][s] / ref["runtime_us"][s] for s in r["runtime_us"] if s in ref["runtime_us"])
+        ref_us = r["default_runtime_us"] if base == "default" and "default_runtime_us" in r else ref["runtime_us"]
+        runtime.extend(r["runtime_us"][s] / ref_us[s] for s in r["runtime_us"] if s in ref_us)
         if ref.get("compile_s"):
             compile_s.append(r["compile_s"] / ref["compile_s"])
     return runtime, compile_s

@@ -883,3 +883,17 @@ def test_e2e_dynamic_combine_joins_runs_of_other_methods_and_refuses_what_does_n
     other.write_text(json.dumps({**json.loads(paths[1].read_text()), "sizes": [1, 2]}))
     with pytest.raises(SystemExit, match="'sizes'"):
         combine([str(paths[0]), str(other)], str(tmp_path / "joined.json"))
+
+
+def test_e2e_dynamic_ratios_to_default_mode_use_the_workers_paired_timing():
+    """A row with default mode's timing from its own worker (``default_runtime_us``) is compared
+    with that, not with the default worker's (another process, minutes apart); its compile time
+    with the default worker's; a row without one with the default worker's runtime."""
+    from benchmarks.e2e_dynamic import summarize
+
+    default = {"label": "g", "way": "dynamic", "method": "default", "compile_s": 2.0, "runtime_us": {"1": 10.0}}
+    paired = {**default, "method": "diode", "compile_s": 3.0, "runtime_us": {"1": 10.2}}
+    summary = summarize([default, {**paired, "default_runtime_us": {"1": 10.2}}])
+    assert summary["dynamic_runtime_ratio_vs_default_worst"] == pytest.approx(1.0)
+    assert summary["dynamic_compile_ratio_vs_default_geomean"] == pytest.approx(1.5)
+    assert summarize([default, paired])["dynamic_runtime_ratio_vs_default_worst"] == pytest.approx(1.02)
