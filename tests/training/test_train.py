@@ -496,3 +496,12 @@ def test_adapt_options_that_cannot_work_are_refused_naming_the_option(tmp_path, 
     code, _, err = diode_cli("train", "--dataset", SAMPLE, "--model", tmp_path / "m.diode", *extra)
     assert code == 2 and option in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "m.diode").exists()
+
+
+def test_prior_share_without_prior_data_is_refused_before_the_data_is_read(tmp_path, diode_cli):
+    """An option error is found from the options alone: the dataset named here does not exist, and
+    the error is the option's, naming --prior-share and what it needs."""
+    missing = tmp_path / "missing.msgpack.gz"
+    code, _, err = diode_cli("train", "--dataset", missing, "--model", tmp_path / "m.diode", "--prior-share", "0.5")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--prior-share" in err and "--prior-data" in err and str(missing) not in err, err

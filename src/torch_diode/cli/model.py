@@ -119,8 +119,6 @@ def training_data(args: argparse.Namespace) -> tuple[Dataset, dict | None, froze
     excluded = excluded_measurements(args.exclude) if args.exclude else None
     dataset = _without_exclusions(_without_heldout(_load(args), args), excluded, "the training data")
     if not args.prior_data:
-        if args.prior_share is not None:
-            raise OptionError("--prior-share", "shares each epoch between the data and --prior-data: give --prior-data")
         return dataset, None, frozenset()
     loaded = _without_heldout(load_datasets(args.prior_data, args.file_extensions), args, args.prior_data)
     loaded = _without_exclusions(loaded, excluded, "--prior-data")
@@ -142,6 +140,8 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
         )
     if args.bootstrap and args.ensemble < 2:
         raise OptionError("--bootstrap", "resamples the problems per ensemble member: give --ensemble 2 or more")
+    if args.prior_share is not None and not args.prior_data:
+        raise OptionError("--prior-share", "shares each epoch between the data and --prior-data: give --prior-data")
     if args.bootstrap and args.prior_share is not None:
         raise OptionError(
             "--prior-share", "draws --prior-data's problems per epoch: it does not combine with --bootstrap"
