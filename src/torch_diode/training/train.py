@@ -320,6 +320,23 @@ def clipped_targets(arrays: TrainingArrays, slowdown: float) -> np.ndarray:
     return np.minimum(arrays.log_time_us, cap).astype(np.float32)
 
 
+def init_model_form(start: ModelFile) -> dict[str, Any]:
+    """The TrainConfig fields that a fit from ``start``'s members (``init_model``) takes from it:
+    its hidden width and layers, member count and family (where it records one of
+    MODEL_FAMILIES), and no bootstrap (its members adapt on the same problems)."""
+    hidden = start.dims[1:-1]
+    form: dict[str, Any] = {
+        "hidden_dim": hidden[0],
+        "num_layers": len(hidden),
+        "ensemble": len(start.members),
+        "bootstrap": False,
+    }
+    family = start.metadata.get("model_family")
+    if family in MODEL_FAMILIES:
+        form["model_type"] = family
+    return form
+
+
 def _starting_members(config: TrainConfig, arrays: TrainingArrays, x_train: np.ndarray, y_train: np.ndarray):
     """(the config as run, the members to fit, whether they start at random, the features they
     read): new members on the training rows' normalisation, or ``config.init_model``'s members with
@@ -338,8 +355,7 @@ def _starting_members(config: TrainConfig, arrays: TrainingArrays, x_train: np.n
     from ..registry import resolve_model
 
     start = read_model(resolve_model(config.init_model))
-    hidden = start.dims[1:-1]
-    config = replace(config, ensemble=len(start.members), hidden_dim=hidden[0], num_layers=len(hidden), bootstrap=False)
+    config = replace(config, **init_model_form(start))
     config.resolved()
     members = [Regressor.from_model_file(start, k) for k in range(len(start.members))]
     features = {k: start.metadata[k] for k in ("feature_version", "feature_names")}
