@@ -286,6 +286,28 @@ def test_results_table_rows_name_their_source_device_and_date():
         assert r.device and re.fullmatch(r"\d{4}-\d{2}-\d{2}", r.date), r
 
 
+def test_dynamic_shapes_row_names_what_the_reports_rows_measured():
+    """The dynamic-shapes row says what its report holds: the GEMMs and the decoder block the rows
+    measured, a decoder block only where one has a row that is no error."""
+    from benchmarks.results_table import e2e_dynamic
+
+    whole = json.loads((ROOT / "benchmarks" / "results" / "e2e_dynamic_h100.json").read_text())
+    block = [r for r in whole["rows"] if r["label"].startswith("decoder block")]
+    gemms = [r for r in whole["rows"] if r not in block]
+    assert block and len({r["label"] for r in gemms}) == 5
+
+    def said(rows):
+        ((result, _),) = e2e_dynamic({**whole, "rows": rows})
+        return result.split(", each compiled")[0]
+
+    assert said(whole["rows"]) == "dynamic shapes, 5 held-out GEMMs and a decoder block"
+    assert said(gemms) == "dynamic shapes, 5 held-out GEMMs"
+    assert said(gemms + [{**r, "error": "timed out"} for r in block]) == "dynamic shapes, 5 held-out GEMMs"
+    assert said(block) == "dynamic shapes, a decoder block"
+    one = [r for r in gemms if r["label"] == gemms[0]["label"]]
+    assert said(one) == "dynamic shapes, 1 held-out GEMM"
+
+
 def test_readme_is_short_and_states_no_figure_outside_the_generated_table():
     text = (ROOT / "README.md").read_text()
     assert len(text.splitlines()) <= 200
