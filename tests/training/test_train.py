@@ -337,6 +337,8 @@ def test_prior_data_adds_the_problems_the_gpus_own_data_lacks(tmp_path, diode_cl
     for hardware, problem, timings in problems:
         prior.add(hardware, problem, timings)
     merged, record, added = with_prior_data(own, prior)
+    # --hardware-name picks the GPU as training does (training.data.matches_hardware)
+    assert with_prior_data(own, prior, "h200")[1] == record
     assert record == {
         "device_name": "NVIDIA H200",
         "device_names": [problems[0][0].device_name],

@@ -18,7 +18,7 @@ from ..features import FEATURE_NAMES, FEATURE_VERSION, config_rows, is_extern
 from ..model_file import ModelFile
 from ..types import Dataset
 from .confidence import held_out_contract, training_data_summary
-from .data import TrainingArrays, build_arrays, one_device, split_groups
+from .data import TrainingArrays, build_arrays, matches_hardware, one_device, split_groups
 from .model import MLP, MODEL_FAMILIES, Ensemble, Regressor
 
 logger = logging.getLogger(__name__)
@@ -292,7 +292,7 @@ def with_prior_data(
     hold a problem, ``dataset``'s timings alone are kept."""
     from ..types import problem_key
 
-    own = [(hw, p) for hw, p, _ in dataset.problems() if not hardware_name or hardware_name in hw.device_name]
+    own = [(hw, p) for hw, p, _ in dataset.problems() if not hardware_name or matches_hardware(hw, hardware_name)]
     one_device((hw for hw, _ in own), "the training data (--prior-data's problems take its GPU)", CHOOSE_ONE)
     target = own[0][0]
     out = dataset.subset(lambda hw, p: hw.device_name == target.device_name)
