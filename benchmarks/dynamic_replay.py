@@ -26,7 +26,7 @@ from benchmarks.common import cpu_report_header, geomean
 from torch_diode import config
 from torch_diode.dataset_io import load_datasets
 from torch_diode.features import config_rows, featurize, is_extern
-from torch_diode.inductor.config_space import candidate_pool
+from torch_diode.inductor.config_space import decision_pool
 from torch_diode.predict import load_model
 from torch_diode.selection import DYNAMIC_MARGIN, Policy, SizeRange, decide, decide_range
 from torch_diode.types import Problem
@@ -54,7 +54,7 @@ def replays(model: str, data: list[str], contract, policy: Policy) -> Iterator[d
         problems = [at_rows(problem, m) for m in ms]
         features = [featurize(p, configs, hardware) for p in problems]
         members = [np.asarray(engine.predict_members(f), dtype=np.float64) for f in features]
-        pool = candidate_pool(problem, features[0], rows)
+        pool = decision_pool(problem, features[0], rows)
         dynamic = decide_range(problems, pool, members, features, policy, contract)
         static = decide(problem, pool, members[0], policy, contract)
         predicted = [m.mean(axis=0) for m in members]

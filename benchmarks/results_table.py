@@ -94,13 +94,23 @@ def e2e(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
         )
 
 
+def _measured_items(rows: list[dict[str, Any]]) -> str:
+    """What a dynamic-shapes report measured, as its rows hold it: its held-out GEMMs and decoder
+    blocks (labels starting "decoder block") with a row that is no error."""
+    labels = {r["label"] for r in rows if "error" not in r}
+    blocks = {label for label in labels if label.startswith("decoder block")}
+    gemms, n = len(labels - blocks), len(blocks)
+    parts = [f"{gemms} held-out GEMM{'s' if gemms != 1 else ''}"] if gemms else []
+    parts += ["a decoder block" if n == 1 else f"{n} decoder blocks"] if n else []
+    return " and ".join(parts) or "nothing"
+
+
 def e2e_dynamic(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    s, rows = report["summary"], report["rows"]
-    gemms = {r["label"] for r in rows if "error" not in r and not r["label"].startswith("decoder block")}
+    s = report["summary"]
     workers = report.get("workers") or {m: w for run in report.get("runs", []) for m, w in run["workers"].items()}
     stopped = [m for m, w in workers.items() if w.get("exit") != 0]
     yield (
-        f"dynamic shapes, {len(gemms)} held-out GEMMs and a decoder block, each compiled with `dynamic=True` and by "
+        f"dynamic shapes, {_measured_items(report['rows'])}, each compiled with `dynamic=True` and by "
         f"automatic dynamic shapes and run at {len(report['sizes'])} sizes from {min(report['sizes'])} to "
         f"{max(report['sizes']):,}: diode / default mode (geomean; worst size); diode / stock max-autotune's "
         f"dynamic graph (worst size{', over what its worker timed before its limit' if stopped else ''}); compile "

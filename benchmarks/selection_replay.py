@@ -53,7 +53,7 @@ import numpy as np
 from benchmarks.common import cpu_report_header
 from torch_diode.dataset_io import load_datasets
 from torch_diode.features import config_rows, featurize
-from torch_diode.inductor.config_space import candidate_pool
+from torch_diode.inductor.config_space import decision_pool
 from torch_diode.predict import load_model
 from torch_diode.selection import Confidence, NoUsableCandidate, Policy, Pool, decide
 from torch_diode.types import Problem
@@ -83,7 +83,7 @@ def replays(model: str, data: list[str], with_tf32: bool = False) -> Iterator[tu
             continue  # nothing measured to judge a pick by
         configs = [t.config for t in ok]
         rows = config_rows(configs)
-        pool = candidate_pool(problem, featurize(problem, configs, hardware), rows)
+        pool = decision_pool(problem, featurize(problem, configs, hardware), rows)
         replay = (
             problem,
             pool,

@@ -47,17 +47,15 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
-def diode_cli(capsys):
-    """``diode ARGV...`` in this process (no interpreter and torch to start): a callable returning
-    (exit code, stdout, stderr), its stderr holding what the command logs as in a process of its
-    own (main's logging.basicConfig: INFO and up, DEBUG with --verbose). A command that measures
-    compiles in this process, as the tests' own torch.compile calls do; a test about a process of
-    its own (kill -9, Ctrl-C, what an import does, a command as a document writes it) starts one."""
+def run_main(capsys):
+    """A command's ``main(argv)`` run in this process (no interpreter and torch to start): a callable
+    ``run(main, *argv)`` returning (exit code, stdout, stderr) as a process of its own ends: a
+    SystemExit's code (None: 0; a message, as ``raise SystemExit("...")`` gives: printed to stderr,
+    exit code 1), and its stderr holding what the command logs (INFO and up, DEBUG with -v or
+    --verbose, as diode's main configures logging)."""
     import logging
 
-    from torch_diode.cli import main
-
-    def run(*argv) -> tuple[int, str, str]:
+    def run(main, *argv) -> tuple[int, str, str]:
         words = [str(a) for a in argv]
         root = logging.getLogger()
         handler = logging.StreamHandler(sys.stderr)  # the stream capsys captures now
@@ -67,12 +65,26 @@ def diode_cli(capsys):
         root.setLevel(logging.DEBUG if {"-v", "--verbose"} & set(words) else logging.INFO)
         try:
             code = main(words)
-        except SystemExit as e:  # argparse's usage errors
+        except SystemExit as e:  # argparse's usage errors, a script's `raise SystemExit(message)`
             code = e.code
+            if code is not None and not isinstance(code, int):
+                print(code, file=sys.stderr)
+                code = 1
         finally:
             root.removeHandler(handler)
             root.setLevel(level)
         out, err = capsys.readouterr()
-        return code, out, err
+        return code or 0, out, err
 
     return run
+
+
+@pytest.fixture
+def diode_cli(run_main):
+    """``diode ARGV...`` in this process (:func:`run_main` of torch_diode.cli.main): a callable
+    returning (exit code, stdout, stderr). A command that measures compiles in this process, as the
+    tests' own torch.compile calls do; a test about a process of its own (kill -9, Ctrl-C, what an
+    import does, a command as a document writes it) starts one."""
+    from torch_diode.cli import main
+
+    return lambda *argv: run_main(main, *argv)

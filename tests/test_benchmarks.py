@@ -1,8 +1,6 @@
 """The end-to-end benchmark's report handling, on the shipped H100 report (no GPU needed)."""
 
 import argparse
-import contextlib
-import io
 import json
 import re
 import subprocess
@@ -16,22 +14,17 @@ ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "benchmarks" / "results" / "e2e_h100.json"
 
 
-def combine(*reports, out) -> subprocess.CompletedProcess:
-    """``python -m benchmarks.e2e --combine REPORTS --out OUT`` run in this process (no interpreter and
-    torch to start): its exit code, stdout and stderr, a SystemExit's message printed to stderr with
-    exit code 1 as the interpreter does."""
+@pytest.fixture
+def combine(run_main):
+    """``python -m benchmarks.e2e --combine REPORTS --out OUT`` run in this process (conftest's
+    run_main): a callable ``combine(*reports, out=OUT)`` returning its exit code, stdout and stderr."""
     from benchmarks import e2e
 
-    argv = ["--combine", *map(str, reports), "--out", str(out)]
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        try:
-            code = e2e.main(argv)
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) or e.code is None else 1
-            if code == 1 and not isinstance(e.code, int):
-                print(e.code, file=sys.stderr)
-    return subprocess.CompletedProcess(argv, code or 0, stdout.getvalue(), stderr.getvalue())
+    def run(*reports, out) -> subprocess.CompletedProcess:
+        argv = ["--combine", *map(str, reports), "--out", str(out)]
+        return subprocess.CompletedProcess(argv, *run_main(e2e.main, *argv))
+
+    return run
 
 
 # the subcommands of the studies that replay the handler; the others are benchmarks.selection_replay's
@@ -54,7 +47,7 @@ def selection_replay(command, *args) -> None:
     assert replay.main([command, *map(str, args)]) == 0
 
 
-def test_combine_merges_rows_by_label(tmp_path):
+def test_combine_merges_rows_by_label(tmp_path, combine):
     shipped = json.loads(REPORT.read_text())
     done = combine(REPORT, REPORT, out=tmp_path / "twice.json")
     assert done.returncode == 0, done.stderr
@@ -68,7 +61,7 @@ def test_combine_merges_rows_by_label(tmp_path):
     )
 
 
-def test_combine_keeps_how_each_run_decided_pad_mm(tmp_path):
+def test_combine_keeps_how_each_run_decided_pad_mm(tmp_path, combine):
     """Runs that decided Inductor's pad_mm differently keep their own description; the report
     says they differ."""
     shipped = json.loads(REPORT.read_text())
@@ -81,14 +74,14 @@ def test_combine_keeps_how_each_run_decided_pad_mm(tmp_path):
     assert all("pad_mm" in run for run in both["runs"])
 
 
-def test_combine_refuses_reports_of_other_devices(tmp_path):
+def test_combine_refuses_reports_of_other_devices(tmp_path, combine):
     other = json.loads(REPORT.read_text()) | {"device": "NVIDIA H200"}
     (tmp_path / "other.json").write_text(json.dumps(other))
     done = combine(REPORT, tmp_path / "other.json", out=tmp_path / "mixed.json")
     assert done.returncode != 0 and "differ in 'device'" in done.stderr
 
 
-def test_combine_says_which_run_timed_default_mode_and_diode(tmp_path):
+def test_combine_says_which_run_timed_default_mode_and_diode(tmp_path, combine):
     """Each method's timings keep the run that measured them; GEMM rows whose default mode and
     diode_top1 come from different runs are counted and named, through a second combine too."""
     shipped = json.loads(REPORT.read_text())
@@ -138,7 +131,7 @@ def test_combine_says_which_run_timed_default_mode_and_diode(tmp_path):
     assert "timed in another run" not in done.stdout
 
 
-def test_combine_refuses_to_join_runtimes_over_input_copies_with_one_copy_runtimes(tmp_path):
+def test_combine_refuses_to_join_runtimes_over_input_copies_with_one_copy_runtimes(tmp_path, combine):
     shipped = json.loads(REPORT.read_text())  # timed on one copy
     copied = json.loads(REPORT.read_text())
     for row in copied["rows"]:
@@ -223,7 +216,7 @@ def test_realmodels_replay_names_each_problem_by_its_layers_and_judges_the_handl
     assert report["outcome_worst"] <= report["first_pick_worst"] and 0.0 <= report["unsure_fraction"] <= 1.0
 
 
-def test_a_report_of_a_stopped_run_says_so_and_enters_no_table(tmp_path):
+def test_a_report_of_a_stopped_run_says_so_and_enters_no_table(tmp_path, combine):
     """The report written after each worker is marked incomplete until the last; combined with a
     complete one it stays incomplete, and the results table refuses it."""
     from benchmarks import results_table
@@ -284,6 +277,28 @@ def test_results_table_rows_name_their_source_device_and_date():
     for r in rows:
         assert (RESULTS := ROOT / "benchmarks" / "results" / r.source).exists(), RESULTS
         assert r.device and re.fullmatch(r"\d{4}-\d{2}-\d{2}", r.date), r
+
+
+def test_dynamic_shapes_row_names_what_the_reports_rows_measured():
+    """The dynamic-shapes row says what its report holds: the GEMMs and the decoder block the rows
+    measured, a decoder block only where one has a row that is no error."""
+    from benchmarks.results_table import e2e_dynamic
+
+    whole = json.loads((ROOT / "benchmarks" / "results" / "e2e_dynamic_h100.json").read_text())
+    block = [r for r in whole["rows"] if r["label"].startswith("decoder block")]
+    gemms = [r for r in whole["rows"] if r not in block]
+    assert block and len({r["label"] for r in gemms}) == 5
+
+    def said(rows):
+        ((result, _),) = e2e_dynamic({**whole, "rows": rows})
+        return result.split(", each compiled")[0]
+
+    assert said(whole["rows"]) == "dynamic shapes, 5 held-out GEMMs and a decoder block"
+    assert said(gemms) == "dynamic shapes, 5 held-out GEMMs"
+    assert said(gemms + [{**r, "error": "timed out"} for r in block]) == "dynamic shapes, 5 held-out GEMMs"
+    assert said(block) == "dynamic shapes, a decoder block"
+    one = [r for r in gemms if r["label"] == gemms[0]["label"]]
+    assert said(one) == "dynamic shapes, 1 held-out GEMM"
 
 
 def test_readme_is_short_and_states_no_figure_outside_the_generated_table():
@@ -743,7 +758,7 @@ def test_input_copies_fill_twice_the_l2_cache_with_copies_laid_out_as_the_inputs
     assert input_copies((scale,), l2_bytes=1 << 20) == [(scale,)]
 
 
-def test_combine_joins_the_parts_of_one_draw(tmp_path):
+def test_combine_joins_the_parts_of_one_draw(tmp_path, combine):
     """Reports of --part 1/2 and 2/2 combine into one of the whole draw; each run keeps its part."""
     shipped = json.loads(REPORT.read_text())
     shapes = {"shapes": "realmodels_heldout", "per_model": 1, "seed": 0}
@@ -819,7 +834,7 @@ def test_sample_rotation_counts_kernels_and_untimed_configs_per_number_of_draws(
     assert 0 <= rows[0]["rare_pair_share"] < rows[1]["rare_pair_share"] <= 1
 
 
-def test_e2e_combine_refuses_to_write_over_a_report_it_reads(tmp_path):
+def test_e2e_combine_refuses_to_write_over_a_report_it_reads(tmp_path, combine):
     report = tmp_path / "a.json"
     report.write_bytes(REPORT.read_bytes())
     done = combine(report, out=report)

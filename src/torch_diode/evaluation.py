@@ -18,7 +18,7 @@ import numpy as np
 
 from ._C import ranking_metrics
 from .errors import UserError
-from .inductor.config_space import candidate_pool
+from .inductor.config_space import decision_pool
 from .predict import load_model, predict_log_time_us
 from .training.data import matches_hardware
 from .types import Dataset, Hardware, KernelConfig, Problem
@@ -187,7 +187,7 @@ def loss_calibration(
         if not ok:
             continue
         configs = [t.config for t in ok]
-        pool = candidate_pool(problem, featurize(problem, configs, hardware), config_rows(configs))
+        pool = decision_pool(problem, featurize(problem, configs, hardware), config_rows(configs))
         try:
             decision = decide(problem, pool, engine.predict_members(pool.features), policy, contract)
         except NoUsableCandidate:
@@ -342,7 +342,7 @@ def validate_max_autotune(
         ma_time = _max_autotune_time(problem, configs, config_table, measured, entries)
         if ma_time is None:
             continue
-        pool = candidate_pool(problem, featurize(problem, configs, hardware), config_table, allowed=ok)
+        pool = decision_pool(problem, featurize(problem, configs, hardware), config_table, allowed=ok)
         try:
             order = decide(problem, pool, predicted, policy).order
         except NoUsableCandidate:

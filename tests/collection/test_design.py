@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from torch_diode.cli import build_parser
 from torch_diode.collection.design import candidates, design
 from torch_diode.collection.shapes import load_shapeset, problem_identity
-from torch_diode.dataset_io import load_datasets
+from torch_diode.dataset_io import load_datasets, save_dataset
 from torch_diode.types import Dataset, problem_key
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +71,11 @@ def test_diode_sample_writes_a_shapeset_that_collect_shapeset_reads(tmp_path, di
     out = tmp_path / "sample.json"
     code, stdout, _ = diode_cli("sample", VALIDATION, "-n", 30, "-o", out)
     assert code == 0, stdout
-    assert "diode collect-shapeset --shapeset" in stdout
+    # the command it prints runs as printed, its compile workers left to the collector's default
+    # (the CPUs of the machine that measures, which is not this one)
+    command = stdout.split("diode collect-shapeset ", 1)[1].splitlines()[0].split()
+    assert "--workers" not in command
+    assert build_parser().parse_args(["collect-shapeset", *command]).shapeset == str(out)
     entries = load_shapeset(out)
     assert [e.problem for e in entries] == [c.problem for c in design(pool, 30)]
     measured = {problem_key(p) for _, p, _ in load_datasets([VALIDATION]).problems()}
@@ -84,3 +89,20 @@ def test_diode_sample_refuses_to_write_over_a_dataset(tmp_path, diode_cli):
     dataset.write_bytes((ROOT / "data" / "sample" / "h100_sample.json.gz").read_bytes())
     code, _, err = diode_cli("sample", VALIDATION, "-n", 5, "-o", dataset)
     assert code == 2 and "--output" in err and dataset.read_bytes()[:2] == b"\x1f\x8b"
+
+
+def test_diode_sample_refuses_the_data_of_several_gpus(tmp_path, diode_cli):
+    """A sample is drawn from one GPU's measurements: files of two GPUs are refused in one line
+    naming both, before anything is written."""
+    data = load_datasets([ROOT / "data" / "sample" / "h100_sample.json.gz"])
+    other = Dataset()
+    for hw, problem, timings in data.problems():
+        other.add(replace(hw, device_name="NVIDIA H200"), problem, timings)
+    save_dataset(other, tmp_path / "h200.json.gz")
+    out = tmp_path / "sample.json"
+    code, _, err = diode_cli(
+        "sample", ROOT / "data" / "sample" / "h100_sample.json.gz", tmp_path / "h200.json.gz", "-o", out
+    )
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "DATA" in err and "NVIDIA H200" in err and "H100" in err and "not one" in err, err
+    assert not out.exists()

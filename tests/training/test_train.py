@@ -337,6 +337,8 @@ def test_prior_data_adds_the_problems_the_gpus_own_data_lacks(tmp_path, diode_cl
     for hardware, problem, timings in problems:
         prior.add(hardware, problem, timings)
     merged, record, added = with_prior_data(own, prior)
+    # --hardware-name picks the GPU as training does (training.data.matches_hardware)
+    assert with_prior_data(own, prior, "h200")[1] == record
     assert record == {
         "device_name": "NVIDIA H200",
         "device_names": [problems[0][0].device_name],
@@ -496,3 +498,59 @@ def test_adapt_options_that_cannot_work_are_refused_naming_the_option(tmp_path, 
     code, _, err = diode_cli("train", "--dataset", SAMPLE, "--model", tmp_path / "m.diode", *extra)
     assert code == 2 and option in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "m.diode").exists()
+
+
+def test_prior_share_without_prior_data_is_refused_before_the_data_is_read(tmp_path, diode_cli):
+    """An option error is found from the options alone: the dataset named here does not exist, and
+    the error is the option's, naming --prior-share and what it needs."""
+    missing = tmp_path / "missing.msgpack.gz"
+    code, _, err = diode_cli("train", "--dataset", missing, "--model", tmp_path / "m.diode", "--prior-share", "0.5")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--prior-share" in err and "--prior-data" in err and str(missing) not in err, err
+
+
+@pytest.mark.parametrize(
+    ("extra", "option", "given", "model_s"),
+    [
+        (["--model-type", "deep"], "--model-type", "deep", "base"),
+        (["--hidden-dim", "64"], "--hidden-dim", "64", "48"),
+        (["--num-layers", "3"], "--num-layers", "3", "2"),
+        (["--ensemble", "2"], "--ensemble", "2", "4"),
+        (["--bootstrap"], "--bootstrap", "on", "off"),
+    ],
+)
+def test_init_model_refuses_a_form_option_that_differs_from_the_models(
+    tmp_path, diode_cli, extra, option, given, model_s
+):
+    """An option of the members' form given with --init-model must be the init model's (the shipped
+    H100 model: base, 4 members of 2 hidden layers 48 wide, no bootstrap): one that differs is
+    refused in one line naming it and both values, from the options alone (the dataset named here
+    does not exist)."""
+    missing = tmp_path / "missing.msgpack.gz"
+    code, _, err = diode_cli(
+        "train", "--dataset", missing, "--model", tmp_path / "m.diode", "--init-model", "NVIDIA-H100-matmul", *extra
+    )
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{option}: {given} contradicts --init-model NVIDIA-H100-matmul" in err and f" is {model_s}:" in err, err
+
+
+def test_init_model_options_left_out_follow_the_init_models_form(tmp_path, diode_cli):
+    """The form options left out (and one given as the init model has it) follow the init model:
+    a model adapted from a deep model of 2 members is a deep model of 2 members, and says so."""
+    start, adapted = tmp_path / "deep.diode", tmp_path / "adapted.diode"
+    common = ["--dataset", SAMPLE, "--num-epochs", "1", "--patience", "1"]
+    form = ["--model-type", "deep", "--hidden-dim", "8", "--num-layers", "1", "--ensemble", "2"]
+    assert diode_cli("train", *common, *form, "--model", start)[0] == 0
+    code, out, err = diode_cli("train", *common, "--init-model", start, "--hidden-dim", "8", "--model", adapted)
+    assert code == 0, err
+    assert out.startswith("trained deep ")
+    model, meta = read_model(adapted), model_metadata(adapted)
+    assert model.dims == read_model(start).dims and len(model.members) == 2
+    assert meta["model_family"] == "deep"
+    assert {k: meta["training"][k] for k in ("model_type", "hidden_dim", "num_layers", "ensemble", "bootstrap")} == {
+        "model_type": "deep",
+        "hidden_dim": 8,
+        "num_layers": 1,
+        "ensemble": 2,
+        "bootstrap": False,
+    }

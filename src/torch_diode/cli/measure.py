@@ -214,7 +214,7 @@ def output_options(p: argparse.ArgumentParser) -> None:
         "--workers",
         type=positive_int,
         default=max(1, min(16, (os.cpu_count() or 2) - 1)),
-        help="fast mode: parallel compile processes",
+        help="fast mode: parallel compile processes (default: the CPUs less one, at most 16)",
     )
     p.add_argument(
         "--compile-timeout",

@@ -119,8 +119,6 @@ def training_data(args: argparse.Namespace) -> tuple[Dataset, dict | None, froze
     excluded = excluded_measurements(args.exclude) if args.exclude else None
     dataset = _without_exclusions(_without_heldout(_load(args), args), excluded, "the training data")
     if not args.prior_data:
-        if args.prior_share is not None:
-            raise OptionError("--prior-share", "shares each epoch between the data and --prior-data: give --prior-data")
         return dataset, None, frozenset()
     loaded = _without_heldout(load_datasets(args.prior_data, args.file_extensions), args, args.prior_data)
     loaded = _without_exclusions(loaded, excluded, "--prior-data")
@@ -132,24 +130,66 @@ def training_data(args: argparse.Namespace) -> tuple[Dataset, dict | None, froze
     return dataset, prior, keys
 
 
+# the options of the members' form: option, TrainConfig field, what it sets
+FORM_OPTIONS = (
+    ("--model-type", "model_type", "model family"),
+    ("--hidden-dim", "hidden_dim", "hidden width"),
+    ("--num-layers", "num_layers", "number of hidden layers"),
+    ("--ensemble", "ensemble", "number of members"),
+    ("--bootstrap", "bootstrap", "bootstrap"),
+)
+
+
+def _shown(value) -> str:
+    return ("on" if value else "off") if isinstance(value, bool) else str(value)
+
+
+def members_form(args: argparse.Namespace) -> dict:
+    """The TrainConfig fields of --model-type, --hidden-dim, --num-layers, --ensemble and
+    --bootstrap: as given, else TrainConfig's defaults; with --init-model, an option left out takes
+    the init model's form (``init_model_form``) and one given that differs from it is refused
+    (OptionError naming the option and both values), before any data is read."""
+    from dataclasses import fields
+
+    from ..model_file import read_model
+    from ..registry import resolve_model
+    from ..training.train import TrainConfig, init_model_form
+
+    given = {field: getattr(args, field) for _, field, _ in FORM_OPTIONS}
+    given["bootstrap"] = True if args.bootstrap else None  # a flag: off is not given
+    if args.init_model:
+        form = init_model_form(read_model(resolve_model(args.init_model)))
+        for option, field, what in FORM_OPTIONS:
+            if given[field] is not None and field in form and given[field] != form[field]:
+                raise OptionError(
+                    option,
+                    f"{_shown(given[field])} contradicts --init-model {args.init_model}, whose {what} is "
+                    f"{_shown(form[field])}: leave {option} out to follow it",
+                )
+        given.update(form)
+    defaults = {f.name: f.default for f in fields(TrainConfig)}
+    return {field: defaults[field] if value is None else value for field, value in given.items()}
+
+
 def train_config(args: argparse.Namespace) -> TrainConfig:
     """The TrainConfig of `diode train`'s options (a model records it as its ``training``)."""
     from ..training.train import TrainConfig
 
-    if args.seed + args.ensemble - 1 > MAX_SEED:
+    form = members_form(args)
+    if args.seed + form["ensemble"] - 1 > MAX_SEED:
         raise OptionError(
-            "--seed", f"the ensemble's last member would take seed {args.seed + args.ensemble - 1}, over {MAX_SEED}"
+            "--seed", f"the ensemble's last member would take seed {args.seed + form['ensemble'] - 1}, over {MAX_SEED}"
         )
-    if args.bootstrap and args.ensemble < 2:
+    if form["bootstrap"] and form["ensemble"] < 2:
         raise OptionError("--bootstrap", "resamples the problems per ensemble member: give --ensemble 2 or more")
-    if args.bootstrap and args.prior_share is not None:
+    if args.prior_share is not None and not args.prior_data:
+        raise OptionError("--prior-share", "shares each epoch between the data and --prior-data: give --prior-data")
+    if form["bootstrap"] and args.prior_share is not None:
         raise OptionError(
             "--prior-share", "draws --prior-data's problems per epoch: it does not combine with --bootstrap"
         )
     return TrainConfig(
-        model_type=args.model_type,
-        hidden_dim=args.hidden_dim,
-        num_layers=args.num_layers,
+        **form,
         batch_size=args.batch_size,
         num_epochs=args.num_epochs,
         learning_rate=args.learning_rate,
@@ -159,8 +199,6 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
         seed=args.seed,
         lr_schedule=args.lr_schedule,
         loss=args.loss,
-        ensemble=args.ensemble,
-        bootstrap=args.bootstrap,
         extern_weight=args.extern_weight,
         clip_slowdown=args.clip_slowdown,
         init_model=args.init_model,
@@ -187,7 +225,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     write_model(args.model, model)
     val = f"{report.validation_mse:.4f}" if report.validation_mse is not None else "-"
     print(
-        f"trained {args.model_type} ({model.dims}) on {report.train_problems} problems, {report.rows} rows: "
+        f"trained {config.model_type} ({model.dims}) on {report.train_problems} problems, {report.rows} rows: "
         f"train MSE {report.train_mse:.4f}, held-out MSE {val} (ln time_us), "
         f"best epoch {report.best_epoch + 1}/{report.epochs_run}"
     )
@@ -370,7 +408,8 @@ def _seed_option(p: argparse.ArgumentParser) -> None:
 
 def _fit_options(p: argparse.ArgumentParser) -> None:
     """`diode train`'s options of the model and its fit."""
-    p.add_argument("--model-type", choices=["base", "deep"], default="base", help="model family (default base)")
+    # the members' form: left out (None) with --init-model, the init model's (members_form)
+    p.add_argument("--model-type", choices=["base", "deep"], help="model family (default base)")
     p.add_argument("--hidden-dim", type=positive_int, help="hidden width (default: the family's)")
     p.add_argument("--num-layers", type=positive_int, help="hidden layers (default: the family's)")
     p.add_argument("--num-epochs", type=positive_int, default=50, help="training epochs, >= 1 (default 50)")
@@ -396,7 +435,6 @@ def _fit_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--ensemble",
         type=_number(int, 1, 64),
-        default=1,
         help="members (seeds --seed, --seed + 1, ...): their spread is the model's uncertainty (default 1)",
     )
     p.add_argument(
@@ -450,7 +488,8 @@ def _training_data_options(p: argparse.ArgumentParser) -> None:
         metavar="MODEL",
         help="start from this model's members (a shipped name or a file; its dims, member count and "
         "normalisation) instead of random ones: another GPU's model adapted to this GPU's data "
-        "(docs/contributing.md, 'Adding a GPU')",
+        "(docs/contributing.md, 'Adding a GPU'). --model-type, --hidden-dim, --num-layers and --ensemble "
+        "left out take the model's; one given that differs from it is refused, as is --bootstrap",
     )
     p.add_argument(
         "--prior-share",

@@ -8,14 +8,16 @@ from collections import Counter
 from .common import add_force, check_outputs, positive_int, seed
 
 # the fast collector's settings for a sample: every ATen choice, Inductor's DEFAULT configs and 48
-# configs of its EXHAUSTIVE space drawn per problem, as the training data's sampled parts
-COLLECT_OPTIONS = "--search-mode fast --exhaustive-sample 48 --exhaustive-rotations 0 --reps 6 --workers 14"
+# configs of its EXHAUSTIVE space drawn per problem, as the training data's sampled parts (--workers
+# is left to the collector's default, which follows the CPUs of the machine it runs on)
+COLLECT_OPTIONS = "--search-mode fast --exhaustive-sample 48 --exhaustive-rotations 0 --reps 6"
 
 
 def _cmd_sample(args: argparse.Namespace) -> int:
     from ..collection.design import candidates, design, shapeset_bytes
     from ..dataset_io import load_datasets
     from ..fileio import atomic_write_bytes
+    from ..training.data import one_device
 
     check_outputs(
         {f"DATA[{i}]": p for i, p in enumerate(args.data)},
@@ -24,7 +26,9 @@ def _cmd_sample(args: argparse.Namespace) -> int:
         force=args.force,
     )
     dataset = load_datasets(args.data)
-    devices = sorted({hw.device_name for hw, _, _ in dataset.problems()})
+    device = one_device(
+        (hw for hw, _, _ in dataset.problems()), f"DATA ({', '.join(args.data)})", "give the files of one GPU"
+    )
     pool = candidates(dataset)
     sample = design(pool, args.num_problems, args.seed)
     name = args.name or f"sample-{len(sample)}"
@@ -33,7 +37,7 @@ def _cmd_sample(args: argparse.Namespace) -> int:
     dtypes = Counter(c.problem.dtype_a for c in sample)
     cells = {c for cand in sample for c in cand.cells}
     print(
-        f"sample: {len(sample)} of {len(pool)} problems measured on {', '.join(devices) or 'no GPU'} "
+        f"sample: {len(sample)} of {len(pool)} problems measured on {device} "
         f"({', '.join(f'{k} {v}' for k, v in sorted(ops.items()))}; "
         f"{', '.join(f'{k} {v}' for k, v in sorted(dtypes.items()))}; "
         f"{sum(bool(c.problem.misaligned_operands) for c in sample)} misaligned), "

@@ -328,7 +328,7 @@ def beyond_default_list(problem: Problem, rows: np.ndarray) -> np.ndarray:
     return same_template & ~listed
 
 
-def candidate_pool(problem: Problem, features: np.ndarray, rows: np.ndarray, allowed: np.ndarray | None = None) -> Pool:
+def decision_pool(problem: Problem, features: np.ndarray, rows: np.ndarray, allowed: np.ndarray | None = None) -> Pool:
     """The candidates of one decision as the selection sees them, from their model features and
     ``features.config_rows``: which are ATen choices, which Triton configs lie outside Inductor's
     DEFAULT list (computed only where a decision widens) and which may be chosen (``allowed``;

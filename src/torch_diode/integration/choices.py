@@ -48,7 +48,7 @@ from ..inductor.candidates import (
     search_space,
     template_uids,
 )
-from ..inductor.config_space import candidate_pool, tf32_enabled, triton_candidates, with_aten_tf32
+from ..inductor.config_space import decision_pool, tf32_enabled, triton_candidates, with_aten_tf32
 from ..inductor.convert import DynamicSizes, dynamic_sizes, ktc_config, ktc_with_config, problem_from_nodes
 from ..selection import Confidence, Decision, NoUsableCandidate, Policy, decide, decide_range
 from ..types import OPS, Hardware, KernelConfig, Problem
@@ -199,7 +199,7 @@ class DiodeInductorChoices(InductorChoices):
         self, generators: Replayable, kernel_inputs: Any, templates: list, op_name: str, kwarg_overrides: dict | None
     ) -> dict:
         """Stock behaviour's candidates: generated again in the user's search space (diode's
-        ``candidate_pool`` generated those it took, EXHAUSTIVE by default, thousands to benchmark);
+        ``config.candidate_pool`` generated those it took, EXHAUSTIVE by default, thousands to benchmark);
         where that fails, every candidate diode took and the rest."""
         try:
             overrides = kwarg_overrides or {}
@@ -524,7 +524,7 @@ class DiodeInductorChoices(InductorChoices):
     ) -> Decision:
         """The decision on the model's ``predicted`` ln times, [N] or per member [K, N]
         (:func:`torch_diode.selection.decide`)."""
-        pool = candidate_pool(problem, features, candidates.rows)
+        pool = decision_pool(problem, features, candidates.rows)
         contract = self._checked_contract()
         unsure = "hardware_family" if self._family_hardware else None
         return decide(problem, pool, predicted, self.policy(), contract, tf32_enabled(), unsure=unsure)
@@ -545,7 +545,7 @@ class DiodeInductorChoices(InductorChoices):
             m, f = self._predict(other, candidates, kernel_inputs)
             predictions.append(m)
             rows.append(f)
-        pool = candidate_pool(problem, features, candidates.rows)
+        pool = decision_pool(problem, features, candidates.rows)
         contract = self._checked_contract()
         unsure = "hardware_family" if self._family_hardware else None
         return decide_range(dynamic.problems, pool, predictions, rows, self.policy(), contract, tf32_enabled(), unsure)

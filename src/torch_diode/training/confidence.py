@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from ..features import FEATURE_NAMES, config_rows, template_kind_names
-from ..inductor.config_space import candidate_pool
+from ..inductor.config_space import decision_pool
 from ..selection import (
     LOSS_MARGIN,
     Confidence,
@@ -95,7 +95,7 @@ def heldout_top1_slowdown(
             features = arrays.features[rows]
             problem = arrays.problems[g][1]
             predicted = model(torch.from_numpy(features)).numpy().astype(np.float64)
-            pool = candidate_pool(problem, features, config_rows([arrays.configs[i] for i in rows]))
+            pool = decision_pool(problem, features, config_rows([arrays.configs[i] for i in rows]))
             try:
                 decision = decide(problem, pool, predicted, policy)
             except NoUsableCandidate:
@@ -123,7 +123,7 @@ def loss_cases(model: Regressor | Ensemble, arrays: TrainingArrays, problems: np
             x = torch.from_numpy(features)
             members = (model.members(x) if isinstance(model, Ensemble) else model(x)[None]).numpy().astype(np.float64)
             problem = arrays.problems[g][1]
-            pool = candidate_pool(problem, features, config_rows([arrays.configs[i] for i in rows]))
+            pool = decision_pool(problem, features, config_rows([arrays.configs[i] for i in rows]))
             try:
                 decision = decide(problem, pool, members, policy)
             except NoUsableCandidate:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,21 @@ def matches_hardware(hardware: Hardware, name: str | None) -> bool:
         return True
     name = name.lower()
     return name in hardware.device_name.lower() or name in hardware.hardware_id.lower()
+
+
+def one_device(hardware: Iterable[Hardware], what: str, hint: str = "") -> str:
+    """The device name of the one GPU that ``hardware`` (that of ``what``'s problems) names: a
+    model, a sample and a relabelling read one GPU's measurements. UserError naming ``what`` and
+    the GPUs it holds otherwise (``hint``: how to choose one of several)."""
+    devices = sorted({hw.device_name for hw in hardware})
+    if not devices:
+        raise UserError(f"{what} holds no GPU's measurements")
+    if len(devices) > 1:
+        raise UserError(
+            f"{what} holds the measurements of {len(devices)} GPUs ({', '.join(devices)}), not one"
+            + (f": {hint}" if hint else "")
+        )
+    return devices[0]
 
 
 def build_arrays(dataset: Dataset, hardware_name: str | None = None, op_name: str | None = None) -> TrainingArrays:

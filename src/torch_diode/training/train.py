@@ -18,7 +18,7 @@ from ..features import FEATURE_NAMES, FEATURE_VERSION, config_rows, is_extern
 from ..model_file import ModelFile
 from ..types import Dataset
 from .confidence import held_out_contract, training_data_summary
-from .data import TrainingArrays, build_arrays, split_groups
+from .data import TrainingArrays, build_arrays, matches_hardware, one_device, split_groups
 from .model import MLP, MODEL_FAMILIES, Ensemble, Regressor
 
 logger = logging.getLogger(__name__)
@@ -29,6 +29,7 @@ LR_SCHEDULES = ("cosine", "constant")
 # (the loss sees a problem's candidates together: what ranks them, not only each one's time)
 LOSSES = ("mse", "listwise")
 LISTWISE_TEMPERATURE = 0.1  # ln units: candidates within ~10% of the best share its weight
+CHOOSE_ONE = "choose one with --hardware-name"
 
 
 @dataclass
@@ -291,13 +292,8 @@ def with_prior_data(
     hold a problem, ``dataset``'s timings alone are kept."""
     from ..types import problem_key
 
-    own = [(hw, p) for hw, p, _ in dataset.problems() if not hardware_name or hardware_name in hw.device_name]
-    devices = sorted({hw.device_name for hw, _ in own})
-    if len(devices) != 1:
-        raise UserError(
-            f"--prior-data needs the training data of one GPU; it holds {devices or 'none'}"
-            + (": choose one with --hardware-name" if len(devices) > 1 else "")
-        )
+    own = [(hw, p) for hw, p, _ in dataset.problems() if not hardware_name or matches_hardware(hw, hardware_name)]
+    one_device((hw for hw, _ in own), "the training data (--prior-data's problems take its GPU)", CHOOSE_ONE)
     target = own[0][0]
     out = dataset.subset(lambda hw, p: hw.device_name == target.device_name)
     have = {problem_key(p) for _, p in own}
@@ -324,6 +320,23 @@ def clipped_targets(arrays: TrainingArrays, slowdown: float) -> np.ndarray:
     return np.minimum(arrays.log_time_us, cap).astype(np.float32)
 
 
+def init_model_form(start: ModelFile) -> dict[str, Any]:
+    """The TrainConfig fields that a fit from ``start``'s members (``init_model``) takes from it:
+    its hidden width and layers, member count and family (where it records one of
+    MODEL_FAMILIES), and no bootstrap (its members adapt on the same problems)."""
+    hidden = start.dims[1:-1]
+    form: dict[str, Any] = {
+        "hidden_dim": hidden[0],
+        "num_layers": len(hidden),
+        "ensemble": len(start.members),
+        "bootstrap": False,
+    }
+    family = start.metadata.get("model_family")
+    if family in MODEL_FAMILIES:
+        form["model_type"] = family
+    return form
+
+
 def _starting_members(config: TrainConfig, arrays: TrainingArrays, x_train: np.ndarray, y_train: np.ndarray):
     """(the config as run, the members to fit, whether they start at random, the features they
     read): new members on the training rows' normalisation, or ``config.init_model``'s members with
@@ -342,8 +355,7 @@ def _starting_members(config: TrainConfig, arrays: TrainingArrays, x_train: np.n
     from ..registry import resolve_model
 
     start = read_model(resolve_model(config.init_model))
-    hidden = start.dims[1:-1]
-    config = replace(config, ensemble=len(start.members), hidden_dim=hidden[0], num_layers=len(hidden), bootstrap=False)
+    config = replace(config, **init_model_form(start))
     config.resolved()
     members = [Regressor.from_model_file(start, k) for k in range(len(start.members))]
     features = {k: start.metadata[k] for k in ("feature_version", "feature_names")}
@@ -413,9 +425,7 @@ def train_model(
     keys of those problems (``config.prior_share`` draws them apart)."""
     config.resolved()
     arrays = build_arrays(dataset, hardware_name, op_name)
-    device_names = {hw.device_name for hw, _ in arrays.problems}
-    if len(device_names) > 1:
-        raise UserError(f"the data holds several devices {sorted(device_names)}: choose one with --hardware-name")
+    one_device((hw for hw, _ in arrays.problems), "the training data", CHOOSE_ONE)
     val_problem = split_groups(arrays.num_problems, config.validation_fraction, config.seed)
     val_rows = val_problem[arrays.group]
     targets = arrays.log_time_us if config.clip_slowdown is None else clipped_targets(arrays, config.clip_slowdown)
