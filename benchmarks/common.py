@@ -143,7 +143,7 @@ def bench_us(fn: Callable) -> float:
     return 1000 * triton.testing.do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode="median")
 
 
-def bench_cudagraph_us(fn: Callable, inputs: Sequence[tuple] = ((),)) -> float:
+def bench_cudagraph_us(fn: Callable, inputs: Sequence[tuple] = ((),), rep_ms: float = REP_MS) -> float:
     """The same function replayed from a CUDA graph: kernel time without the host's launch cost
     (mode="max-autotune" runs compiled functions this way). do_bench times one launch after a
     cache flush, so a host cost longer than the flush lands in its figure. The graph calls ``fn``
@@ -155,7 +155,7 @@ def bench_cudagraph_us(fn: Callable, inputs: Sequence[tuple] = ((),)) -> float:
         for x in inputs:
             fn(*x)
 
-    return 1000 * triton.testing.do_bench_cudagraph(calls, rep=REP_MS, return_mode="median") / len(inputs)
+    return 1000 * triton.testing.do_bench_cudagraph(calls, rep=rep_ms, return_mode="median") / len(inputs)
 
 
 def operand_bytes(inputs: tuple) -> int:
