@@ -390,6 +390,8 @@ class DiodeInductorChoices(InductorChoices):
                     owners[part][j] if owners[part] is not None else ktc_with_config(base, candidates.config(i))
                 )
             if any(k is None for k in chosen):  # an enumerated config Inductor's template does not reproduce
+                missing = [candidates.config(i) for i, k in zip(indices, chosen) if k is None]
+                logger.debug("torch-diode: %s's template does not reproduce %s", problem.short(), missing)
                 self.stats.count("enumeration_mismatch")
                 return None, restored()
             configs = [candidates.config(i) for i in indices]
