@@ -280,23 +280,24 @@ def test_results_table_rows_name_their_source_device_and_date():
 
 
 def test_dynamic_shapes_row_names_what_the_reports_rows_measured():
-    """The dynamic-shapes row says what its report holds: the GEMMs and the decoder block the rows
-    measured, a decoder block only where one has a row that is no error."""
+    """The dynamic-shapes row says what its diode figures are over: the GEMMs and the decoder block
+    with a diode row that is no error (default mode's rows alone do not count)."""
     from benchmarks.results_table import e2e_dynamic
 
     whole = json.loads((ROOT / "benchmarks" / "results" / "e2e_dynamic_h100.json").read_text())
-    block = [r for r in whole["rows"] if r["label"].startswith("decoder block")]
-    gemms = [r for r in whole["rows"] if r not in block]
-    assert block and len({r["label"] for r in gemms}) == 5
+    rows = [r for r in whole["rows"] if r["method"] in ("default", "diode")]
+    block = [{**r, "method": "diode"} for r in rows if r["label"].startswith("decoder block")]
+    gemms = [r for r in rows if not r["label"].startswith("decoder block")]
+    assert block and len({r["label"] for r in gemms if r["method"] == "diode"}) == 5
 
     def said(rows):
         ((result, _),) = e2e_dynamic({**whole, "rows": rows})
         return result.split(", each compiled")[0]
 
-    assert said(whole["rows"]) == "dynamic shapes, 5 held-out GEMMs and a decoder block"
+    assert said(gemms + block) == "dynamic shapes, 5 held-out GEMMs and a decoder block"
     assert said(gemms) == "dynamic shapes, 5 held-out GEMMs"
     assert said(gemms + [{**r, "error": "timed out"} for r in block]) == "dynamic shapes, 5 held-out GEMMs"
-    assert said(block) == "dynamic shapes, a decoder block"
+    assert said([{**r, "method": "default"} for r in gemms] + block) == "dynamic shapes, a decoder block"
     one = [r for r in gemms if r["label"] == gemms[0]["label"]]
     assert said(one) == "dynamic shapes, 1 held-out GEMM"
 
