@@ -1,6 +1,7 @@
 """`diode sample`: the design of a new GPU's first measurements (torch_diode.collection.design), on
 the repository's measured data."""
 
+import math
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -8,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from torch_diode.cli import build_parser
-from torch_diode.collection.design import candidates, design
+from torch_diode.collection.design import RACE_SCALE, candidates, design
 from torch_diode.collection.shapes import load_shapeset, problem_identity
 from torch_diode.dataset_io import load_datasets, save_dataset
+from torch_diode.features import is_aten
 from torch_diode.types import Dataset, problem_key
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,6 +67,24 @@ def test_candidates_leave_out_held_out_tf32_and_unmeasured_problems():
     planted.add(hw, tf32_problem, [replace(t, config=replace(t.config, allow_tf32=True)) for t in tf32[2]])
     kept = {c.problem for c in candidates(planted)}
     assert kept == {problem_identity(problem)}
+
+
+def test_the_race_sets_cublas_against_every_compiled_kernel_decompose_k_included():
+    """decompose_k has no block sizes but compiles a kernel: it races cuBLAS on the compiled side
+    (features.is_aten's rule), so a problem where it alone is measured beside cuBLAS has a race."""
+    data = load_datasets([VALIDATION])
+    hw, problem, timings = next(
+        (hw, p, ts) for hw, p, ts in data.problems() if any(t.config.template_id == "decompose_k" for t in ts)
+    )
+    ok = [t for t in timings if not t.failed]
+    aten = [t for t in ok if is_aten(t.config)]
+    decompose_k = [t for t in ok if t.config.template_id == "decompose_k"]
+    assert aten and decompose_k and not any(t.config.is_tiled for t in decompose_k)
+    planted = Dataset()
+    planted.add(hw, problem, aten + decompose_k)
+    (cand,) = candidates(planted)
+    gap = math.log(min(t.time_us for t in aten) / min(t.time_us for t in decompose_k))
+    assert cand.race == pytest.approx(math.exp(-abs(gap) / RACE_SCALE)) and cand.race > 0
 
 
 def test_diode_sample_writes_a_shapeset_that_collect_shapeset_reads(tmp_path, diode_cli, pool):

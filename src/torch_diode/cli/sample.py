@@ -55,7 +55,7 @@ def add_sample_command(sub: argparse._SubParsersAction) -> None:
         "sample",
         help="choose the problems a new GPU measures first",
         description="Choose the N problems of a measured GPU's data that teach a model the most about another "
-        "GPU (every coverage cell first, close cuBLAS/Triton races, spread over sizes; "
+        "GPU (every coverage cell first, close races between cuBLAS and compiled kernels, spread over sizes; "
         "torch_diode.collection.design) and write them as a shapeset for `diode collect-shapeset`.",
     )
     p.add_argument("data", nargs="+", metavar="DATA", help="dataset files or folders measured on one GPU")
