@@ -20,8 +20,12 @@ data. At each step the problem of the largest gain joins the sample:
   they are the measurements that move the decisions;
 - ``distance`` is the Euclidean distance in log2 (B, M, N, K) to the nearest problem already
   sampled of the same op, dtype and layout: a second problem of a cell is drawn away from the first;
-- a problem measured with TF32 allowed is left out (a shapeset cannot ask for TF32; the fp32 cells
-  count the problems measured without it).
+- a problem measured with TF32 allowed is left out, by the coverage report's rule
+  (:func:`torch_diode.coverage.measured_with_tf32`: its file's recorded settings say TF32, or a
+  Triton config of its allows it): a shapeset cannot ask for TF32, and the fp32 cells count the
+  problems measured without it. The rule is a file's, so the data comes file by file
+  (:func:`torch_diode.dataset_io.load_each`); a problem that one file measured with TF32 and
+  another without is a candidate with the latter's timings.
 
 Every cell thus gets a problem first, large cells get more after, and within a cell the sample
 spreads over sizes. Ties are broken by ``seed``.
@@ -31,11 +35,13 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..coverage import problem_cells
+from ..coverage import measured_with_tf32, problem_cells, settings_say_tf32
+from ..dataset_io import merge_all
 from ..features import is_aten
 from ..types import Dataset, Problem
 from .shapes import drop_heldout, problem_identity
@@ -52,13 +58,15 @@ class Candidate:
     race: float  # 1: cuBLAS and the best compiled kernel tie on the measured GPU; toward 0: far apart
 
 
-def candidates(dataset: Dataset) -> list[Candidate]:
-    """The problems of ``dataset`` a sample can hold: measured (two or more successful timings),
-    not held out, not measured with TF32; one per problem identity (strides and bias shape aside)."""
+def candidates(datasets: Iterable[Dataset]) -> list[Candidate]:
+    """The problems a sample can hold, of ``datasets`` given one per file
+    (:func:`torch_diode.dataset_io.load_each`): the files' measurements without TF32 (each file's
+    :func:`without_tf32`) merged, then the problems of two or more successful timings, not held
+    out; one per problem identity (strides and bias shape aside)."""
     seen: dict[Problem, Candidate] = {}
-    for _, problem, timings in dataset.problems():
+    for _, problem, timings in merge_all(without_tf32(d) for d in datasets).problems():
         ok = [t for t in timings if not t.failed]
-        if len(ok) < 2 or any(t.config.allow_tf32 and t.config.is_tiled for t in ok):
+        if len(ok) < 2:
             continue
         identity = problem_identity(problem)
         if identity in seen:
@@ -70,6 +78,16 @@ def candidates(dataset: Dataset) -> list[Candidate]:
         seen[identity] = Candidate(identity, cells, race)
     kept = set(drop_heldout(list(seen)))
     return [c for p, c in seen.items() if p in kept]
+
+
+def without_tf32(dataset: Dataset) -> Dataset:
+    """``dataset`` (one file's) less its problems measured with TF32 allowed
+    (:func:`torch_diode.coverage.measured_with_tf32`)."""
+    file_tf32 = settings_say_tf32(dataset)
+    tf32 = {
+        (hw, p) for hw, p, ts in dataset.problems() if measured_with_tf32(file_tf32, (t for t in ts if not t.failed))
+    }
+    return dataset.subset(lambda hw, p: (hw, p) not in tf32) if tf32 else dataset
 
 
 def design(pool: list[Candidate], n: int, seed: int = 0) -> list[Candidate]:
