@@ -27,7 +27,7 @@ from benchmarks.common import cpu_report_header
 from benchmarks.selection_replay import judge_realmodels
 from torch_diode.collection.design import candidates, design
 from torch_diode.collection.shapes import excluded_measurements
-from torch_diode.dataset_io import load_datasets
+from torch_diode.dataset_io import load_each, merge_all
 from torch_diode.model_file import write_model
 from torch_diode.registry import resolve_model
 from torch_diode.training.recipe import load_recipe, recipe_path
@@ -44,18 +44,20 @@ SIZES = (25, 50, 100, 200, 500)
 SUMMARY_KEYS = ("first_pick_geomean", "first_pick_worst", "unsure_fraction", "triton_top1_perf_geomean")
 
 
-def gpu_data(gpu: str):
-    """The GPU's training data less what its shipped model's recipe excludes (`diode train
-    --exclude`'s rule): measurements known wrong until measured again."""
+def gpu_files(gpu: str) -> list:
+    """The GPU's training data, file by file (`diode sample` reads a file's settings), less what
+    its shipped model's recipe excludes (`diode train --exclude`'s rule): measurements known wrong
+    until measured again."""
     recipe = load_recipe(recipe_path(resolve_model(GPUS[gpu])))
     excluded = excluded_measurements(recipe.paths(("exclude",)))
-    return load_datasets([f"data/{gpu}/train"]).subset(lambda hw, p: not excluded(hw, p))
+    return [d.subset(lambda hw, p: not excluded(hw, p)) for d in load_each([f"data/{gpu}/train"])]
 
 
-def sample_pool(source_data, new_data) -> list:
-    """The problems a sample is drawn from: the source GPU's candidates the new GPU measured too."""
+def sample_pool(source_files, new_data) -> list:
+    """The problems a sample is drawn from: the source GPU's candidates (of its data file by file)
+    the new GPU measured too."""
     have = {problem_key(p) for _, p, _ in new_data.problems()}
-    return [c for c in candidates(source_data) if problem_key(c.problem) in have]
+    return [c for c in candidates(source_files) if problem_key(c.problem) in have]
 
 
 def adapted(source: str, source_data, new_data, pool: list, n: int, seed: int, folder: Path) -> tuple[Path, float]:
@@ -80,8 +82,9 @@ def judged(model: str, gpu: str) -> dict:
 def curve(source: str, new: str, sizes: list[int], seeds: list[int], all_seeds_at: int) -> list[dict]:
     """The rows of one direction: the source model as it is, adapted to each sample size (every seed
     at ``all_seeds_at`` problems, the first seed at the other sizes), the new GPU's own model."""
-    source_data, new_data = gpu_data(source), gpu_data(new)
-    pool = sample_pool(source_data, new_data)
+    source_files = gpu_files(source)
+    source_data, new_data = merge_all(source_files), merge_all(gpu_files(new))
+    pool = sample_pool(source_files, new_data)
     rows = [{"source": source, "new": new, "problems": 0, "seed": None, **judged(GPUS[source], new)}]
     with tempfile.TemporaryDirectory(prefix="adapt_curve_") as tmp:
         for n in sizes:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .errors import UserError
-from .types import OPS, Dataset, Problem
+from .types import OPS, Dataset, Problem, TimedConfig
 
 DTYPE_COLUMNS = ("float16", "bfloat16", "float32", "float32-tf32")
 LAYOUTS = ("NN", "NT", "TN", "TT")
@@ -119,6 +119,13 @@ def settings_say_tf32(dataset: Dataset) -> bool:
     return bool(sources) and all(tf32_run(s.get("settings") or {}) for s in sources)
 
 
+def measured_with_tf32(file_tf32: bool, ok_timings: Iterable[TimedConfig]) -> bool:
+    """Whether a problem was measured with TF32 allowed, given whether its file's settings say so
+    (:func:`settings_say_tf32`) and its successful timings: the file's settings say TF32, or one of
+    its Triton configs has ``allow_tf32`` set."""
+    return file_tf32 or any(t.config.allow_tf32 and t.config.is_tiled for t in ok_timings)
+
+
 def tf32_run(settings: dict) -> bool:
     """Whether a collection with these recorded settings ran with TF32 allowed (one that recorded
     neither setting ran without)."""
@@ -146,7 +153,7 @@ class Coverage:
         tf32_file = settings_say_tf32(dataset)
         for hardware, problem, timings in dataset.problems():
             ok = [t for t in timings if not t.failed]
-            tf32 = tf32_file or any(t.config.allow_tf32 and t.config.is_tiled for t in ok)
+            tf32 = measured_with_tf32(tf32_file, ok)
             key = (hardware.hardware_id, problem, tf32 and problem.dtype_a == "float32")
             self._problems.add(key)
             for cell in problem_cells(problem, (t.config.template_id for t in ok), tf32):

@@ -33,7 +33,7 @@ import math
 import os
 import socket
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -349,17 +349,29 @@ def unique_files(files: Iterable[Path]) -> list[Path]:
     return out
 
 
-def load_datasets(paths: Iterable[str | os.PathLike], extensions: Iterable[str] | None = None) -> Dataset:
-    """Loads and merges files and folders of files (see :meth:`Dataset.merge`); a file given
-    twice (by name, through a link, or inside a folder also given) is read once."""
+def load_each(paths: Iterable[str | os.PathLike], extensions: Iterable[str] | None = None) -> Iterator[Dataset]:
+    """The dataset of each file of files and folders of files, in :func:`dataset_files` order,
+    read as it is iterated; a file given twice (by name, through a link, or inside a folder also
+    given) is read once. For rules that read a file's own metadata (whether its collection ran
+    with TF32: :func:`torch_diode.coverage.settings_say_tf32`)."""
     paths = list(paths)
     files = unique_files(f for p in paths for f in dataset_files(p, extensions))
     if not files:
         raise FileNotFoundError(f"no dataset files in {[str(p) for p in paths]}")
+    return (load_dataset(f) for f in files)
+
+
+def merge_all(datasets: Iterable[Dataset]) -> Dataset:
+    """The datasets merged in order into a new one (see :meth:`Dataset.merge`)."""
     merged = Dataset()
-    for f in files:
-        merged.merge(load_dataset(f))
+    for dataset in datasets:
+        merged.merge(dataset)
     return merged
+
+
+def load_datasets(paths: Iterable[str | os.PathLike], extensions: Iterable[str] | None = None) -> Dataset:
+    """Loads and merges files and folders of files (:func:`load_each`, then :meth:`Dataset.merge`)."""
+    return merge_all(load_each(paths, extensions))
 
 
 __all__ = [
@@ -371,5 +383,7 @@ __all__ = [
     "dataset_to_dict",
     "load_dataset",
     "load_datasets",
+    "load_each",
+    "merge_all",
     "save_dataset",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
+from ..errors import UserError
 from .common import add_force, check_outputs, positive_int, seed
 
 # the fast collector's settings for a sample: every ATen choice, Inductor's DEFAULT configs and 48
@@ -15,7 +16,7 @@ COLLECT_OPTIONS = "--search-mode fast --exhaustive-sample 48 --exhaustive-rotati
 
 def _cmd_sample(args: argparse.Namespace) -> int:
     from ..collection.design import candidates, design, shapeset_bytes
-    from ..dataset_io import load_datasets
+    from ..dataset_io import load_each
     from ..fileio import atomic_write_bytes
     from ..training.data import one_device
 
@@ -25,11 +26,18 @@ def _cmd_sample(args: argparse.Namespace) -> int:
         json_outputs=["--output"],
         force=args.force,
     )
-    dataset = load_datasets(args.data)
+    datasets = list(load_each(args.data))  # file by file: a file's settings say whether it ran with TF32
     device = one_device(
-        (hw for hw, _, _ in dataset.problems()), f"DATA ({', '.join(args.data)})", "give the files of one GPU"
+        (hw for d in datasets for hw, _, _ in d.problems()),
+        f"DATA ({', '.join(args.data)})",
+        "give the files of one GPU",
     )
-    pool = candidates(dataset)
+    pool = candidates(datasets)
+    if not pool:
+        raise UserError(
+            f"DATA ({', '.join(args.data)}): no problem to sample: none measured without TF32 with two or more "
+            "successful timings outside the held-out shapesets"
+        )
     sample = design(pool, args.num_problems, args.seed)
     name = args.name or f"sample-{len(sample)}"
     atomic_write_bytes(args.output, shapeset_bytes(sample, name, " ".join(args.data)))
@@ -55,7 +63,7 @@ def add_sample_command(sub: argparse._SubParsersAction) -> None:
         "sample",
         help="choose the problems a new GPU measures first",
         description="Choose the N problems of a measured GPU's data that teach a model the most about another "
-        "GPU (every coverage cell first, close cuBLAS/Triton races, spread over sizes; "
+        "GPU (every coverage cell first, close races between cuBLAS and compiled kernels, spread over sizes; "
         "torch_diode.collection.design) and write them as a shapeset for `diode collect-shapeset`.",
     )
     p.add_argument("data", nargs="+", metavar="DATA", help="dataset files or folders measured on one GPU")

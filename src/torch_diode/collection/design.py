@@ -12,14 +12,20 @@ data. At each step the problem of the largest gain joins the sample:
 - ``cover`` is the weight of the problem's cells that the sample lacks, while the data has a cell
   the sample lacks; then the sum over its cells of weight / (1 + the cell's problems sampled);
 
-- ``race`` is exp(-|ln(best ATen time / best Triton time)| / RACE_SCALE) on the measured GPU: 1
-  where cuBLAS and the best Triton config tie, falling as one wins by far. Close races are where
-  another GPU's winner can differ (its bandwidth, clocks, shared memory), so they are the
-  measurements that move the decisions;
+- ``race`` is exp(-|ln(best ATen time / best compiled time)| / RACE_SCALE) on the measured GPU,
+  the ATen side being the extern choices (cuBLAS: :func:`torch_diode.features.is_aten`) and the
+  compiled side every other kernel (Triton configs, decompose_k...): 1 where cuBLAS and the best
+  compiled kernel tie, falling as one wins by far (0 where one side has no successful timing).
+  Close races are where another GPU's winner can differ (its bandwidth, clocks, shared memory), so
+  they are the measurements that move the decisions;
 - ``distance`` is the Euclidean distance in log2 (B, M, N, K) to the nearest problem already
   sampled of the same op, dtype and layout: a second problem of a cell is drawn away from the first;
-- a problem measured with TF32 allowed is left out (a shapeset cannot ask for TF32; the fp32 cells
-  count the problems measured without it).
+- a problem measured with TF32 allowed is left out, by the coverage report's rule
+  (:func:`torch_diode.coverage.measured_with_tf32`: its file's recorded settings say TF32, or a
+  Triton config of its allows it): a shapeset cannot ask for TF32, and the fp32 cells count the
+  problems measured without it. The rule is a file's, so the data comes file by file
+  (:func:`torch_diode.dataset_io.load_each`); a problem that one file measured with TF32 and
+  another without is a candidate with the latter's timings.
 
 Every cell thus gets a problem first, large cells get more after, and within a cell the sample
 spreads over sizes. Ties are broken by ``seed``.
@@ -29,15 +35,18 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..coverage import problem_cells
+from ..coverage import measured_with_tf32, problem_cells, settings_say_tf32
+from ..dataset_io import merge_all
+from ..features import is_aten
 from ..types import Dataset, Problem
 from .shapes import drop_heldout, problem_identity
 
-RACE_SCALE = 0.2  # ln units: cuBLAS and Triton within ~20% of each other are a close race
+RACE_SCALE = 0.2  # ln units: cuBLAS and the best compiled kernel within ~20% of each other are a close race
 DIVERSITY_SCALE = 1.0  # log2 units: a problem twice another's size in one dimension is half new
 FAR = 1e6
 
@@ -46,27 +55,39 @@ FAR = 1e6
 class Candidate:
     problem: Problem
     cells: tuple[str, ...]
-    race: float  # 1: cuBLAS and the best Triton config tie on the measured GPU; toward 0: far apart
+    race: float  # 1: cuBLAS and the best compiled kernel tie on the measured GPU; toward 0: far apart
 
 
-def candidates(dataset: Dataset) -> list[Candidate]:
-    """The problems of ``dataset`` a sample can hold: measured (two or more successful timings),
-    not held out, not measured with TF32; one per problem identity (strides and bias shape aside)."""
+def candidates(datasets: Iterable[Dataset]) -> list[Candidate]:
+    """The problems a sample can hold, of ``datasets`` given one per file
+    (:func:`torch_diode.dataset_io.load_each`): the files' measurements without TF32 (each file's
+    :func:`without_tf32`) merged, then the problems of two or more successful timings, not held
+    out; one per problem identity (strides and bias shape aside)."""
     seen: dict[Problem, Candidate] = {}
-    for _, problem, timings in dataset.problems():
+    for _, problem, timings in merge_all(without_tf32(d) for d in datasets).problems():
         ok = [t for t in timings if not t.failed]
-        if len(ok) < 2 or any(t.config.allow_tf32 and t.config.is_tiled for t in ok):
+        if len(ok) < 2:
             continue
         identity = problem_identity(problem)
         if identity in seen:
             continue
-        aten = [t.time_us for t in ok if not t.config.is_tiled]
-        triton = [t.time_us for t in ok if t.config.is_tiled]
-        race = math.exp(-abs(math.log(min(aten) / min(triton))) / RACE_SCALE) if aten and triton else 0.0
+        aten = [t.time_us for t in ok if is_aten(t.config)]
+        compiled = [t.time_us for t in ok if not is_aten(t.config)]
+        race = math.exp(-abs(math.log(min(aten) / min(compiled))) / RACE_SCALE) if aten and compiled else 0.0
         cells = tuple(problem_cells(problem, (t.config.template_id for t in ok), False))
         seen[identity] = Candidate(identity, cells, race)
     kept = set(drop_heldout(list(seen)))
     return [c for p, c in seen.items() if p in kept]
+
+
+def without_tf32(dataset: Dataset) -> Dataset:
+    """``dataset`` (one file's) less its problems measured with TF32 allowed
+    (:func:`torch_diode.coverage.measured_with_tf32`)."""
+    file_tf32 = settings_say_tf32(dataset)
+    tf32 = {
+        (hw, p) for hw, p, ts in dataset.problems() if measured_with_tf32(file_tf32, (t for t in ts if not t.failed))
+    }
+    return dataset.subset(lambda hw, p: (hw, p) not in tf32) if tf32 else dataset
 
 
 def design(pool: list[Candidate], n: int, seed: int = 0) -> list[Candidate]:
@@ -121,7 +142,8 @@ def shapeset(sample: list[Candidate], name: str, source: str) -> dict:
         entries.append(entry)
     description = (
         f"The {len(sample)} problems of {source} that `diode sample` chose for a new GPU to measure "
-        "(torch_diode.collection.design: every coverage cell first, close cuBLAS/Triton races, spread over sizes)."
+        "(torch_diode.collection.design: every coverage cell first, close races between cuBLAS and compiled "
+        "kernels, spread over sizes)."
     )
     return {"name": name, "description": description, "entries": entries}
 
