@@ -5,6 +5,7 @@ The model is the one shipped for this GPU (H100, H200). Problems are compiled
 Set DIODE_RESULTS_DIR to keep the correctness figures (benchmarks/results/correctness_h100.json, _h200)."""
 
 import json
+import logging
 import os
 import random
 from datetime import datetime, timezone
@@ -245,19 +246,26 @@ def test_dynamic_shapes_compile_once_and_stay_right(model):
             assert all(d["scenarios"] > 1 for d in choices.decisions if "sizes" in d), list(choices.decisions)
 
 
-def test_own_enumeration_decides_dynamic_graphs_as_inductors_generators(model):
+def test_own_enumeration_decides_dynamic_graphs_as_inductors_generators(model, caplog):
     """Graphs whose rows are symbolic and K static (automatic dynamic shapes; a module's static
     parameters under dynamic=True) are decided over
     diode's own enumeration of the Triton template's candidates, scaled to the hints as Inductor
     scales them (with TF32 allowed, Inductor's generators: their ALLOW_TF32 holds at every size):
     the same decisions as over Inductor's generators, and outputs equal to eager's."""
     before = torch.get_float32_matmul_precision()
+    caplog.set_level(logging.DEBUG, logger="torch_diode")
     try:
         for precision in ("highest", "high"):
             torch.set_float32_matmul_precision(precision)
             decided = {}
             for enumerate_candidates in (True, False):
-                decided[enumerate_candidates] = _dynamic_decisions(model, enumerate_candidates)
+                caplog.clear()
+                try:
+                    decided[enumerate_candidates] = _dynamic_decisions(model, enumerate_candidates)
+                except AssertionError as e:  # say which enumerated configs Inductor did not reproduce
+                    said = [r.getMessage() for r in caplog.records]
+                    why = [m for m in said if "reproduce" in m or "first" in m]
+                    raise AssertionError(f"{precision}, enumerate_candidates={enumerate_candidates}: {why}") from e
             assert decided[True] == decided[False], precision
     finally:
         torch.set_float32_matmul_precision(before)
