@@ -26,9 +26,10 @@ Runtime per size is ``do_bench_cudagraph``'s median over input copies (benchmark
 diode and max-autotune workers also compile default mode's graph of each item in their process and
 time it at each size alternately with their own, PAIRED_ROUNDS times (``default_runtime_us``, the
 median as ``runtime_us`` is): their ratios to default mode are of timings interleaved within a
-second, not of two processes' (clocks drift a few percent between them). Compile time is the wall time of the call that compiled the dynamic graph (the first for ``dynamic``, the
-second for ``automatic``). The summary holds, over every item and size, diode's runtime over default
-mode's and over max-autotune's (worst, geomean) and the compile time ratios per dynamic graph.
+second, not of two processes' (clocks drift a few percent between them). Compile time is the
+wall time of the call that compiled the dynamic graph (the first for ``dynamic``, the second for
+``automatic``). The summary holds, over every item and size, diode's runtime over default mode's
+and over max-autotune's (worst, geomean) and the compile time ratios per dynamic graph.
 
     python -m benchmarks.e2e_dynamic --model NVIDIA-H100-matmul --out $OUT/e2e_dynamic_h100.json
 
