@@ -147,6 +147,12 @@ PAD_PASS_LIMIT_S = 240  # the pad_mm pass: every item compiled once in default m
 REPEATED = ("diode_top1", "default")  # the methods whose models' compile time --compile-repeats repeats
 
 
+# diode's handler settings in the diode methods (top_k_configs: the method's), and the Inductor
+# settings of the guide's mode (mode="max-autotune" with diode as the only GEMM backend)
+DIODE_HANDLER_SETTINGS: dict[str, Any] = {"performance_threshold": 1.0}
+GUIDE_SETTINGS: dict[str, Any] = {"max_autotune_gemm_backends": "DIODE", "fast_autotune": True}
+
+
 # ----- one measurement --------------------------------------------------------------------------
 def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, Any]:
     """Cold compile + first call, then do_bench of the compiled function."""
@@ -160,7 +166,7 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
         from torch_diode.inductor.settings import add_settings
 
         add_settings()  # the guide's settings (this script imports torch_diode without registration)
-        settings.update(max_autotune_gemm_backends="DIODE", fast_autotune=True)
+        settings.update(GUIDE_SETTINGS)
     elif method.startswith("diode"):
         settings.update(DIODE_SETTINGS)
     compiled = torch.compile(fn, dynamic=False, mode="max-autotune" if method == GUIDE_MODE else None)
@@ -175,7 +181,7 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
     with inductor_config.patch(settings), torch.no_grad():
         if method.startswith("diode"):
             k = 3 if method == "diode_top3" else 1
-            with diode_choices(model) as choices, diode_config.patch(top_k_configs=k, performance_threshold=1.0):
+            with diode_choices(model) as choices, diode_config.patch(top_k_configs=k, **DIODE_HANDLER_SETTINGS):
                 first_call()
                 stats = choices.get_stats()
             record["diode"] = {
@@ -396,17 +402,12 @@ def report_head(args: argparse.Namespace, part: str | None) -> dict[str, Any]:
             "max_autotune": inductor_settings("DEFAULT", "ATEN,TRITON"),
             "exhaustive": inductor_settings("EXHAUSTIVE", "ATEN,TRITON"),
             "diode": {
-                "max_autotune_gemm": True,
+                **DIODE_SETTINGS,
                 "candidate_pool": diode_config.candidate_pool,
-                "performance_threshold": 1.0,
+                **DIODE_HANDLER_SETTINGS,
                 "unsure_top_k": diode_config.unsure_top_k,
             },
-            GUIDE_MODE: {
-                "mode": "max-autotune",
-                "max_autotune_gemm_backends": "DIODE",
-                "fast_autotune": True,
-                "top_k_configs": 1,
-            },
+            GUIDE_MODE: {"mode": "max-autotune", **GUIDE_SETTINGS, "top_k_configs": 1},
         },
         "pad_mm": "decided once per GEMM by a pass in default mode before the measured workers, shared by every method",
         "shapes": {"shapes": args.shapes, "per_model": args.per_model, "seed": args.seed}
