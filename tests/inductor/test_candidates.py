@@ -28,8 +28,9 @@ def test_enumeration_requires_inductors_own_config_lists():
 
 def test_enumeration_takes_symbolic_rows_and_columns_but_not_a_symbolic_k():
     """EVEN_K (K % BLOCK_K == 0) is known only for a static K: symbolic M and N (Inductor scales the
-    configs to their hints, which the problem holds) keep the enumeration unless TF32 is allowed, a
-    symbolic K leaves the pool to Inductor's generators."""
+    configs to their hints, which the problem holds; ALLOW_TF32 is read off Inductor's own first
+    candidate, see probe) keep the enumeration with TF32 allowed or not, a symbolic K leaves the
+    pool to Inductor's generators."""
     import sympy
 
     from torch_diode.inductor.candidates import enumerable_uid
@@ -52,7 +53,7 @@ def test_enumeration_takes_symbolic_rows_and_columns_but_not_a_symbolic_k():
     assert enumerable_uid(problem, Inputs(64, s0, 4096), choices, None) == uid
     assert enumerable_uid(problem, Inputs(64, 4096, s0), choices, None) is None
     assert enumerable_uid(problem, Inputs(64, 4096, 4096), {}, None) is None  # no Triton template offered
-    # TF32 allowed: Inductor's ALLOW_TF32 for symbolic sizes holds only if it holds at every size
     with fp32_precision("tf32"):
         assert enumerable_uid(problem, Inputs(64, 4096, 4096), choices, None) == uid
-        assert enumerable_uid(problem, Inputs(s0, 4096, 4096), choices, None) is None
+        assert enumerable_uid(problem, Inputs(s0, 4096, 4096), choices, None) == uid
+        assert enumerable_uid(problem, Inputs(s0, 4096, s0), choices, None) is None

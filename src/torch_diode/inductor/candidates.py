@@ -25,7 +25,7 @@ from functools import cache
 from typing import Any
 
 from ..types import KernelConfig, Problem
-from .config_space import raw_config_lists, rows_of, template_id, tf32_enabled, triton_candidates
+from .config_space import raw_config_lists, rows_of, template_id, triton_candidates
 from .convert import ktc_config, ktc_with_config
 
 logger = logging.getLogger(__name__)
@@ -54,8 +54,8 @@ def enumerable_uid(
 ) -> str | None:
     """The Triton template whose candidates diode can enumerate for this problem, or None: K is
     static (EVEN_K is then K % BLOCK_K == 0; M and N may be symbolic, Inductor scaling the configs
-    to their hints, which ``problem`` holds, where TF32 is not allowed) and Inductor's config
-    generation runs with its stock settings."""
+    to their hints, which ``problem`` holds) and Inductor's config generation runs with its stock
+    settings."""
     from torch._inductor import config as inductor_config
 
     try:
@@ -68,12 +68,8 @@ def enumerable_uid(
             or getattr(inductor_config, "max_autotune_prune_choices_based_on_shared_mem", False)
         ):
             return None
-        static = [isinstance(s, int) or getattr(s, "is_Integer", False) for s in kernel_inputs.mnk_symbolic()]
-        if not static[2]:
-            return None
-        # with TF32 allowed, Inductor sets ALLOW_TF32 where M >= 16 and min(N, K) >= 512 hold for
-        # every size a symbolic M or N can take, which the hints diode enumerates at do not say
-        return uid if all(static) or not tf32_enabled() else None
+        k = kernel_inputs.mnk_symbolic()[2]
+        return uid if isinstance(k, int) or getattr(k, "is_Integer", False) else None
     except Exception:  # anything unexpected: Inductor's generators produce the pool
         return None
 
@@ -121,14 +117,18 @@ def probe(
     """A KernelTemplateChoice of template ``uid`` to put chosen configs into: the first candidate
     of a generator Inductor makes (``get_ktc``: the handler's) for its DEFAULT list, a short list
     to scale. None unless it converts to diode's first DEFAULT config (what diode enumerates must
-    be what Inductor would generate)."""
+    be what Inductor would generate), whose ALLOW_TF32 is read off it: Inductor sets it for the
+    problem, by a rule that differs between torch versions and holds for symbolic sizes only
+    where it holds at every size."""
     template = next((t for t in templates if getattr(t, "uid", None) == uid), None)
     if template is None or not same_config_lists(uid, kernel_inputs.device_type, op_name):
         return None
     with search_space("DEFAULT"):
         first = next(iter(get_ktc(kernel_inputs, template, op_name, {})), None)
-    expected, expected_config = triton_candidates(problem, "DEFAULT")
-    if first is None or not len(expected) or ktc_config(first) != expected_config(0):
+    if first is None:
+        return None
+    expected, expected_config = triton_candidates(problem, "DEFAULT", ktc_config(first).allow_tf32)
+    if not len(expected) or ktc_config(first) != expected_config(0):
         logger.debug(
             "torch-diode: Inductor's first %s candidate is not diode's first config for %s", uid, problem.short()
         )

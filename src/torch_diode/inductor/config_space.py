@@ -114,8 +114,10 @@ def scaled_configs(m: int, n: int, k: int, search_space: str) -> list[tuple[int,
 
 
 def allow_tf32(problem: Problem) -> bool:
-    """Inductor's ALLOW_TF32 for the mm template: tf32 allowed and the problem large enough,
-    whatever the dtype (Inductor sets it for fp16/bf16 too, where it changes nothing)."""
+    """Inductor's ALLOW_TF32 for the mm template as torch 2.13 sets it: tf32 allowed and the
+    problem large enough, whatever the dtype (Inductor sets it for fp16/bf16 too, where it changes
+    nothing). Torch 2.11 sets it wherever tf32 is allowed (unless ``force_same_precision``), so the
+    choice handler, which has Inductor's candidates at hand, reads it off them instead."""
     return tf32_enabled() and problem.M >= 16 and min(problem.N, problem.K) >= 512
 
 
@@ -158,15 +160,17 @@ def epilogue_extras(problem: Problem) -> dict[str, Any]:
 
 
 def triton_candidates(
-    problem: Problem, search_space: str = "DEFAULT"
+    problem: Problem, search_space: str = "DEFAULT", tf32: bool | None = None
 ) -> tuple[np.ndarray, Callable[[int], KernelConfig]]:
     """The Triton mm/bmm template configs Inductor generates for ``problem`` as the feature
     path's config rows (what ``features.config_rows(triton_configs(problem, search_space))``
     gives), and a function making the KernelConfig of row ``i``: the choice handler featurizes
-    every candidate but needs KernelConfig objects only for the ones it chooses."""
+    every candidate but needs KernelConfig objects only for the ones it chooses. ``tf32``: their
+    ALLOW_TF32 (the handler reads it off Inductor's own candidate); None: :func:`allow_tf32`."""
     scaled = scaled_config_array(problem.M, problem.N, problem.K, search_space)
     bm, bn, bk, stages, warps, group_m = scaled.T
-    tid, tf32, extras = template_id(problem), allow_tf32(problem), epilogue_extras(problem)
+    tid, extras = template_id(problem), epilogue_extras(problem)
+    tf32 = allow_tf32(problem) if tf32 is None else tf32
     even_k = problem.K % bk == 0
     rows = np.column_stack(
         [

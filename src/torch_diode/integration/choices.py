@@ -374,7 +374,7 @@ class DiodeInductorChoices(InductorChoices):
             parts, owners = [], []  # owners: the template's KernelTemplateChoices, None for diode's own
             for u, gen in template_choices.items():
                 if u == uid:
-                    parts.append(triton_candidates(problem, self._setting_pool()))
+                    parts.append(triton_candidates(problem, self._setting_pool(), ktc_config(base).allow_tf32))
                     owners.append(None)
                 else:
                     lists[u] = list(gen)
