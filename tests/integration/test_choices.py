@@ -503,9 +503,14 @@ def test_config_from_environment():
             pass
 
 
-def test_enumerated_allow_tf32_follows_inductor_for_every_dtype():
-    """Inductor's ALLOW_TF32 depends on the tf32 setting and the size, not the dtype; diode's
-    enumeration must say the same or its picks would not convert back (then no enumeration)."""
+def test_enumerated_allow_tf32_follows_inductor_for_every_dtype(monkeypatch):
+    """Inductor's ALLOW_TF32 depends on the tf32 setting and the size, not the dtype, by a rule
+    that differs between torch versions; diode's enumeration asks the installed Inductor's
+    heuristic (torch 2.11's sets it wherever tf32 is allowed, simulated here), or its picks would
+    not convert back (then no enumeration)."""
+    from torch._inductor.template_heuristics.registry import get_template_heuristic
+
+    from torch_diode.inductor import config_space
     from torch_diode.inductor.config_space import allow_tf32
 
     for precision, large in (("high", True), ("highest", False)):
@@ -513,6 +518,15 @@ def test_enumerated_allow_tf32_follows_inductor_for_every_dtype():
             for dtype in ("float16", "bfloat16", "float32"):
                 assert allow_tf32(Problem("mm", 1, 1024, 1024, 1024, dtype, dtype, dtype)) is large, (precision, dtype)
                 assert allow_tf32(Problem("mm", 1, 1024, 256, 1024, dtype, dtype, dtype)) is False
+    small = Problem("bmm", 32, 1, 256, 128, "float32", "float32", "float32")
+    heuristic = type(get_template_heuristic("triton::bmm", "cuda", "bmm"))
+    monkeypatch.setattr(heuristic, "get_extra_kwargs", lambda self, inputs, op: {"ALLOW_TF32": True})
+    config_space._inductor_allow_tf32.cache_clear()
+    try:
+        with float32_matmul_precision("high"):
+            assert allow_tf32(small) is True
+    finally:
+        config_space._inductor_allow_tf32.cache_clear()
 
 
 def test_dynamic_shapes_are_decided_over_their_range(cpu_model):

@@ -17,9 +17,10 @@ the GPU has TMA and both operands meet TMA's layout rules (:func:`tma_offered`).
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterable
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,8 @@ from .._C import config_columns, dtype_bytes
 from ..features import is_extern, template_kind
 from ..selection import Pool
 from ..types import KernelConfig, Problem
+
+logger = logging.getLogger(__name__)
 
 SEARCH_SPACES = ("DEFAULT", "EXHAUSTIVE")
 TMA_TEMPLATE_ID = "triton::mm_persistent_tma"
@@ -114,11 +117,51 @@ def scaled_configs(m: int, n: int, k: int, search_space: str) -> list[tuple[int,
 
 
 def allow_tf32(problem: Problem) -> bool:
-    """Inductor's ALLOW_TF32 for the mm template as torch 2.13 sets it: tf32 allowed and the
-    problem large enough, whatever the dtype (Inductor sets it for fp16/bf16 too, where it changes
-    nothing). Torch 2.11 sets it wherever tf32 is allowed (unless ``force_same_precision``), so the
-    choice handler, which has Inductor's candidates at hand, reads it off them instead."""
-    return tf32_enabled() and problem.M >= 16 and min(problem.N, problem.K) >= 512
+    """Inductor's ALLOW_TF32 for the mm/bmm template on ``problem`` (static sizes), asked of the
+    installed torch's heuristic: its rule differs between versions (torch 2.13: tf32 allowed and
+    M >= 16 and min(N, K) >= 512; torch 2.11: tf32 allowed, the sizes aligned only under
+    ``force_same_precision``). Inductor sets it whatever the dtype; it changes only fp32 dots. The
+    choice handler, which has Inductor's own candidates, reads it off them (``candidates.probe``)."""
+    if not tf32_enabled():
+        return False
+    from torch._inductor import config as inductor_config
+
+    force_same_precision = bool(getattr(inductor_config, "force_same_precision", False))
+    return _inductor_allow_tf32(problem.batched, problem.M, problem.N, problem.K, force_same_precision)
+
+
+class _SizesOnly:
+    """The part of Inductor's graph (``V.graph``) its mm heuristics read for static sizes."""
+
+    def __init__(self) -> None:
+        from torch._inductor.sizevars import SizeVarAllocator
+
+        self.sizevars = SizeVarAllocator()
+
+
+@lru_cache(maxsize=4096)
+def _inductor_allow_tf32(batched: bool, m: int, n: int, k: int, force_same_precision: bool) -> bool:
+    """Inductor's mm/bmm heuristic's ALLOW_TF32 for these sizes, with tf32 allowed (the cache key
+    holds what else it reads). Where that heuristic cannot be asked (another torch's API), torch
+    2.13's rule."""
+    import torch
+
+    try:
+        from torch._inductor import ir
+        from torch._inductor.kernel_inputs import MMKernelInputs
+        from torch._inductor.template_heuristics.registry import get_template_heuristic
+        from torch._inductor.virtualized import V
+
+        device, op = torch.device("cuda"), "bmm" if batched else "mm"
+        lead = [1] if batched else []
+        a = ir.InputBuffer(name="a", layout=ir.FixedLayout(device, torch.float32, [*lead, m, k]))
+        b = ir.InputBuffer(name="b", layout=ir.FixedLayout(device, torch.float32, [*lead, k, n]))
+        heuristic = get_template_heuristic(f"triton::{op}", "cuda", op)
+        with V.set_graph_handler(_SizesOnly()):
+            return bool(heuristic.get_extra_kwargs(MMKernelInputs([a, b]), op)["ALLOW_TF32"])
+    except Exception as e:  # noqa: BLE001 - any failure: the rule of the torch diode was written against
+        logger.debug("torch-diode: Inductor's ALLOW_TF32 rule could not be asked (%s)", e)
+        return m >= 16 and min(n, k) >= 512
 
 
 def aten_allows_tf32(problem: Problem, tf32: bool) -> bool:
