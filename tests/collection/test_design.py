@@ -89,6 +89,11 @@ def test_a_file_whose_settings_say_tf32_gives_no_candidate_and_another_file_meas
         (c.problem, c.race) for c in candidates([plain])
     ]
     assert len(candidates([plain])) == tf32.num_problems
+    # TF32 changes only fp32 dots: the file's problems in half precision are candidates
+    half = Dataset(metadata=tf32.metadata)
+    for hw, problem, timings in tf32.problems():
+        half.add(hw, replace(problem, dtype_a="bfloat16", dtype_b="bfloat16", dtype_out="bfloat16"), timings)
+    assert len(candidates([half])) == tf32.num_problems
 
 
 def test_diode_sample_reads_each_file_s_tf32_settings(tmp_path, diode_cli):

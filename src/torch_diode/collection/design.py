@@ -81,11 +81,14 @@ def candidates(datasets: Iterable[Dataset]) -> list[Candidate]:
 
 
 def without_tf32(dataset: Dataset) -> Dataset:
-    """``dataset`` (one file's) less its problems measured with TF32 allowed
-    (:func:`torch_diode.coverage.measured_with_tf32`)."""
+    """``dataset`` (one file's) less its fp32 problems measured with TF32 allowed
+    (:func:`torch_diode.coverage.measured_with_tf32`; TF32 changes only fp32 dots, so a half
+    precision problem of a TF32 run stays)."""
     file_tf32 = settings_say_tf32(dataset)
     tf32 = {
-        (hw, p) for hw, p, ts in dataset.problems() if measured_with_tf32(file_tf32, (t for t in ts if not t.failed))
+        (hw, p)
+        for hw, p, ts in dataset.problems()
+        if p.dtype_a == "float32" and measured_with_tf32(file_tf32, (t for t in ts if not t.failed))
     }
     return dataset.subset(lambda hw, p: (hw, p) not in tf32) if tf32 else dataset
 
