@@ -1,0 +1,74 @@
+"""Which learning rate adapts another GPU's model to 100 problems of a new one? (CPU)
+
+benchmarks.adapt_curve's adaptation (``ADAPT``) at each ``--learning-rates`` value, both ways
+between the H100 and the H200, every ``--seeds`` seed, judged as the handler decides on the new
+GPU's validation data (chosen on) and on its held-out real models' data (checked on): first pick
+over the best measured (geomean, worst) and the unsure fraction.
+
+    python -m benchmarks.studies.adapt_rate --out benchmarks/results/adapt_rate_cpu.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import tempfile
+from pathlib import Path
+
+from benchmarks import adapt_curve
+from benchmarks.common import cpu_report_header
+from benchmarks.selection_replay import judge_realmodels
+from torch_diode.dataset_io import merge_all
+from torch_diode.fileio import atomic_write_bytes
+
+KEYS = ("first_pick_geomean", "first_pick_worst", "unsure_fraction")
+
+
+def judged(model: str, data: str) -> dict:
+    summary, _ = judge_realmodels(model, [data], "realmodels_heldout")
+    return {k: summary[k] for k in KEYS}
+
+
+def rates(source: str, new: str, learning_rates: list[float], seeds: list[int], n: int) -> list[dict]:
+    source_files = adapt_curve.gpu_files(source)
+    source_data, new_data = merge_all(source_files), merge_all(adapt_curve.gpu_files(new))
+    pool = adapt_curve.sample_pool(source_files, new_data)
+    rows = []
+    chosen = dict(adapt_curve.ADAPT)
+    try:
+        for rate in learning_rates:
+            adapt_curve.ADAPT.update(learning_rate=rate)
+            with tempfile.TemporaryDirectory(prefix="adapt_rate_") as tmp:
+                for seed in seeds:
+                    path, _ = adapt_curve.adapted(source, source_data, new_data, pool, n, seed, Path(tmp))
+                    row = {"source": source, "new": new, "learning_rate": rate, "seed": seed}
+                    row["validation"] = judged(str(path), f"data/{new}/validation")
+                    row["realmodels"] = judged(str(path), f"data/{new}/realmodels")
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+    finally:
+        adapt_curve.ADAPT.clear()
+        adapt_curve.ADAPT.update(chosen)
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--learning-rates", type=float, nargs="+", default=[3e-4, 1e-4])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--problems", type=int, default=100, help="sample size")
+    parser.add_argument("--out", required=True, help="JSON report")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)
+    rows = []
+    for source, new in (("h100", "h200"), ("h200", "h100")):
+        rows += rates(source, new, args.learning_rates, args.seeds, args.problems)
+    report = cpu_report_header("CPU (adapted models judged on data measured on the new GPU)")
+    report.update(adapt={**adapt_curve.ADAPT, "learning_rate": args.learning_rates}, problems=args.problems, rows=rows)
+    atomic_write_bytes(args.out, json.dumps(report, indent=1).encode())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
