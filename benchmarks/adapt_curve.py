@@ -28,6 +28,7 @@ from benchmarks.selection_replay import judge_realmodels
 from torch_diode.collection.design import candidates, design
 from torch_diode.collection.shapes import excluded_measurements
 from torch_diode.dataset_io import load_each, merge_all
+from torch_diode.fileio import atomic_write_bytes
 from torch_diode.model_file import write_model
 from torch_diode.registry import resolve_model
 from torch_diode.training.recipe import load_recipe, recipe_path
@@ -37,9 +38,9 @@ from torch_diode.types import problem_key
 logger = logging.getLogger(__name__)
 
 GPUS = {"h100": "NVIDIA-H100-matmul", "h200": "NVIDIA-H200-matmul"}
-# `diode train --init-model SOURCE --prior-share 0.5 --num-epochs 40 --learning-rate 3e-4
+# `diode train --init-model SOURCE --prior-share 0.5 --num-epochs 40 --learning-rate 1e-4
 # --patience 15 --loss listwise`: the adaptation docs/contributing.md gives
-ADAPT = {"prior_share": 0.5, "num_epochs": 40, "learning_rate": 3e-4, "patience": 15, "loss": "listwise"}
+ADAPT = {"prior_share": 0.5, "num_epochs": 40, "learning_rate": 1e-4, "patience": 15, "loss": "listwise"}
 SIZES = (25, 50, 100, 200, 500)
 SUMMARY_KEYS = ("first_pick_geomean", "first_pick_worst", "unsure_fraction", "triton_top1_perf_geomean")
 
@@ -166,7 +167,7 @@ def main() -> int:
         rows += curve(source, new, args.sizes, args.seeds, args.all_seeds_at)
     report = cpu_report_header("CPU (adapted models judged on data measured on the GPU named in each row)")
     report.update(adapt=ADAPT, summary=summarize(rows, args.all_seeds_at), rows=rows)
-    Path(args.out).write_text(json.dumps(report, indent=1))
+    atomic_write_bytes(args.out, json.dumps(report, indent=1).encode())
     plot(rows, Path(args.out).with_suffix(".png"))
     print(f"{'source':7s} {'new':5s} {'N':>4s} {'seed':>4s} {'first gm':>9s} {'worst':>7s} {'unsure':>7s} {'top1':>7s}")
     for r in rows:
