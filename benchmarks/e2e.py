@@ -27,7 +27,7 @@ methods run in worker processes, one after the other, each with its own new Trit
 Inductor cache directories: diode_top1; default + max_autotune + exhaustive; diode_top3;
 diode_max_autotune_mode (``--methods`` picks the methods; its default is every one but the last). So no
 method finds kernels another compiled, and stock autotuning never runs in a process where diode's
-handler was installed. TORCH_DIODE_NO_AUTOREGISTER=1 keeps the import from registering the
+handler is installed. TORCH_DIODE_NO_AUTOREGISTER=1 keeps the import from registering the
 shipped model, which on an H100 would decide every GEMM, the stock methods' included.
 Each worker first compiles a small throwaway GEMM followed by a ReLU (CUDA, Inductor, the Triton
 compiler and Inductor's compile workers start up, as in any real model's compile) and waits for
@@ -51,7 +51,7 @@ fill it the figure depends on where in memory they lie (benchmarks/studies/l2_re
 one host call after a cache flush, and where the host's cost of calling a compiled function
 exceeds the flush its figure is the host's, not the kernel's (the report's rows show both). A
 worker that outlives its time limit is stopped; its finished items are kept. The report is
-written after each worker (``complete``: false until the last has run), so a run stopped between
+written after each worker (``complete``: false until the last one ends), so a run stopped between
 two keeps the finished workers' rows; the results table takes only a complete report.
 ``--combine`` joins reports of one device, torch, Triton and model whose rows are timed alike:
 all over input copies (``input_copies`` in each row) or all on one copy.
@@ -392,7 +392,7 @@ def check_shapes(args: argparse.Namespace, part: str | None) -> None:
 
 
 def report_head(args: argparse.Namespace, part: str | None) -> dict[str, Any]:
-    """The report before any worker ran: the command, device, versions, settings and the draw."""
+    """The report's head, which every worker's rows join: the command, device, versions, settings and the draw."""
     return {
         **report_header(),
         "model": args.model,
