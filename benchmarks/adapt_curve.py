@@ -61,14 +61,16 @@ def sample_pool(source_files, new_data) -> list:
     return [c for c in candidates(source_files) if problem_key(c.problem) in have]
 
 
-def adapted(source: str, source_data, new_data, pool: list, n: int, seed: int, folder: Path) -> tuple[Path, float]:
-    """The source's model adapted to the sample of ``n`` problems of ``pool``; (its file, training
-    seconds)."""
+def adapted(
+    source: str, source_data, new_data, pool: list, n: int, seed: int, folder: Path, adapt: dict | None = None
+) -> tuple[Path, float]:
+    """The source's model adapted (``adapt``: the training settings, :data:`ADAPT` where None) to
+    the sample of ``n`` problems of ``pool``; (its file, training seconds)."""
     keys = {problem_key(c.problem) for c in design(pool, n, seed)}
     sample = new_data.subset(lambda hw, p: problem_key(p) in keys)
     data, prior, prior_keys = with_prior_data(sample, source_data)
     start = time.perf_counter()
-    config = TrainConfig(init_model=GPUS[source], seed=seed, **ADAPT)
+    config = TrainConfig(init_model=GPUS[source], seed=seed, **(ADAPT if adapt is None else adapt))
     model, _ = train_model(data, config, progress=False, prior_data=prior, prior_problems=prior_keys)
     path = folder / f"{source}_{n}_{seed}.diode"
     write_model(path, model)

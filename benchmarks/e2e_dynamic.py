@@ -183,8 +183,8 @@ def compile_calls(compiled: Any, module: nn.Module, way: str, sizes: list[int], 
 def measure(module: nn.Module, method: str, way: str, sizes: list[int], args: argparse.Namespace) -> dict[str, Any]:
     """Compile ``module`` one ``way`` with ``method``, then its runtime at every size. Another
     method's worker also compiles default mode's graph in its process and times it at each size
-    right after the method's (``default_runtime_us``): the ratio to default mode compares two
-    timings of the same minute, clock and temperature."""
+    alternately with the method's, PAIRED_ROUNDS times (``default_runtime_us``): the ratio to
+    default mode compares timings of the same second, clock and temperature."""
     from torch._inductor import config as inductor_config
 
     torch._dynamo.reset()

@@ -35,21 +35,16 @@ def rates(source: str, new: str, learning_rates: list[float], seeds: list[int], 
     source_data, new_data = merge_all(source_files), merge_all(adapt_curve.gpu_files(new))
     pool = adapt_curve.sample_pool(source_files, new_data)
     rows = []
-    chosen = dict(adapt_curve.ADAPT)
-    try:
-        for rate in learning_rates:
-            adapt_curve.ADAPT.update(learning_rate=rate)
-            with tempfile.TemporaryDirectory(prefix="adapt_rate_") as tmp:
-                for seed in seeds:
-                    path, _ = adapt_curve.adapted(source, source_data, new_data, pool, n, seed, Path(tmp))
-                    row = {"source": source, "new": new, "learning_rate": rate, "seed": seed}
-                    row["validation"] = judged(str(path), f"data/{new}/validation")
-                    row["realmodels"] = judged(str(path), f"data/{new}/realmodels")
-                    rows.append(row)
-                    print(json.dumps(row), flush=True)
-    finally:
-        adapt_curve.ADAPT.clear()
-        adapt_curve.ADAPT.update(chosen)
+    for rate in learning_rates:
+        adapt = {**adapt_curve.ADAPT, "learning_rate": rate}
+        with tempfile.TemporaryDirectory(prefix="adapt_rate_") as tmp:
+            for seed in seeds:
+                path, _ = adapt_curve.adapted(source, source_data, new_data, pool, n, seed, Path(tmp), adapt)
+                row = {"source": source, "new": new, "learning_rate": rate, "seed": seed}
+                row["validation"] = judged(str(path), f"data/{new}/validation")
+                row["realmodels"] = judged(str(path), f"data/{new}/realmodels")
+                rows.append(row)
+                print(json.dumps(row), flush=True)
     return rows
 
 

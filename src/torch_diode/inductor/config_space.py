@@ -366,7 +366,7 @@ def beyond_default_list(problem: Problem, rows: np.ndarray) -> np.ndarray:
     sizes, GROUP_M, stages, warps) are; EVEN_K and ALLOW_TF32 follow from the problem and the
     TF32 setting, so data timed under another setting still matches."""
     rows = np.asarray(rows)
-    default, _ = triton_candidates(problem, "DEFAULT")
+    default, _ = triton_candidates(problem, "DEFAULT", tf32=False)  # tile columns only: no ALLOW_TF32 to ask
     if len(rows) == 0 or len(default) == 0:
         return np.zeros(len(rows), dtype=bool)
     tile = slice(0, _TILE_COLUMNS)
