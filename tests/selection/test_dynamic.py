@@ -9,7 +9,15 @@ import pytest
 from selection_policies import make_policy
 
 from torch_diode.features import config_rows, featurize, is_extern
-from torch_diode.selection import DYNAMIC_MARGIN, Confidence, Pool, SizeRange, decide_range, size_scenarios
+from torch_diode.selection import (
+    DYNAMIC_MARGIN,
+    Confidence,
+    Pool,
+    SizeRange,
+    decide_range,
+    judged_over_range,
+    size_scenarios,
+)
 from torch_diode.types import Hardware, KernelConfig, Problem
 
 H100 = Hardware("NVIDIA H100 80GB HBM3", (9, 0), 132, 80 << 30, 232448, "2.11.0", "3.6.0", "13.0")
@@ -119,3 +127,32 @@ def test_the_problems_at_each_size_are_featurized_apart():
     assert not np.allclose(features[0], features[1])
     assert dataclasses.replace(problems[0], M=1) == problems[1]
     assert math.isfinite(float(features[1].sum()))
+
+
+def test_only_the_aten_choices_and_the_templates_no_slower_at_the_hint_are_judged_beyond_it():
+    """A template slower than cuBLAS at the hint can never win the range: the handler predicts it at
+    the hint alone. Given NaN for it at the other sizes, the decision is the one of full predictions."""
+    rng = np.random.default_rng(0)
+    configs = [KernelConfig("aten::mm")] + [
+        KernelConfig("triton::mm", 32 << (i % 3), 64, 32 << (i % 2), 8, 2 + i % 4, 4) for i in range(12)
+    ]
+    ms = [64, 1, 8, 512, 4096]
+    problems = [Problem("mm", 1, m, 4096, 4096, "bfloat16", "bfloat16", "bfloat16") for m in ms]
+    features = [featurize(p, configs, H100) for p in problems]
+    pool = Pool(features[0], is_extern(config_rows(configs)))
+    picks = set()
+    for trial in range(40):
+        predictions = [np.log(10.0) + rng.normal(0.0, 0.1, size=(3, len(configs))) for _ in ms]
+        judged = judged_over_range(pool, predictions[0])
+        hint = predictions[0].mean(axis=0)
+        assert 0 in judged and set(judged[1:]) == {i for i in range(1, len(configs)) if hint[i] <= hint[0]}
+        partial = [predictions[0]] + [
+            np.where(np.isin(np.arange(len(configs)), judged), p, np.nan) for p in predictions[1:]
+        ]
+        for policy in (make_policy(top_k=1), make_policy(top_k=2, extern_preference=1.02)):
+            full = decide_range(problems, pool, predictions, features, policy)
+            got = decide_range(problems, pool, partial, features, policy)
+            assert np.array_equal(got.order, full.order), trial
+            picks.add(full.first)
+            assert dataclasses.replace(got, order=None) == dataclasses.replace(full, order=None), trial
+    assert 0 in picks and len(picks) > 1  # cuBLAS kept, and templates picked

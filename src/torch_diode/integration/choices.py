@@ -50,7 +50,7 @@ from ..inductor.candidates import (
 )
 from ..inductor.config_space import decision_pool, tf32_enabled, triton_candidates, with_aten_tf32
 from ..inductor.convert import DynamicSizes, dynamic_sizes, ktc_config, ktc_with_config, problem_from_nodes
-from ..selection import Confidence, Decision, NoUsableCandidate, Policy, decide, decide_range
+from ..selection import Confidence, Decision, NoUsableCandidate, Policy, decide, decide_range, judged_over_range
 from ..types import OPS, Hardware, KernelConfig, Problem
 from ..version import __version__
 from .fallback import Fallback, FellBack, PassThrough
@@ -452,11 +452,15 @@ class DiodeInductorChoices(InductorChoices):
         self._remember(problem, kernel_inputs, templates, op_name, chosen, len(stock), dynamic)
         return [stock[i] for i in indices]
 
-    def _predict(self, problem: Problem, candidates: Candidates, kernel_inputs: Any) -> tuple[np.ndarray, np.ndarray]:
+    def _predict(
+        self, problem: Problem, candidates: Candidates, kernel_inputs: Any, indices: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Every ensemble member's predicted ln time of each candidate of ``problem`` ([K, N]: their
-        mean ranks, their spread is the risk) and the candidates' feature rows."""
+        mean ranks, their spread is the risk) and the candidates' feature rows; with ``indices``,
+        of those candidates alone."""
+        configs = candidates.rows if indices is None else candidates.rows[indices]
         try:
-            rows = with_aten_tf32(problem, candidates.rows, tf32_enabled())  # cuBLAS's TF32 kernels
+            rows = with_aten_tf32(problem, configs, tf32_enabled())  # cuBLAS's TF32 kernels
             features = featurize_rows(problem, rows, self._hardware_for(kernel_inputs))
         except Exception as e:
             raise Fallback("feature_error", str(e), error=True) from None
@@ -464,10 +468,8 @@ class DiodeInductorChoices(InductorChoices):
             members = np.asarray(self.engine.predict_members(features), dtype=np.float64)
         except Exception as e:
             raise Fallback("inference_error", str(e), error=True) from None
-        if members.ndim != 2 or members.shape[1] != len(candidates):
-            raise Fallback(
-                "inference_error", f"{members.shape} predictions for {len(candidates)} candidates", error=True
-            )
+        if members.ndim != 2 or members.shape[1] != len(configs):
+            raise Fallback("inference_error", f"{members.shape} predictions for {len(configs)} candidates", error=True)
         if not np.all(np.abs(members) <= MAX_ABS_LN_TIME_US):  # NaN too
             bad = members[~(np.abs(members) <= MAX_ABS_LN_TIME_US)][0]
             raise Fallback("bad_prediction", f"predicted ln(time_us) {bad} for {problem.short()}", error=True)
@@ -541,14 +543,20 @@ class DiodeInductorChoices(InductorChoices):
         features: np.ndarray,
     ) -> Decision:
         """The decision over a dynamic GEMM's size scenarios (:func:`torch_diode.selection.decide_range`),
-        the hint's predictions given."""
-        predictions, rows = [members], [features]
-        for other in dynamic.problems[1:]:
-            m, f = self._predict(other, candidates, kernel_inputs)
-            predictions.append(m)
-            rows.append(f)
+        the hint's predictions given; the other sizes predict only the candidates the rule reads
+        there (:func:`torch_diode.selection.judged_over_range`)."""
         pool = decision_pool(problem, features, candidates.rows)
         contract = self._checked_contract()
+        judged = judged_over_range(pool, members, contract)
+        if not len(judged):
+            raise NoUsableCandidate(f"no usable candidate of a known kind for {problem.short()}")
+        predictions, rows = [members], [features]
+        for other in dynamic.problems[1:]:
+            m, f = self._predict(other, candidates, kernel_inputs, judged)
+            full = np.full_like(members, np.nan)
+            full[:, judged] = m
+            predictions.append(full)
+            rows.append(f)
         unsure = "hardware_family" if self._family_hardware else None
         return decide_range(dynamic.problems, pool, predictions, rows, self.policy(), contract, tf32_enabled(), unsure)
 

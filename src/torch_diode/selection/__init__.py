@@ -19,7 +19,7 @@ from .decide import (
     usable_candidates,
     widen,
 )
-from .dynamic import DYNAMIC_MARGIN, SizeRange, decide_range, range_verdict, size_scenarios
+from .dynamic import DYNAMIC_MARGIN, SizeRange, decide_range, judged_over_range, range_verdict, size_scenarios
 from .policy import Policy
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "decide",
     "decide_range",
     "extern_preference_for",
+    "judged_over_range",
     "known_kinds",
     "loss_probability",
     "range_verdict",

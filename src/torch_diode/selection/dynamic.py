@@ -18,6 +18,12 @@ graph will run, not at the one size Inductor hints:
   the hint alone, the flaw of stock max-autotune with dynamic sizes; cuBLAS is the safe choice at
   every size.
 
+Only the candidates :func:`judged_over_range` names are read beyond the hint: the ATen choices and
+the templates predicted at the hint no slower than the best ATen choice (``DYNAMIC_MARGIN``). A
+template slower at the hint cannot be picked, so the handler predicts the others at the hint alone
+(most dynamic GEMMs keep cuBLAS, and then only the ATen choices are predicted at every size), and a
+replay that predicts every candidate at every size decides the same.
+
 The usable and known-kind rules are those of :func:`.decide.decide`; everything offline replays
 this function as the handler calls it.
 """
@@ -105,6 +111,32 @@ def range_verdict(predictions: Sequence[np.ndarray], extern: np.ndarray, candida
     return RangeVerdict(worst, mean)
 
 
+def _usable(pool: Pool, contract: Confidence | None) -> np.ndarray:
+    """The candidates that may be chosen (:func:`.decide.usable_candidates`, ``pool.allowed``, the
+    contract's known kinds)."""
+    usable = usable_candidates(pool.features)
+    if pool.allowed is not None:
+        usable = usable[np.asarray(pool.allowed, dtype=bool)[usable]]
+    if contract is not None:
+        usable = usable[known_kinds(pool.features, contract.template_kinds)[usable]]
+    return usable
+
+
+def judged_over_range(pool: Pool, hint: np.ndarray, contract: Confidence | None = None) -> np.ndarray:
+    """The candidates a dynamic GEMM is judged at beyond its hint: the usable ATen choices and the
+    usable templates predicted at the hint no slower than the best of them by ``DYNAMIC_MARGIN``
+    (without an ATen choice, the best at the hint). ``hint``: the members' ln times at the hint
+    ([K, N] or [N])."""
+    usable = _usable(pool, contract)
+    extern = np.asarray(pool.extern, dtype=bool)
+    predicted = np.atleast_2d(np.asarray(hint, dtype=np.float64)).mean(axis=0)
+    externs = usable[extern[usable]]
+    if not len(externs):
+        return usable[np.argmin(predicted[usable])][None] if len(usable) else usable
+    bar = predicted[externs].min() + math.log(DYNAMIC_MARGIN)
+    return usable[extern[usable] | (predicted[usable] <= bar)]
+
+
 def decide_range(
     problems: Sequence,
     pool: Pool,
@@ -117,18 +149,17 @@ def decide_range(
 ) -> Decision:
     """The handler's decision for a GEMM with symbolic sizes (the module's rule). ``problems``: the
     GEMM at each size scenario, the hint first; ``pool``: its candidates (features at the hint);
-    ``predictions`` and ``features``: per scenario, the members' ln times ([K, N] or [N]) and the
-    feature rows. Raises NoUsableCandidate as :func:`.decide.decide` does."""
+    ``predictions``: per scenario, the members' ln times ([K, N] or [N]), of which only the
+    :func:`judged_over_range` candidates are read beyond the hint (the others may be NaN);
+    ``features``: per scenario, feature rows of the problem (any of its candidates'). Raises
+    NoUsableCandidate as :func:`.decide.decide` does."""
     extern = np.asarray(pool.extern, dtype=bool)
-    usable = usable_candidates(pool.features)
-    if pool.allowed is not None:
-        usable = usable[np.asarray(pool.allowed, dtype=bool)[usable]]
-    if contract is not None:
-        usable = usable[known_kinds(pool.features, contract.template_kinds)[usable]]
+    usable = _usable(pool, contract)
     if len(usable) == 0:
         raise NoUsableCandidate(f"no usable candidate of a known kind among {len(extern)} for {problems[0].short()}")
     means = [np.atleast_2d(np.asarray(m, dtype=np.float64)).mean(axis=0) for m in predictions]  # per size
-    verdict = range_verdict(means, extern, usable)
+    judged = judged_over_range(pool, predictions[0], contract)
+    verdict = range_verdict(means, extern, judged)
     preference = math.log(extern_preference_for(problems[0], policy))
     wins = np.flatnonzero((verdict.worst <= math.log(DYNAMIC_MARGIN)) & (verdict.mean <= -preference))
     externs = usable[extern[usable]]
@@ -143,8 +174,9 @@ def decide_range(
         unsure = _unsure_at_some_size(problems, features, predictions, pick, safe, policy, contract, tf32)
     if unsure and safe is not None:
         pick = safe
+    # the rest: the judged templates by their mean over the range, then the others by the hint's
     ranked = np.where(extern, np.inf, np.nan_to_num(verdict.mean, nan=np.inf))
-    rest = [int(i) for i in usable[np.argsort(ranked[usable], kind="stable")] if int(i) != pick]
+    rest = [int(i) for i in usable[np.lexsort((means[0][usable], ranked[usable]))] if int(i) != pick]
     order = np.asarray([pick, *rest])
     chosen = [pick]
     if policy.top_k > 1 and safe is not None and safe != pick:  # both judged over the range: Inductor times them
