@@ -11,7 +11,15 @@ decides, with its own confidence contract, on the new GPU's held-out real models
 the unsure fraction and the Triton top-1. N = 0 is the source model as it is; "all" is the new
 GPU's shipped model, trained on all its data.
 
-    python -m benchmarks.adapt_curve --out benchmarks/results/adapt_curve_cpu.json
+A source model must not have seen the new GPU's measurements: a shipped model trained with the
+other GPU's data as ``--prior-data`` (the H200's) is refused, and ``--source-model GPU=FILE`` gives
+one trained on the source GPU's data alone (its recipe less ``--prior-data``)::
+
+    diode train --data-dir data/h200/train --exclude data/h200/unled --hardware-name "NVIDIA H200" \
+        --model-type base --hidden-dim 48 --ensemble 4 --num-epochs 300 --patience 30 --batch-size 512 \
+        --seed 0 --loss listwise --model h200_alone.diode
+    python -m benchmarks.adapt_curve --source-model h200=h200_alone.diode \
+        --out benchmarks/results/adapt_curve_cpu.json
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from torch_diode.types import problem_key
 logger = logging.getLogger(__name__)
 
 GPUS = {"h100": "NVIDIA-H100-matmul", "h200": "NVIDIA-H200-matmul"}
+DEVICES = {"h100": "H100", "h200": "H200"}  # in the device names the data records
 # `diode train --init-model SOURCE --prior-share 0.5 --num-epochs 40 --learning-rate 1e-4
 # --patience 15 --loss listwise`: the adaptation docs/contributing.md gives
 ADAPT = {"prior_share": 0.5, "num_epochs": 40, "learning_rate": 1e-4, "patience": 15, "loss": "listwise"}
@@ -61,18 +70,52 @@ def sample_pool(source_files, new_data) -> list:
     return [c for c in candidates(source_files) if problem_key(c.problem) in have]
 
 
+def source_model(gpu: str, new: str, given: str | None = None) -> str:
+    """The model a curve from ``gpu`` starts from: ``given``, else the shipped one; SystemExit
+    where it trained on ``new``'s measurements (its prior data)."""
+    from torch_diode.model_file import read_model
+
+    model = given or GPUS[gpu]
+    prior = read_model(resolve_model(model)).metadata.get("training_data", {}).get("prior_data") or {}
+    seen = [name for name in prior.get("device_names", []) if DEVICES[new] in name]
+    if seen:
+        raise SystemExit(
+            f"--source-model: {model} trained on {prior.get('problems')} problems measured on {seen[0]} "
+            f"(its --prior-data): give {gpu}=FILE, a model of the {gpu.upper()}'s data alone"
+        )
+    return model
+
+
+def add_source_model_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--source-model",
+        nargs="+",
+        default=[],
+        metavar="GPU=FILE",
+        help="the model a direction from GPU starts from (default: the shipped one, refused where it saw the new GPU)",
+    )
+
+
+def source_models(words: list[str]) -> dict[str, str]:
+    """``--source-model``'s GPU=FILE words as {GPU: FILE}; SystemExit naming the option otherwise."""
+    given = dict(word.split("=", 1) for word in words if "=" in word)
+    if len(given) != len(words) or not set(given) <= set(GPUS):
+        raise SystemExit(f"--source-model: expected GPU=FILE with GPU one of {', '.join(GPUS)}, got {' '.join(words)}")
+    return given
+
+
 def adapted(
     source: str, source_data, new_data, pool: list, n: int, seed: int, folder: Path, adapt: dict | None = None
 ) -> tuple[Path, float]:
-    """The source's model adapted (``adapt``: the training settings, :data:`ADAPT` where None) to
-    the sample of ``n`` problems of ``pool``; (its file, training seconds)."""
+    """The source model (a name or file) adapted (``adapt``: the training settings, :data:`ADAPT`
+    where None) to the sample of ``n`` problems of ``pool``; (its file, training seconds)."""
     keys = {problem_key(c.problem) for c in design(pool, n, seed)}
     sample = new_data.subset(lambda hw, p: problem_key(p) in keys)
     data, prior, prior_keys = with_prior_data(sample, source_data)
     start = time.perf_counter()
-    config = TrainConfig(init_model=GPUS[source], seed=seed, **(ADAPT if adapt is None else adapt))
+    config = TrainConfig(init_model=source, seed=seed, **(ADAPT if adapt is None else adapt))
     model, _ = train_model(data, config, progress=False, prior_data=prior, prior_problems=prior_keys)
-    path = folder / f"{source}_{n}_{seed}.diode"
+    path = folder / f"{Path(source).stem}_{n}_{seed}.diode"
     write_model(path, model)
     return path, time.perf_counter() - start
 
@@ -82,17 +125,21 @@ def judged(model: str, gpu: str) -> dict:
     return {k: summary[k] for k in SUMMARY_KEYS}
 
 
-def curve(source: str, new: str, sizes: list[int], seeds: list[int], all_seeds_at: int) -> list[dict]:
-    """The rows of one direction: the source model as it is, adapted to each sample size (every seed
-    at ``all_seeds_at`` problems, the first seed at the other sizes), the new GPU's own model."""
+def curve(
+    source: str, new: str, sizes: list[int], seeds: list[int], all_seeds_at: int, model: str | None = None
+) -> list[dict]:
+    """The rows of one direction: the source model (``model``, else the shipped one:
+    :func:`source_model`) as it is, adapted to each sample size (every seed at ``all_seeds_at``
+    problems, the first seed at the other sizes), the new GPU's own model."""
+    model = source_model(source, new, model)
     source_files = gpu_files(source)
     source_data, new_data = merge_all(source_files), merge_all(gpu_files(new))
     pool = sample_pool(source_files, new_data)
-    rows = [{"source": source, "new": new, "problems": 0, "seed": None, **judged(GPUS[source], new)}]
+    rows = [{"source": source, "new": new, "problems": 0, "seed": None, **judged(model, new)}]
     with tempfile.TemporaryDirectory(prefix="adapt_curve_") as tmp:
         for n in sizes:
             for seed in seeds if n == all_seeds_at else seeds[:1]:
-                path, train_s = adapted(source, source_data, new_data, pool, n, seed, Path(tmp))
+                path, train_s = adapted(model, source_data, new_data, pool, n, seed, Path(tmp))
                 row = {"source": source, "new": new, "problems": n, "seed": seed, "train_s": round(train_s, 1)}
                 rows.append({**row, **judged(str(path), new)})
                 logger.warning("%s", rows[-1])
@@ -160,13 +207,15 @@ def main() -> int:
         default=["h100:h200", "h200:h100"],
         help="SOURCE:NEW pairs",
     )
+    add_source_model_option(parser)
     parser.add_argument("--out", required=True, help="JSON report (the plot beside it, .png)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    given = source_models(args.source_model)
     rows = []
     for pair in args.directions:
         source, new = pair.split(":")
-        rows += curve(source, new, args.sizes, args.seeds, args.all_seeds_at)
+        rows += curve(source, new, args.sizes, args.seeds, args.all_seeds_at, given.get(source))
     report = cpu_report_header("CPU (adapted models judged on data measured on the GPU named in each row)")
     report.update(adapt=ADAPT, summary=summarize(rows, args.all_seeds_at), rows=rows)
     atomic_write_bytes(args.out, json.dumps(report, indent=1).encode())

@@ -913,3 +913,16 @@ def test_e2e_dynamic_ratios_to_default_mode_use_the_workers_paired_timing():
     assert summary["dynamic_runtime_ratio_vs_default_worst"] == pytest.approx(1.0)
     assert summary["dynamic_compile_ratio_vs_default_geomean"] == pytest.approx(1.5)
     assert summarize([default, paired])["dynamic_runtime_ratio_vs_default_worst"] == pytest.approx(1.02)
+
+
+def test_an_adaptation_curve_starts_from_no_model_that_saw_the_new_gpu():
+    """The H200's shipped model trained on H100 problems as prior data: a curve from it to the
+    H100 is refused, naming --source-model; the H100's (its own data alone) is taken as it is."""
+    from benchmarks import adapt_curve
+
+    assert adapt_curve.source_model("h100", "h200") == adapt_curve.GPUS["h100"]
+    with pytest.raises(SystemExit, match=r"--source-model: NVIDIA-H200-matmul trained on \d+ problems measured on"):
+        adapt_curve.source_model("h200", "h100")
+    assert adapt_curve.source_models(["h200=x.diode"]) == {"h200": "x.diode"}
+    with pytest.raises(SystemExit, match="--source-model: expected GPU=FILE"):
+        adapt_curve.source_models(["a100=x.diode"])

@@ -3,9 +3,12 @@
 benchmarks.adapt_curve's adaptation (``ADAPT``) at each ``--learning-rates`` value, both ways
 between the H100 and the H200, every ``--seeds`` seed, judged as the handler decides on the new
 GPU's validation data (chosen on) and on its held-out real models' data (checked on): first pick
-over the best measured (geomean, worst) and the unsure fraction.
+over the best measured (geomean, worst) and the unsure fraction. Each direction starts from a model
+of the source GPU's data alone (benchmarks.adapt_curve's ``--source-model``, which says how to
+train the H200's).
 
-    python -m benchmarks.studies.adapt_rate --out benchmarks/results/adapt_rate_cpu.json
+    python -m benchmarks.studies.adapt_rate --source-model h200=h200_alone.diode \
+        --out benchmarks/results/adapt_rate_cpu.json
 """
 
 from __future__ import annotations
@@ -30,7 +33,10 @@ def judged(model: str, data: str) -> dict:
     return {k: summary[k] for k in KEYS}
 
 
-def rates(source: str, new: str, learning_rates: list[float], seeds: list[int], n: int) -> list[dict]:
+def rates(
+    source: str, new: str, learning_rates: list[float], seeds: list[int], n: int, model: str | None = None
+) -> list[dict]:
+    model = adapt_curve.source_model(source, new, model)
     source_files = adapt_curve.gpu_files(source)
     source_data, new_data = merge_all(source_files), merge_all(adapt_curve.gpu_files(new))
     pool = adapt_curve.sample_pool(source_files, new_data)
@@ -39,7 +45,7 @@ def rates(source: str, new: str, learning_rates: list[float], seeds: list[int], 
         adapt = {**adapt_curve.ADAPT, "learning_rate": rate}
         with tempfile.TemporaryDirectory(prefix="adapt_rate_") as tmp:
             for seed in seeds:
-                path, _ = adapt_curve.adapted(source, source_data, new_data, pool, n, seed, Path(tmp), adapt)
+                path, _ = adapt_curve.adapted(model, source_data, new_data, pool, n, seed, Path(tmp), adapt)
                 row = {"source": source, "new": new, "learning_rate": rate, "seed": seed}
                 row["validation"] = judged(str(path), f"data/{new}/validation")
                 row["realmodels"] = judged(str(path), f"data/{new}/realmodels")
@@ -53,12 +59,14 @@ def main() -> int:
     parser.add_argument("--learning-rates", type=float, nargs="+", default=[3e-4, 1e-4])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--problems", type=int, default=100, help="sample size")
+    adapt_curve.add_source_model_option(parser)
     parser.add_argument("--out", required=True, help="JSON report")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
+    given = adapt_curve.source_models(args.source_model)
     rows = []
     for source, new in (("h100", "h200"), ("h200", "h100")):
-        rows += rates(source, new, args.learning_rates, args.seeds, args.problems)
+        rows += rates(source, new, args.learning_rates, args.seeds, args.problems, given.get(source))
     report = cpu_report_header("CPU (adapted models judged on data measured on the new GPU)")
     report.update(adapt={**adapt_curve.ADAPT, "learning_rate": args.learning_rates}, problems=args.problems, rows=rows)
     atomic_write_bytes(args.out, json.dumps(report, indent=1).encode())
