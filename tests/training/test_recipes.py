@@ -43,6 +43,8 @@ def test_the_recipes_options_are_the_ones_the_shipped_model_records(name):
     args = recipe_options(recipe, ROOT, "unused.diode")
     recorded = {k: v for k, v in meta["training"].items() if k != "report"}
     options = asdict(train_config(args))
+    if options["init_model"]:  # the model records the recipe's path, relative to the repository
+        options["init_model"] = Path(options["init_model"]).relative_to(ROOT).as_posix()
     assert set(recorded) <= set(options)
     assert options == {k: recorded.get(k, TrainConfig.__dataclass_fields__[k].default) for k in options}
     assert matches_hardware(Hardware.from_dict(meta["hardware"]), args.hardware_name)
@@ -94,17 +96,21 @@ def rebuild(diode_cli, monkeypatch):
     return run
 
 
-def _recipe_repo(tmp_path: Path, train: dict) -> tuple[Path, Path]:
-    """A git repository whose one commit holds the sample as data/s/, with a recipe of ``train``
-    naming that commit; (the repository, the recipe)."""
+def _recipe_repo(tmp_path: Path, train: dict, files: dict | None = None) -> tuple[Path, Path]:
+    """A git repository whose one commit holds the sample as data/s/ (and copies of ``files``:
+    {path in the repository: source}), with a recipe of ``train`` naming that commit; (the
+    repository, the recipe)."""
     repo = tmp_path / "repo"
     (repo / "data" / "s").mkdir(parents=True)
     shutil.copy(SAMPLE, repo / "data" / "s" / SAMPLE.name)
+    for path, source in (files or {}).items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, repo / path)
     _git(repo, "init", "-q")
-    _git(repo, "add", "data")
+    _git(repo, "add", "data", *(files or {}))
     _git(repo, "commit", "-q", "-m", "data")
     recipe = repo / "models" / "M.recipe.json"
-    recipe.parent.mkdir()
+    recipe.parent.mkdir(exist_ok=True)
     recipe.write_text(json.dumps({"data_commit": _git(repo, "rev-parse", "HEAD"), "train": train}))
     return repo, recipe
 
@@ -137,6 +143,29 @@ def test_rebuild_model_trains_the_recipe_on_the_data_of_its_commit(tmp_path, reb
     assert code == 0, err[-2000:]
     assert model_metadata(tmp_path / "current.diode")["training_data"]["problems"] > committed
     assert "training_data.problems" in out and "differs" in out
+
+
+@pytest.mark.slow
+def test_a_recipe_adapting_another_model_reads_it_at_the_data_commit(tmp_path, rebuild):
+    """--init-model names a model file of the repository: the rebuild starts from it as committed
+    (a file changed since is not read) and the model records the recipe's path."""
+    shipped = ROOT / "src" / "torch_diode" / "models" / f"{SHIPPED[0]}.diode"
+    train = {"data-dir": "data/s", "drop-heldout": True, "init-model": "models/start.diode", "num-epochs": 2}
+    repo, recipe = _recipe_repo(tmp_path, train, {"models/start.diode": shipped})
+    (repo / "models" / "start.diode").write_bytes(b"changed since the commit")
+    code, out, err = rebuild(repo, recipe, "-o", tmp_path / "adapted.diode")
+    assert code == 0, err[-2000:]
+    assert "models/start.diode" in out and "differ from" in out
+    recorded = model_metadata(tmp_path / "adapted.diode")["training"]
+    assert recorded["init_model"] == "models/start.diode"
+    assert recorded["hidden_dim"] == model_metadata(shipped)["hidden_dim"]
+    recipe.write_text(
+        json.dumps(
+            {"data_commit": _git(repo, "rev-parse", "HEAD"), "train": {**train, "init-model": "models/none.diode"}}
+        )
+    )
+    code, _, err = rebuild(repo, recipe, "-o", tmp_path / "none.diode")
+    assert code == 2 and "field 'train.init-model': models/none.diode is not in commit" in err
 
 
 def test_rebuild_model_refuses_a_bad_recipe_in_one_line(tmp_path, rebuild):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import tempfile
@@ -31,9 +32,10 @@ def find_recipe(name: str) -> Recipe:
     return load_recipe(path)
 
 
-def recipe_options(recipe: Recipe, root: str | os.PathLike, output: str) -> argparse.Namespace:
-    """`diode train`'s parsed options for ``recipe`` with its paths under ``root``, writing
-    ``output``; UserError naming the recipe's field where an option is unknown or its value bad."""
+def recipe_options(recipe: Recipe, root: str | os.PathLike | None, output: str) -> argparse.Namespace:
+    """`diode train`'s parsed options for ``recipe`` with its paths under ``root`` (None: as the
+    recipe gives them), writing ``output``; UserError naming the recipe's field where an option is
+    unknown or its value bad."""
     from . import _subcommand, build_parser
 
     parser = build_parser()
@@ -88,8 +90,12 @@ def _cmd_rebuild_model(args: argparse.Namespace) -> int:
                     f"({len(changed)} files, such as {changed[0]}): trained on {commit[:10]}'s "
                     "(--current-data: on the files here)"
                 )
-        train = recipe_options(recipe, data_root, output)
-        train.func(train)
+        # trained in the data's root with the recipe's relative paths, which the model records
+        # (an --init-model's) as the recipe gives them
+        output = str(Path(output).resolve())
+        with contextlib.chdir(data_root):
+            train = recipe_options(recipe, None, output)
+            train.func(train)
     if shipped is not None:
         print(f"{'':52s} {'shipped':>12s} {'rebuilt':>12s}")
         for what, was, now in compare_models(shipped, read_model(output)):

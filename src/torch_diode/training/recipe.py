@@ -8,10 +8,12 @@
 ``train`` holds `diode train`'s options by name without the leading dashes (a list for an option
 that takes several values, ``true`` for a flag; an option left out takes its default), with paths
 relative to the repository root; the output (``--model``) is not part of it. ``data_commit`` is
-the commit whose data folders the model was trained on. `diode rebuild-model NAME` trains with
-these options on those folders as they are at that commit (read with ``git archive``, so nothing
-in the checkout changes) and compares the result with the shipped model; a test checks that each
-recipe's options are the ones its shipped model records.
+the commit whose data folders the model was trained on. A model adapted from another
+(``--init-model``, docs/contributing.md) names that model's file, such as
+``src/torch_diode/models/NVIDIA-H200-matmul.diode``, read at the same commit as the data.
+`diode rebuild-model NAME` trains with these options on those paths as they are at that commit
+(read with ``git archive``, so nothing in the checkout changes) and compares the result with the
+shipped model; a test checks that each recipe's options are the ones its shipped model records.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ if TYPE_CHECKING:
 RECIPE_SUFFIX = ".recipe.json"
 # the options whose values are paths relative to the repository root (an --exclude may also
 # name a shapeset)
-PATH_OPTIONS = ("dataset", "data-dir", "prior-data", "exclude")
-DATA_OPTIONS = ("dataset", "data-dir", "prior-data")  # read, so they must exist at the commit
+PATH_OPTIONS = ("dataset", "data-dir", "prior-data", "exclude", "init-model")
+DATA_OPTIONS = ("dataset", "data-dir", "prior-data", "init-model")  # read, so they must exist at the commit
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
 
 
