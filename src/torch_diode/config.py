@@ -37,8 +37,8 @@ Each setting below reads: name (environment variable; default): meaning.
 - ``dynamic_sizes`` (``TORCH_DIODE_DYNAMIC_SIZES``, comma-separated; 1,2,3,4,8,13,16,32,64,100,
   128,256,333,512,1000,1024,2048,3000,4096,8192): the sizes a dynamic dimension is judged at,
   besides its hint and the bounds Inductor knows (``mark_dynamic(min=, max=)``), within those bounds:
-  a serving stack's batch sizes and token counts; each size costs one ranking of the candidates
-  (about a millisecond) per dynamic GEMM
+  a serving stack's batch sizes and token counts; each size ranks the ATen choices and the Triton
+  configs predicted at the hint no slower than them (torch_diode.selection.judged_over_range)
 - ``allow_hardware_mismatch`` (``TORCH_DIODE_ALLOW_HARDWARE_MISMATCH``; 0): use a model on
   hardware it was not trained for
 - ``autoregister`` (``TORCH_DIODE_NO_AUTOREGISTER``, inverted; on): ``import torch_diode``
