@@ -135,7 +135,7 @@ def curve(
     source_files = gpu_files(source)
     source_data, new_data = merge_all(source_files), merge_all(gpu_files(new))
     pool = sample_pool(source_files, new_data)
-    rows = [{"source": source, "new": new, "problems": 0, "seed": None, **judged(model, new)}]
+    rows = [{"source": source, "new": new, "problems": 0, "seed": None, "source_model": model, **judged(model, new)}]
     with tempfile.TemporaryDirectory(prefix="adapt_curve_") as tmp:
         for n in sizes:
             for seed in seeds if n == all_seeds_at else seeds[:1]:
@@ -180,9 +180,11 @@ def summarize(rows: list[dict], at: int = 100) -> dict:
     for source, new in (("h100", "h200"), ("h200", "h100")):
         mine = [r for r in rows if r["source"] == source and r["problems"] == at]
         full = next((r for r in rows if r["source"] == source and r["problems"] == "all"), None)
-        if not mine or full is None:
+        start = next((r for r in rows if r["source"] == source and r["problems"] == 0), None)
+        if not mine or full is None or start is None:
             continue
         out[f"{source}_to_{new}"] = {
+            "source_model": start["source_model"],
             "problems": at,
             "seeds": len(mine),
             "first_pick_geomean_over_full_worst_seed": max(r["first_pick_geomean"] for r in mine)

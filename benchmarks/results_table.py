@@ -124,8 +124,10 @@ def e2e_dynamic(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
 def adapt_curve(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
     for direction, s in report["summary"].items():
         source, new = (gpu.upper() for gpu in direction.split("_to_"))
+        shipped = s["source_model"] == f"NVIDIA-{source}-matmul"
+        start = f"the shipped {source} model" if shipped else f"a model of the {source}'s data alone"
         yield (
-            f"a new GPU from {s['problems']} of its problems (`diode sample`), the {source} model adapted to the "
+            f"a new GPU from {s['problems']} of its problems (`diode sample`), {start} adapted to the "
             f"{new}, on the {new}'s held-out real models' GEMMs, worst of {s['seeds']} seeds: first pick geomean "
             f"over the {new}'s own model's; worst first pick; unsure",
             f"{_x(s['first_pick_geomean_over_full_worst_seed'])}; {_x(s['first_pick_worst_worst_seed'])}; "
