@@ -917,10 +917,11 @@ def test_e2e_dynamic_ratios_to_default_mode_use_the_workers_paired_timing():
 
 def test_an_adaptation_curve_starts_from_no_model_that_saw_the_new_gpu():
     """The H200's shipped model trained on H100 problems as prior data: a curve from it to the
-    H100 is refused, naming --source-model; the H100's (its own data alone) is taken as it is."""
+    H100 is refused, naming --source-model; a model of one GPU's data alone is taken as it is."""
     from benchmarks import adapt_curve
 
-    assert adapt_curve.source_model("h100", "h200") == adapt_curve.GPUS["h100"]
+    alone = str(ROOT / "tests" / "data" / "format1_contract1.diode")  # an H100 model, no prior data
+    assert adapt_curve.source_model("h100", "h200", alone) == alone
     with pytest.raises(SystemExit, match=r"--source-model: NVIDIA-H200-matmul trained on \d+ problems measured on"):
         adapt_curve.source_model("h200", "h100")
     assert adapt_curve.source_models(["h200=x.diode"]) == {"h200": "x.diode"}
