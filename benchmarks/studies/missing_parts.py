@@ -1,0 +1,58 @@
+"""Do the data parts the H100 lacks matter to a model's held-out first picks? (CPU, replays)
+
+The H200's data holds four parts the H100's does not (data/README.md): ``v2-odd1b``,
+``v2-attn-qk4b``, ``v2-attn-pv4b`` and the fp32 attention parts at any token count. Two models of
+the H200's data alone, one with those parts and one without, same recipe and seed, are judged as
+the handler decides (benchmarks.selection_replay realmodels) on the H200's and the H100's held-out
+real models: first pick over the best measured (geomean, worst), outcome and unsure fraction.
+
+The models, trained from the repository root (about 25 minutes each on one CPU core)::
+
+    RECIPE="--exclude data/h200/unled --hardware-name 'NVIDIA H200' --model-type base --hidden-dim 48
+        --ensemble 4 --num-epochs 300 --patience 30 --batch-size 512 --seed 0 --loss listwise"
+    eval diode train --data-dir data/h200/train $RECIPE --model with.diode
+    mkdir without && for f in data/h200/train/*; do case $f in
+        *v2_attn_pv4b*|*v2_attn_qk4b*|*v2_odd1b*|*f32_attn_*_odd*) ;; *) ln -s "$PWD/$f" without/ ;; esac; done
+    eval diode train --data-dir without $RECIPE --model without.diode
+    python -m benchmarks.studies.missing_parts --with with.diode --without without.diode \\
+        --out benchmarks/results/missing_parts_cpu.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from benchmarks.common import cpu_report_header
+from benchmarks.selection_replay import judge_realmodels
+from torch_diode.fileio import atomic_write_bytes
+
+KEYS = ("num_problems", "first_pick_geomean", "first_pick_worst", "outcome_worst", "unsure_fraction")
+HELDOUT = {"h200": "data/h200/realmodels", "h100": "data/h100/realmodels"}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--with", dest="with_parts", required=True, help="the model trained with the parts")
+    parser.add_argument("--without", dest="without_parts", required=True, help="the model trained without them")
+    parser.add_argument("--out", required=True, help="JSON report")
+    args = parser.parse_args()
+    rows = []
+    for parts, model in (("with", args.with_parts), ("without", args.without_parts)):
+        for gpu, data in HELDOUT.items():
+            summary, _ = judge_realmodels(model, [data], "realmodels_heldout")
+            rows.append({"parts": parts, "model": model, "heldout": gpu, **{k: summary[k] for k in KEYS}})
+    report = cpu_report_header("CPU (models of the H200's data judged on the H200's and the H100's held-out data)")
+    report.update(rows=rows)
+    atomic_write_bytes(args.out, json.dumps(report, indent=1).encode())
+    print(f"{'parts':8s} {'held-out':8s} {'first gm':>9s} {'worst':>7s} {'outcome':>8s} {'unsure':>7s}")
+    for r in rows:
+        print(
+            f"{r['parts']:8s} {r['heldout']:8s} {r['first_pick_geomean']:9.4f} {r['first_pick_worst']:7.3f} "
+            f"{r['outcome_worst']:8.3f} {r['unsure_fraction']:7.3f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
