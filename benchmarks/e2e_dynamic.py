@@ -3,7 +3,10 @@ runs, compiled by default mode, diode and stock max-autotune, timed at each size
 
 Items: one nn.Linear-style GEMM (weights static, the rows dynamic) of each held-out public model
 of the shapeset realmodels_heldout that has mm/addmm GEMMs (``--per-model``, drawn with
-``--seed``), and a decoder block (benchmarks.e2e_models.DecoderBlock) over a dynamic token count.
+``--seed``; ``--gemms`` of them), the attention scores q @ k^T of the first ``--attention`` models
+drawn with one (a bmm over batch x heads, both operands activations: the token count is the rows
+of q and of k, and under ``dynamic=True`` the batch and the head size are symbols too), and a
+decoder block (benchmarks.e2e_models.DecoderBlock) over a dynamic token count.
 Each is compiled both ways users get a dynamic graph: ``dynamic`` (``torch.compile(dynamic=True)``,
 first called at ``--hint`` rows) and ``automatic`` (plain ``torch.compile``, called at ``--hint``
 rows and then at another size: the second call recompiles the graph with dynamic sizes). Then the
@@ -117,6 +120,21 @@ class Gemm(nn.Module):
         return torch.mm(x, self.w) if self.bias is None else torch.addmm(self.bias, x, self.w)
 
 
+class AttentionScores(nn.Module):
+    """Attention scores q @ k^T of a model's layer (a bmm, B stored transposed: k's view)."""
+
+    def __init__(self, problem: Any):
+        super().__init__()
+        self.b, self.d, self.dtype = problem.B, problem.K, getattr(torch, problem.dtype_a)
+
+    def rows(self, m: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """q and k of ``m`` tokens."""
+        return tuple(torch.randn(self.b, m, self.d, device=DEVICE, dtype=self.dtype) for _ in range(2))
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return torch.bmm(q, k.transpose(1, 2))
+
+
 class Decoder(nn.Module):
     """benchmarks.e2e_models.DecoderBlock over one sequence of a dynamic token count."""
 
@@ -133,12 +151,17 @@ class Decoder(nn.Module):
 
 def items(args: argparse.Namespace) -> list[tuple[str, Any]]:
     """(label, the problem, or None for the decoder block) of each item: layers' forward GEMMs
-    (activation rows x weights), whose rows are the tokens or the batch."""
+    (activation rows x weights), whose rows are the tokens or the batch, then attention scores."""
     shapes = load_shapes(args.shapes, args.per_model, args.seed)
     linear = [
         (label, p) for label, p, _ in shapes if p.op in ("mm", "addmm") and not p.transpose_a and "grad" not in label
     ]
-    out: list[tuple[str, Any]] = linear[: args.gemms]
+    scores = [
+        (label, p)
+        for label, p, _ in shapes
+        if p.op == "bmm" and p.transpose_b and not p.transpose_a and "q @ k^T" in label and p.M == p.N
+    ]
+    out: list[tuple[str, Any]] = linear[: args.gemms] + scores[: args.attention]
     if args.decoder:
         out.append(("decoder block, 1 sequence (bf16)", None))
     return out
@@ -231,7 +254,7 @@ def worker(args: argparse.Namespace) -> int:
     timed_first_call(torch.compile(warm_up_function()), *make_inputs(WARM_UP, DEVICE))
     wait_for_compile_pool()
     for label, problem in items(args):
-        module = Decoder() if problem is None else Gemm(problem)
+        module = Decoder() if problem is None else AttentionScores(problem) if problem.op == "bmm" else Gemm(problem)
         sizes = [s for s in args.sizes if problem is not None or s <= args.decoder_max_tokens]
         for way in WAYS:
             try:
@@ -336,6 +359,7 @@ def main() -> int:
     parser.add_argument("--per-model", type=int, default=1, help="GEMMs drawn from each model (default 1)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--gemms", type=int, default=12, help="GEMMs measured at most (default 12)")
+    parser.add_argument("--attention", type=int, default=2, help="attention scores measured at most (default 2)")
     parser.add_argument("--no-decoder", dest="decoder", action="store_false", help="leave out the decoder block")
     parser.add_argument("--decoder-max-tokens", type=int, default=4096)
     parser.add_argument("--hint", type=int, default=64, help="rows of the first call (the graph's hint)")
@@ -355,7 +379,8 @@ def main() -> int:
         print_table(report["rows"], report["summary"])
         return 0
     common = ["--model", args.model, "--shapes", args.shapes, "--per-model", str(args.per_model)]
-    common += ["--seed", str(args.seed), "--gemms", str(args.gemms), "--hint", str(args.hint)]
+    common += ["--seed", str(args.seed), "--gemms", str(args.gemms), "--attention", str(args.attention)]
+    common += ["--hint", str(args.hint)]
     common += ["--decoder-max-tokens", str(args.decoder_max_tokens), "--sizes", *map(str, args.sizes)]
     common += [] if args.decoder else ["--no-decoder"]
     rows, status = [], {}

@@ -1,6 +1,7 @@
 """The end-to-end benchmark's report handling, on the shipped H100 report (no GPU needed)."""
 
 import argparse
+import dataclasses
 import json
 import re
 import subprocess
@@ -927,3 +928,24 @@ def test_an_adaptation_curve_starts_from_no_model_that_saw_the_new_gpu():
     assert adapt_curve.source_models(["h200=x.diode"]) == {"h200": "x.diode"}
     with pytest.raises(SystemExit, match="--source-model: expected GPU=FILE"):
         adapt_curve.source_models(["a100=x.diode"])
+
+
+def test_e2e_dynamic_takes_attention_scores_whose_tokens_are_dynamic(monkeypatch):
+    """--attention adds the drawn models' q @ k^T bmms (batch x heads, tokens x tokens, head size);
+    the item's graph, compiled with dynamic sizes, gives eager's scores at every token count."""
+    import torch
+
+    from benchmarks import e2e_dynamic
+
+    args = argparse.Namespace(shapes="realmodels_heldout", per_model=1, seed=0, gemms=2, attention=2, decoder=False)
+    chosen = e2e_dynamic.items(args)
+    scores = [(label, p) for label, p in chosen if p.op == "bmm"]
+    assert len(chosen) == 4 and len(scores) == 2
+    assert all("q @ k^T" in label and p.M == p.N and p.transpose_b for label, p in scores)
+    monkeypatch.setattr(e2e_dynamic, "DEVICE", "cpu")
+    module = e2e_dynamic.AttentionScores(dataclasses.replace(scores[0][1], B=2, dtype_a="float32"))
+    compiled = torch.compile(module, dynamic=True)
+    for tokens in (7, 33):
+        q, k = module.rows(tokens)
+        assert q.shape == (2, tokens, scores[0][1].K)
+        torch.testing.assert_close(compiled(q, k), q @ k.transpose(1, 2))
