@@ -72,17 +72,19 @@ def sample_pool(source_files, new_data) -> list:
 
 def source_model(gpu: str, new: str, given: str | None = None) -> str:
     """The model a curve from ``gpu`` starts from: ``given``, else the shipped one; SystemExit
-    where it trained on ``new``'s measurements (its prior data)."""
+    where it trained on ``new``'s measurements (its prior data) or was adapted from another model
+    (which may have)."""
     from torch_diode.model_file import read_model
 
     model = given or GPUS[gpu]
-    prior = read_model(resolve_model(model)).metadata.get("training_data", {}).get("prior_data") or {}
+    metadata = read_model(resolve_model(model)).metadata
+    prior = metadata.get("training_data", {}).get("prior_data") or {}
     seen = [name for name in prior.get("device_names", []) if DEVICES[new] in name]
-    if seen:
-        raise SystemExit(
-            f"--source-model: {model} trained on {prior.get('problems')} problems measured on {seen[0]} "
-            f"(its --prior-data): give {gpu}=FILE, a model of the {gpu.upper()}'s data alone"
-        )
+    start = metadata.get("training", {}).get("init_model")
+    if seen or start:
+        why = f"trained on {prior.get('problems')} problems measured on {seen[0]} (its --prior-data)" if seen else ""
+        why = why or f"was adapted from {start} (its --init-model)"
+        raise SystemExit(f"--source-model: {model} {why}: give {gpu}=FILE, a model of the {gpu.upper()}'s data alone")
     return model
 
 

@@ -949,3 +949,18 @@ def test_e2e_dynamic_takes_attention_scores_whose_tokens_are_dynamic(monkeypatch
         q, k = module.rows(tokens)
         assert q.shape == (2, tokens, scores[0][1].K)
         torch.testing.assert_close(compiled(q, k), q @ k.transpose(1, 2))
+
+
+def test_an_adaptation_curve_refuses_an_adapted_source(tmp_path):
+    """A model adapted from another (--init-model) may have seen the new GPU through it: refused."""
+    from benchmarks import adapt_curve
+    from torch_diode.model_file import read_model, write_model
+
+    alone = read_model(ROOT / "tests" / "data" / "format1_contract1.diode")
+    metadata = {
+        **alone.metadata,
+        "training": {**alone.metadata.get("training", {}), "init_model": "NVIDIA-H200-matmul"},
+    }
+    write_model(tmp_path / "adapted.diode", dataclasses.replace(alone, metadata=metadata))
+    with pytest.raises(SystemExit, match="was adapted from NVIDIA-H200-matmul"):
+        adapt_curve.source_model("h100", "h200", str(tmp_path / "adapted.diode"))
