@@ -66,10 +66,10 @@ graph, its operands' shapes and whether one is padded (made by ``constant_pad_nd
 ``padded_gemms``; ``cached_decisions`` and ``cached_base_mm_ms``: what the pass wrote into its
 on-disk cache (TORCHINDUCTOR_CACHE_DIR/cache/<system hash>, shared by every compile of the
 worker). pad_mm's decision is Inductor's own benchmark of padded against unpadded GEMM, taken
-before any kernel is chosen and noisy near its 1.1x margin: two processes can decide differently
+ahead of any kernel choice and noisy near its 1.1x margin: two processes can decide differently
 on the same GEMM, and a padded M=199 can run 1.3x slower than the unpadded one. So that a row
 compares kernel choices, not two draws of that benchmark, the workers share one decision per
-GEMM, made before any of them by a pass that compiles every item once in default mode and is not
+GEMM, made first by a pass that compiles every item once in default mode and is not
 measured: each worker starts with the pad_mm entries that pass wrote and finds every decision in
 the cache (``pad_mm_bench`` 0), so no method's compile time holds the pad_mm benchmark, which a
 user pays alike in every mode. Where something
@@ -409,7 +409,7 @@ def report_head(args: argparse.Namespace, part: str | None) -> dict[str, Any]:
             },
             GUIDE_MODE: {"mode": "max-autotune", **GUIDE_SETTINGS, "top_k_configs": 1},
         },
-        "pad_mm": "decided once per GEMM by a pass in default mode before the measured workers, shared by every method",
+        "pad_mm": "decided once per GEMM by a default-mode pass ahead of the measured workers, shared by every method",
         "shapes": {"shapes": args.shapes, "per_model": args.per_model, "seed": args.seed}
         | ({"part": part} if part else {}),
         "methods": list(args.methods),
