@@ -149,6 +149,13 @@ class Decoder(nn.Module):
         return self.block(x)
 
 
+def module_of(problem: Any) -> nn.Module:
+    """The module an item of :func:`items` compiles."""
+    if problem is None:
+        return Decoder()
+    return AttentionScores(problem) if problem.op == "bmm" else Gemm(problem)
+
+
 def items(args: argparse.Namespace) -> list[tuple[str, Any]]:
     """(label, the problem, or None for the decoder block) of each item: layers' forward GEMMs
     (activation rows x weights), whose rows are the tokens or the batch, then attention scores."""
@@ -254,7 +261,7 @@ def worker(args: argparse.Namespace) -> int:
     timed_first_call(torch.compile(warm_up_function()), *make_inputs(WARM_UP, DEVICE))
     wait_for_compile_pool()
     for label, problem in items(args):
-        module = Decoder() if problem is None else AttentionScores(problem) if problem.op == "bmm" else Gemm(problem)
+        module = module_of(problem)
         sizes = [s for s in args.sizes if problem is not None or s <= args.decoder_max_tokens]
         for way in WAYS:
             try:

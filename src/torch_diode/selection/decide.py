@@ -294,6 +294,19 @@ def unsure_reason(
     return None
 
 
+def choosable(candidates: Pool, contract: Confidence | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The candidates a decision may choose (:func:`usable_candidates`, ``candidates.allowed``) of a
+    template kind the ``contract`` knows, and the usable ones of a kind it does not (None: every
+    kind is known)."""
+    usable = usable_candidates(candidates.features)
+    if candidates.allowed is not None:
+        usable = usable[np.asarray(candidates.allowed, dtype=bool)[usable]]
+    if contract is None:
+        return usable, usable[:0]
+    known = known_kinds(candidates.features, contract.template_kinds)
+    return usable[known[usable]], usable[~known[usable]]
+
+
 def known_kinds(features: np.ndarray, kinds: Sequence[str]) -> np.ndarray:
     """Which candidates (their feature rows) are of a template kind named in ``kinds``
     (``_C.template_kind_names()``), from the features' one-hot of the kind."""
@@ -323,13 +336,7 @@ def decide(
     members = np.atleast_2d(np.asarray(predictions, dtype=np.float64))
     predicted = members.mean(axis=0)
     extern = np.asarray(candidates.extern, dtype=bool)
-    usable = usable_candidates(candidates.features)
-    if candidates.allowed is not None:
-        usable = usable[np.asarray(candidates.allowed, dtype=bool)[usable]]
-    riders = usable[:0]
-    if contract is not None:
-        known = known_kinds(candidates.features, contract.template_kinds)
-        usable, riders = usable[known[usable]], usable[~known[usable]]
+    usable, riders = choosable(candidates, contract)
     if len(usable) == 0:
         raise NoUsableCandidate(f"no usable candidate of a known kind among {len(predicted)} for {problem.short()}")
     order = selection_order(predicted, extern, extern_preference_for(problem, policy), usable)

@@ -41,11 +41,10 @@ from .decide import (
     Decision,
     NoUsableCandidate,
     Pool,
+    choosable,
     extern_preference_for,
-    known_kinds,
     loss_probability,
     unsure_reason,
-    usable_candidates,
 )
 from .policy import Policy
 
@@ -111,25 +110,18 @@ def range_verdict(predictions: Sequence[np.ndarray], extern: np.ndarray, candida
     return RangeVerdict(worst, mean)
 
 
-def _usable(pool: Pool, contract: Confidence | None) -> np.ndarray:
-    """The candidates that may be chosen (:func:`.decide.usable_candidates`, ``pool.allowed``, the
-    contract's known kinds)."""
-    usable = usable_candidates(pool.features)
-    if pool.allowed is not None:
-        usable = usable[np.asarray(pool.allowed, dtype=bool)[usable]]
-    if contract is not None:
-        usable = usable[known_kinds(pool.features, contract.template_kinds)[usable]]
-    return usable
-
-
 def judged_over_range(pool: Pool, hint: np.ndarray, contract: Confidence | None = None) -> np.ndarray:
     """The candidates a dynamic GEMM is judged at beyond its hint: the usable ATen choices and the
     usable templates predicted at the hint no slower than the best of them by ``DYNAMIC_MARGIN``
     (without an ATen choice, the best at the hint). ``hint``: the members' ln times at the hint
     ([K, N] or [N])."""
-    usable = _usable(pool, contract)
-    extern = np.asarray(pool.extern, dtype=bool)
     predicted = np.atleast_2d(np.asarray(hint, dtype=np.float64)).mean(axis=0)
+    return _judged(choosable(pool, contract)[0], np.asarray(pool.extern, dtype=bool), predicted)
+
+
+def _judged(usable: np.ndarray, extern: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+    """:func:`judged_over_range` of the ``usable`` candidates, ``predicted``: their mean ln times
+    at the hint."""
     externs = usable[extern[usable]]
     if not len(externs):
         return usable[np.argmin(predicted[usable])][None] if len(usable) else usable
@@ -154,11 +146,11 @@ def decide_range(
     ``features``: per scenario, feature rows of the problem (any of its candidates'). Raises
     NoUsableCandidate as :func:`.decide.decide` does."""
     extern = np.asarray(pool.extern, dtype=bool)
-    usable = _usable(pool, contract)
+    usable, _ = choosable(pool, contract)
     if len(usable) == 0:
         raise NoUsableCandidate(f"no usable candidate of a known kind among {len(extern)} for {problems[0].short()}")
     means = [np.atleast_2d(np.asarray(m, dtype=np.float64)).mean(axis=0) for m in predictions]  # per size
-    judged = judged_over_range(pool, predictions[0], contract)
+    judged = _judged(usable, extern, means[0])
     verdict = range_verdict(means, extern, judged)
     preference = math.log(extern_preference_for(problems[0], policy))
     wins = np.flatnonzero((verdict.worst <= math.log(DYNAMIC_MARGIN)) & (verdict.mean <= -preference))
