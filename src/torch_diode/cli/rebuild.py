@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shlex
 import tempfile
@@ -92,10 +91,13 @@ def _cmd_rebuild_model(args: argparse.Namespace) -> int:
                 )
         # trained in the data's root with the recipe's relative paths, which the model records
         # (an --init-model's) as the recipe gives them
-        output = str(Path(output).resolve())
-        with contextlib.chdir(data_root):
+        output, here = str(Path(output).resolve()), os.getcwd()
+        os.chdir(data_root)  # contextlib.chdir is Python 3.11's; the package supports 3.10
+        try:
             train = recipe_options(recipe, None, output)
             train.func(train)
+        finally:
+            os.chdir(here)
     if shipped is not None:
         print(f"{'':52s} {'shipped':>12s} {'rebuilt':>12s}")
         for what, was, now in compare_models(shipped, read_model(output)):
