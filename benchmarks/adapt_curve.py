@@ -81,11 +81,13 @@ def source_model(gpu: str, new: str, given: str | None = None) -> str:
     prior = metadata.get("training_data", {}).get("prior_data") or {}
     seen = [name for name in prior.get("device_names", []) if DEVICES[new] in name]
     start = metadata.get("training", {}).get("init_model")
-    if seen or start:
-        why = f"trained on {prior.get('problems')} problems measured on {seen[0]} (its --prior-data)" if seen else ""
-        why = why or f"was adapted from {start} (its --init-model)"
-        raise SystemExit(f"--source-model: {model} {why}: give {gpu}=FILE, a model of the {gpu.upper()}'s data alone")
-    return model
+    if seen:
+        why = f"trained on {prior.get('problems')} problems measured on {seen[0]} (its --prior-data)"
+    elif start:
+        why = f"was adapted from {start} (its --init-model)"
+    else:
+        return model
+    raise SystemExit(f"--source-model: {model} {why}: give {gpu}=FILE, a model of the {gpu.upper()}'s data alone")
 
 
 def add_source_model_option(parser: argparse.ArgumentParser) -> None:
