@@ -124,9 +124,11 @@ def adapted(
     return path, time.perf_counter() - start
 
 
-def judged(model: str, gpu: str) -> dict:
-    summary, _ = judge_realmodels(model, [f"data/{gpu}/realmodels"], "realmodels_heldout")
-    return {k: summary[k] for k in SUMMARY_KEYS}
+def judged(model: str, gpu: str, data: str = "realmodels", keys: tuple[str, ...] = SUMMARY_KEYS) -> dict:
+    """``keys`` of the handler's replay (benchmarks.selection_replay realmodels) of ``model`` on
+    ``data/GPU/DATA`` (the held-out real models, or another folder of the GPU's)."""
+    summary, _ = judge_realmodels(model, [f"data/{gpu}/{data}"], "realmodels_heldout")
+    return {k: summary[k] for k in keys}
 
 
 def curve(

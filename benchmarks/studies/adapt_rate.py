@@ -21,16 +21,10 @@ from pathlib import Path
 
 from benchmarks import adapt_curve
 from benchmarks.common import cpu_report_header
-from benchmarks.selection_replay import judge_realmodels
 from torch_diode.dataset_io import merge_all
 from torch_diode.fileio import atomic_write_bytes
 
 KEYS = ("first_pick_geomean", "first_pick_worst", "unsure_fraction")
-
-
-def judged(model: str, data: str) -> dict:
-    summary, _ = judge_realmodels(model, [data], "realmodels_heldout")
-    return {k: summary[k] for k in KEYS}
 
 
 def rates(
@@ -47,8 +41,8 @@ def rates(
             for seed in seeds:
                 path, _ = adapt_curve.adapted(model, source_data, new_data, pool, n, seed, Path(tmp), adapt)
                 row = {"source": source, "new": new, "learning_rate": rate, "seed": seed}
-                row["validation"] = judged(str(path), f"data/{new}/validation")
-                row["realmodels"] = judged(str(path), f"data/{new}/realmodels")
+                for data in ("validation", "realmodels"):
+                    row[data] = adapt_curve.judged(str(path), new, data, KEYS)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     return rows

@@ -23,12 +23,12 @@ from __future__ import annotations
 import argparse
 import json
 
+from benchmarks.adapt_curve import judged
 from benchmarks.common import cpu_report_header
-from benchmarks.selection_replay import judge_realmodels
 from torch_diode.fileio import atomic_write_bytes
 
 KEYS = ("num_problems", "first_pick_geomean", "first_pick_worst", "outcome_worst", "unsure_fraction")
-HELDOUT = {"h200": "data/h200/realmodels", "h100": "data/h100/realmodels"}
+HELDOUT = ("h200", "h100")  # whose held-out real models judge
 
 
 def main() -> int:
@@ -39,9 +39,8 @@ def main() -> int:
     args = parser.parse_args()
     rows = []
     for parts, model in (("with", args.with_parts), ("without", args.without_parts)):
-        for gpu, data in HELDOUT.items():
-            summary, _ = judge_realmodels(model, [data], "realmodels_heldout")
-            rows.append({"parts": parts, "model": model, "heldout": gpu, **{k: summary[k] for k in KEYS}})
+        for gpu in HELDOUT:
+            rows.append({"parts": parts, "model": model, "heldout": gpu, **judged(model, gpu, keys=KEYS)})
     report = cpu_report_header("CPU (models of the H200's data judged on the H200's and the H100's held-out data)")
     report.update(rows=rows)
     atomic_write_bytes(args.out, json.dumps(report, indent=1).encode())
