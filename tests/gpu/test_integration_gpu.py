@@ -264,8 +264,8 @@ def test_own_enumeration_decides_dynamic_graphs_as_inductors_generators(model, c
     """Graphs whose rows are symbolic and K static (automatic dynamic shapes; a module's static
     parameters under dynamic=True) are decided over
     diode's own enumeration of the Triton template's candidates, scaled to the hints as Inductor
-    scales them (with TF32 allowed, Inductor's generators: their ALLOW_TF32 holds at every size):
-    the same decisions as over Inductor's generators, and outputs equal to eager's."""
+    scales them, with TF32 allowed or not (ALLOW_TF32 read off Inductor's first candidate): the
+    same decisions as over Inductor's generators, and outputs equal to eager's."""
     before = torch.get_float32_matmul_precision()
     caplog.set_level(logging.DEBUG, logger="torch_diode")
     try:
