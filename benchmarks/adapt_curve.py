@@ -31,12 +31,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import cpu_report_header
+from benchmarks.common import cpu_report_header, write_json
 from benchmarks.selection_replay import judge_realmodels
 from torch_diode.collection.design import candidates, design
 from torch_diode.collection.shapes import excluded_measurements
 from torch_diode.dataset_io import load_each, merge_all
-from torch_diode.fileio import atomic_write_bytes
 from torch_diode.model_file import write_model
 from torch_diode.registry import resolve_model
 from torch_diode.training.recipe import load_recipe, recipe_path
@@ -226,7 +225,7 @@ def main() -> int:
         rows += curve(source, new, args.sizes, args.seeds, args.all_seeds_at, given.get(source))
     report = cpu_report_header("CPU (adapted models judged on data measured on the GPU named in each row)")
     report.update(adapt=ADAPT, summary=summarize(rows, args.all_seeds_at), rows=rows)
-    atomic_write_bytes(args.out, json.dumps(report, indent=1).encode())
+    write_json(args.out, report)
     plot(rows, Path(args.out).with_suffix(".png"))
     print(f"{'source':7s} {'new':5s} {'N':>4s} {'seed':>4s} {'first gm':>9s} {'worst':>7s} {'unsure':>7s} {'top1':>7s}")
     for r in rows:

@@ -32,7 +32,6 @@ the collection stored (``--misaligned-only`` keeps the problems with misaligned 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -49,7 +48,7 @@ os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"
 
 import numpy as np  # noqa: E402
 
-from benchmarks.common import command_line, report_header, spearman, stage  # noqa: E402
+from benchmarks.common import command_line, report_header, spearman, stage, write_json  # noqa: E402
 from torch_diode.collection import collect  # noqa: E402
 from torch_diode.collection.fast_sweep import FastSweep, choices_for, launchers_for  # noqa: E402
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings  # noqa: E402
@@ -193,7 +192,7 @@ def fast_on(problem: Problem, configs, reps: int, flush) -> list:
     return time_launchers(launchers_for(problem, configs, a, b, out, bias), reps, flush)
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="JSON report")
     parser.add_argument("--inductor-sample", type=int, default=24, help="EXHAUSTIVE configs per shape for Inductor")
@@ -236,8 +235,17 @@ def main() -> int:
             parser.error(f"{flag}: only with --recorded")
     if args.passes < 1:
         parser.error(f"--passes: expected at least 1, got {args.passes}")
-    if args.recorded:
-        return recorded(args)
+    return args
+
+
+def main() -> int:
+    args = parse_args()
+    return recorded(args) if args.recorded else fresh(args)
+
+
+def fresh(args: argparse.Namespace) -> int:
+    """Steps 1-3 of the module's docstring: the fast path's rate, Inductor's timings of the same
+    configs, and the comparison."""
     tmp = Path(tempfile.mkdtemp())
 
     # 1. fast path rate, first: the Triton cache is still empty, so compiling every kernel counts
@@ -270,7 +278,7 @@ def main() -> int:
         "inductor_exhaustive_timings_per_gpu_minute": ind_count / (ind_seconds / 60),
     }
     stage(f"rates (written to {args.out} before the comparison): {rates}")
-    Path(args.out).write_text(json.dumps({"command": command_line(), "partial": "rates only", **rates}, indent=1))
+    write_json(args.out, {"command": command_line(), "partial": "rates only", **rates})
 
     # 3. fast path on the same configs, compared with both references
     results, _ = fast_against(references, args.reps)
@@ -304,9 +312,14 @@ def main() -> int:
         "per_shape_stock_flush": stock_rows,
     }
     report["speedup"] = report["timings_per_gpu_minute"] / report["inductor_exhaustive_timings_per_gpu_minute"]
-    Path(args.out).write_text(json.dumps(report, indent=1))
+    write_json(args.out, report)
+    print_summary(report, summary.line())
+    return 0
+
+
+def print_summary(report: dict, fast_line: str) -> None:
     print(
-        f"\nfast: {report['timings_per_gpu_minute']:.0f} timings/min ({summary.line()}); "
+        f"\nfast: {report['timings_per_gpu_minute']:.0f} timings/min ({fast_line}); "
         f"inductor EXHAUSTIVE: {report['inductor_exhaustive_timings_per_gpu_minute']:.0f} timings/min; "
         f"speedup {report['speedup']:.1f}x"
     )
@@ -318,7 +331,6 @@ def main() -> int:
         f"stock flush: spearman_median {report['spearman_median_stock_flush']:.3f}  "
         f"median_abs_rel_diff {report['median_abs_rel_diff_stock_flush']:.3f}"
     )
-    return 0
 
 
 def fast_against(references: dict, reps: int, passes: int = 1) -> tuple[dict[str, list[dict]], dict]:
@@ -421,7 +433,7 @@ def recorded(args: argparse.Namespace) -> int:
         **medians(rows),
         "per_shape": rows,
     }
-    Path(args.out).write_text(json.dumps(report, indent=1))
+    write_json(args.out, report)
     print("\nper template, median over problems of the median |fast - inductor| / inductor:")
     for k, v in report["median_abs_rel_diff_by_template"].items():
         print(f"  {k:32s} {v:.3f}")

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from torch_diode.fileio import atomic_write_bytes
 from torch_diode.types import Problem
 
 HERE = Path(__file__).resolve().parent
@@ -279,3 +280,9 @@ def geomean(values: list[float]) -> float | None:
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
     rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))
     return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def write_json(path: str | Path, value: Any) -> None:
+    """``value`` (a report, its rows) as indented JSON at ``path`` in its key order, written
+    atomically: a run stopped halfway leaves the file it replaces whole."""
+    atomic_write_bytes(path, json.dumps(value, indent=1).encode())

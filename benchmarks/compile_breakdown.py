@@ -58,7 +58,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import json
 import os
 import pstats
 import statistics
@@ -66,7 +65,6 @@ import sys
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"  # the handler is installed explicitly below
 
@@ -86,6 +84,7 @@ from benchmarks.common import (  # noqa: E402
     timed_first_call,
     wait_for_compile_pool,
     warm_up_function,
+    write_json,
 )
 from benchmarks.e2e_models import models as e2e_models  # noqa: E402
 from torch_diode import config  # noqa: E402
@@ -230,12 +229,12 @@ def worker(args: argparse.Namespace) -> int:
             f"{1e3 * record.get('decision_s', 0):6.1f} ms  {record.get('picks', '')}",
             flush=True,
         )
-        Path(args.out).write_text(json.dumps(rows, indent=1))
+        write_json(args.out, rows)
     if profile is not None:
         text = io.StringIO()
         pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(30)
         rows.append({"label": "decision profile (all GEMMs)", "profile": text.getvalue()})
-        Path(args.out).write_text(json.dumps(rows, indent=1))
+        write_json(args.out, rows)
     return 0
 
 
@@ -335,7 +334,7 @@ def main() -> int:
         )
     summary["repeats"] = args.repeats
     report = {**report_header(), "summary": summary, "rows": table}
-    Path(args.out).write_text(json.dumps(report, indent=1))
+    write_json(args.out, report)
     print(
         f"\n{'GEMM':44s} " + " ".join(f"{m[-12:]:>12s}" for m in methods) + f" {'decision':>9s}  unsure  "
         "triton.compile calls in the compiling thread (diode_top1)"
@@ -351,7 +350,7 @@ def main() -> int:
         print(f"{k:48s} {v:.3f}" if isinstance(v, float) else f"{k:48s} {v}")
     if args.profile_decisions and by_method["diode_profiled"]:
         report["decision_profile"] = by_method["diode_profiled"][-1].get("profile")
-        Path(args.out).write_text(json.dumps(report, indent=1))
+        write_json(args.out, report)
         print(report["decision_profile"])
     return 0
 

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import cpu_report_header, geomean
+from benchmarks.common import cpu_report_header, geomean, write_json
 from torch_diode import config
 from torch_diode.dataset_io import load_datasets
 from torch_diode.features import config_rows, featurize, is_extern
@@ -142,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {**cpu_report_header("CPU (predictions against data measured on the GPU named in the dataset)")}
     report.update(model=args.model, data=args.data, dynamic_sizes=list(config.dynamic_sizes), summary=summary)
     report["rows"] = records
-    Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    write_json(args.out, report)
     for key, value in summary.items():
         print(f"{key}: {value:.4f}" if isinstance(value, float) else f"{key}: {value}")
     return 0

@@ -85,7 +85,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import logging
 import math
 import os
@@ -118,6 +117,7 @@ from benchmarks.common import (  # noqa: E402
     wait_for_compile_pool,
     wall_us_per_call,
     warm_up_function,
+    write_json,
 )
 from benchmarks.e2e_models import models  # noqa: E402
 from benchmarks.e2e_report import (  # noqa: E402
@@ -129,13 +129,12 @@ from benchmarks.e2e_report import (  # noqa: E402
     merge_compile_repeats,
     part_arg,
     part_of,
-    write_report,
+    write_e2e_report,
 )
 from benchmarks.pad_mm import load_pad_decisions, pad_mm_facts, save_pad_decisions  # noqa: E402
 from torch_diode import config as diode_config  # noqa: E402
 from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs, op_function  # noqa: E402
 from torch_diode.dataset_io import load_datasets  # noqa: E402
-from torch_diode.fileio import atomic_write_bytes  # noqa: E402
 from torch_diode.integration.install import diode_choices  # noqa: E402
 from torch_diode.types import problem_key  # noqa: E402
 
@@ -253,7 +252,7 @@ def worker(args: argparse.Namespace) -> int:
         load_pad_decisions(pad_decisions)
 
     def save() -> None:
-        atomic_write_bytes(args.out, json.dumps(rows, indent=1).encode())
+        write_json(args.out, rows)
         if pad_decisions:
             save_pad_decisions(pad_decisions)
 
@@ -447,7 +446,7 @@ def run_workers(args: argparse.Namespace, report: dict[str, Any], part: str | No
                 | ({"only": only} if only != args.only else {})
             )
             rows.extend(done)
-            write_report(report, merge_compile_repeats(rows), args.out, complete=False)
+            write_e2e_report(report, merge_compile_repeats(rows), args.out, complete=False)
     return rows
 
 

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import logging
 import os
 import statistics
@@ -74,10 +73,10 @@ from benchmarks.common import (  # noqa: E402
     timed_first_call,
     wait_for_compile_pool,
     warm_up_function,
+    write_json,
 )
 from benchmarks.e2e_models import DecoderBlock  # noqa: E402
 from torch_diode.collection.inductor_sweep import inductor_settings, make_inputs  # noqa: E402
-from torch_diode.fileio import atomic_write_bytes  # noqa: E402
 from torch_diode.integration.install import diode_choices  # noqa: E402
 
 logger = logging.getLogger(__name__)
@@ -269,10 +268,10 @@ def worker(args: argparse.Namespace) -> int:
             except Exception as e:  # kept: the row says why
                 record = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
             rows.append({"label": label, "way": way, "method": method, **record})
-            atomic_write_bytes(args.out, json.dumps(rows, indent=1).encode())
+            write_json(args.out, rows)
         del module
         torch.cuda.empty_cache()
-    atomic_write_bytes(args.out, json.dumps(rows, indent=1).encode())
+    write_json(args.out, rows)
     return 0
 
 
@@ -382,7 +381,7 @@ def main() -> int:
         return worker(args)
     if args.combine:
         report = combine(args.combine, args.out)
-        atomic_write_bytes(args.out, json.dumps(report, indent=1).encode())
+        write_json(args.out, report)
         print_table(report["rows"], report["summary"])
         return 0
     common = ["--model", args.model, "--shapes", args.shapes, "--per-model", str(args.per_model)]
@@ -401,7 +400,7 @@ def main() -> int:
     summary = summarize(rows)
     report = {**report_header(), "model": args.model, "sizes": args.sizes}
     report.update(hint=args.hint, workers=status, summary=summary, rows=rows)
-    atomic_write_bytes(args.out, json.dumps(report, indent=1).encode())
+    write_json(args.out, report)
     print_table(rows, summary)
     return 0
 

@@ -12,8 +12,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import combinable_reports, geomean
-from torch_diode.fileio import atomic_write_bytes
+from benchmarks.common import combinable_reports, geomean, write_json
 
 # the methods a report's rows may hold, in the order of its table and plot
 METHODS = ("default", "diode_top1", "diode_top3", "max_autotune", "exhaustive", "diode_max_autotune_mode")
@@ -276,7 +275,7 @@ def run_tagged_rows(parts: list[dict], run_counts: list[int]) -> list[dict]:
     return rows
 
 
-def write_report(report: dict[str, Any], rows: list[dict], out: str | Path, complete: bool) -> None:
+def write_e2e_report(report: dict[str, Any], rows: list[dict], out: str | Path, complete: bool) -> None:
     """Rows merged by label (a later row's methods win) and their summary, written to ``out`` in one
     step (a run stopped between two writes leaves the last whole report in place). ``complete``: every
     worker has run (a report written after each worker says which ran, ``workers``)."""
@@ -287,12 +286,12 @@ def write_report(report: dict[str, Any], rows: list[dict], out: str | Path, comp
     report["complete"] = complete
     report["rows"] = list(merged.values())
     report["summary"] = summarize(report["rows"])
-    atomic_write_bytes(out, json.dumps(report, indent=1).encode())
+    write_json(out, report)
 
 
 def finish(report: dict[str, Any], rows: list[dict], args: argparse.Namespace, complete: bool = True) -> int:
     """The report (``complete``: of every worker), then the plot and table."""
-    write_report(report, rows, args.out, complete)
+    write_e2e_report(report, rows, args.out, complete)
     if args.plot:
         plot(report["rows"], args.plot)
     print_table(report["rows"], report["summary"])

@@ -13,7 +13,6 @@ Ensembles (ENSEMBLES): (a) is features, every member (predict_members), mean and
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -24,7 +23,7 @@ from datetime import datetime, timezone
 import numpy as np
 import torch
 
-from benchmarks.common import command_line
+from benchmarks.common import command_line, write_json
 from torch_diode import _C
 from torch_diode.features import NUM_FEATURES, config_rows, featurize, hardware_row, problem_row
 from torch_diode.inductor.config_space import raw_config_lists
@@ -129,8 +128,7 @@ def main() -> int:
         print(
             f"{family:14s} {str(dims):18s} {t_engine:10.3f} {t_full:15.3f} {t_torch:11.3f} {t_torch / t_engine:7.1f}x"
         )
-    with open(args.out, "w") as f:
-        json.dump(results, f, indent=1)
+    write_json(args.out, results)
     return 0
 
 

@@ -24,7 +24,6 @@ Inductor's kernel loads 16-byte vectors and the fast path's, without hints, 2-by
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -34,7 +33,7 @@ os.environ.setdefault("TORCH_DIODE_NO_AUTOREGISTER", "1")  # stock Inductor in s
 import numpy as np  # noqa: E402
 
 from benchmarks.collector_fidelity import config_tuple, fast_on, inductor_reference  # noqa: E402
-from benchmarks.common import geomean, report_header, stage  # noqa: E402
+from benchmarks.common import geomean, report_header, stage, write_json  # noqa: E402
 from torch_diode.collection import kernel_spec  # noqa: E402
 from torch_diode.collection.fast_sweep import FastSweep  # noqa: E402
 from torch_diode.collection.kernel_compiler import precompile  # noqa: E402
@@ -182,7 +181,7 @@ def main() -> int:
         "rows": rows,
         "inductor": fidelity,
     }
-    Path(args.out).write_text(json.dumps(report, indent=1))
+    write_json(args.out, report)
     for f in fidelity:
         print(
             f"inductor {f['problem']:40s} {f['configs']:3d} configs  |fast-inductor|/inductor "

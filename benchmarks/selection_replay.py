@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import json
 import math
 from collections.abc import Iterator
 from dataclasses import replace
@@ -50,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import cpu_report_header
+from benchmarks.common import cpu_report_header, write_json
 from torch_diode.dataset_io import load_datasets
 from torch_diode.features import config_rows, featurize
 from torch_diode.inductor.config_space import decision_pool
@@ -210,7 +209,7 @@ def realmodels(args: argparse.Namespace) -> int:
         **summary,
         "rows": rows,
     }
-    Path(args.out).write_text(json.dumps(report, indent=1))
+    write_json(args.out, report)
     for r in sorted(rows, key=lambda r: -r["first_pick"])[:10]:
         print(
             f"{r['first_pick']:6.3f} {r['outcome']:6.3f} {str(r['unsure']):>14s} {r['problem']:40s} "
@@ -347,7 +346,7 @@ def _write(args: argparse.Namespace, body: dict) -> None:
 
     machine = f"CPU ({platform.machine()}): predictions against data measured on the GPU named in each dataset"
     report = cpu_report_header(machine) | body
-    Path(args.out).write_text(json.dumps(report, indent=1))
+    write_json(args.out, report)
 
 
 def _paired_model_and_data(parser: argparse.ArgumentParser) -> None:

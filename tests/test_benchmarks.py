@@ -131,12 +131,12 @@ def test_a_report_of_a_stopped_run_says_so_and_enters_no_table(tmp_path, combine
     """The report written after each worker is marked incomplete until the last; combined with a
     complete one it stays incomplete, and the results table refuses it."""
     from benchmarks import results_table
-    from benchmarks.e2e_report import write_report
+    from benchmarks.e2e_report import write_e2e_report
 
     shipped = json.loads(REPORT.read_text())
     head = {k: v for k, v in shipped.items() if k not in ("rows", "summary")}
     diode_only = [r | {"methods": {"diode_top1": r["methods"]["diode_top1"]}} for r in shipped["rows"]]
-    write_report(dict(head), diode_only, tmp_path / "stopped.json", complete=False)
+    write_e2e_report(dict(head), diode_only, tmp_path / "stopped.json", complete=False)
     stopped = json.loads((tmp_path / "stopped.json").read_text())
     assert stopped["complete"] is False and len(stopped["rows"]) == len(shipped["rows"])
     assert stopped["summary"]["rows_compared"] == 0  # no stock method measured yet

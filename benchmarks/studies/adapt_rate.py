@@ -20,9 +20,8 @@ import tempfile
 from pathlib import Path
 
 from benchmarks import adapt_curve
-from benchmarks.common import cpu_report_header
+from benchmarks.common import cpu_report_header, write_json
 from torch_diode.dataset_io import merge_all
-from torch_diode.fileio import atomic_write_bytes
 
 KEYS = ("first_pick_geomean", "first_pick_worst", "unsure_fraction")
 
@@ -63,7 +62,7 @@ def main() -> int:
         rows += rates(source, new, args.learning_rates, args.seeds, args.problems, given.get(source))
     report = cpu_report_header("CPU (adapted models judged on data measured on the new GPU)")
     report.update(adapt={**adapt_curve.ADAPT, "learning_rate": args.learning_rates}, problems=args.problems, rows=rows)
-    atomic_write_bytes(args.out, json.dumps(report, indent=1).encode())
+    write_json(args.out, report)
     return 0
 
 

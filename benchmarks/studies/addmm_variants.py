@@ -15,12 +15,12 @@ three ways with the fast path's own launchers (``untiled_launcher``, as Inductor
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import datetime, timezone
 
 import torch
 import triton
 
+from benchmarks.common import write_json
 from torch_diode.collection.fast_sweep import untiled_launcher
 from torch_diode.collection.operands import layout_tensors
 from torch_diode.collection.timing import flush_buffer, time_launchers
@@ -64,8 +64,7 @@ def main() -> int:
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "rows": rows,
     }
-    with open(args.out, "w") as f:
-        json.dump(report, f, indent=1)
+    write_json(args.out, report)
     print(
         f"{'shape':22s} {'problem':32s} "
         + " ".join(f"{m + ' ' + c:>18s}" for m in ("label", "replay", "loop") for c in ("addmm", "bias"))

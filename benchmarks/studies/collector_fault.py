@@ -18,16 +18,14 @@ Needs a CUDA GPU and triton.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 from typing import Any
 
-from benchmarks.common import report_header
+from benchmarks.common import report_header, write_json
 from torch_diode.types import Problem
 
 VARIANTS = (
@@ -39,6 +37,7 @@ VARIANTS = (
     "all_constexpr",
     "bias_strides_runtime",
 )
+
 _SIZES_AND_STRIDES = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")
 _BIAS_STRIDES = ("stride_biasm", "stride_biasn")
 _LABEL = re.compile(r"^(mm|addmm|bmm|baddbmm) (?:(\d+)x)?(\d+)x(\d+)x(\d+) (\w+) ([NT])([NT])$")
@@ -196,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     results = [investigate(pr, args.sample, args.seed, args.max_faults) for pr in problems]
     report = {**report_header(), "results": results}
     if args.out:
-        Path(args.out).write_text(json.dumps(report, indent=1))
+        write_json(args.out, report)
     print(f"{'problem':40s} {'choice':>6s} " + " ".join(f"{v:>20s}" for v in VARIANTS))
     for result in report["results"]:
         for fault in result["faults"]:

@@ -11,15 +11,13 @@ C: serial warmup() in the main process.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
-from benchmarks.common import report_header
+from benchmarks.common import report_header, write_json
 
 
 def main() -> int:
@@ -83,7 +81,7 @@ def main() -> int:
     report["C_serial_warmup_s_per_kernel"] = (time.perf_counter() - t) / len(cc)
     report["C_first_launch_ms"] = first_launches(pc, cc)
     print("C", report["C_serial_warmup_s_per_kernel"], sorted(report["C_first_launch_ms"])[len(cc) // 2], flush=True)
-    Path(args.out).write_text(json.dumps(report, indent=1))
+    write_json(args.out, report)
     return 0
 
 

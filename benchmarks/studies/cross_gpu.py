@@ -12,11 +12,10 @@ kernel's: Triton configs, decompose_k) changed most between the two.
 from __future__ import annotations
 
 import argparse
-import json
 from collections import defaultdict
 from datetime import datetime, timezone
 
-from benchmarks.common import command_line, geomean
+from benchmarks.common import command_line, geomean, write_json
 from torch_diode.dataset_io import load_datasets
 from torch_diode.features import is_aten
 from torch_diode.types import problem_key
@@ -95,8 +94,7 @@ def main() -> None:
         first_ratio, second_ratio = row["aten_over_triton_first"], row["aten_over_triton_second"]
         print(f"  cuBLAS / best compiled {first_ratio:.2f}x -> {second_ratio:.2f}x  {row['problem']}")
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump(report, f, indent=1)
+        write_json(args.out, report)
 
 
 if __name__ == "__main__":

@@ -12,15 +12,13 @@ with the generated call and the CUDA kernels the profiler sees.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-from pathlib import Path
 from typing import Any
 
 # diode decides only where this script installs it (the "diode" way), never through the import
 os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"
 
-from benchmarks.common import DIODE_SETTINGS, bench_cudagraph_us, load_shapes, report_header, stage  # noqa: E402
+from benchmarks.common import DIODE_SETTINGS, bench_cudagraph_us, load_shapes, report_header, stage, write_json  # noqa: E402
 
 # name -> (Inductor settings, whether diode decides); diode's as benchmarks.e2e compiles it
 WAYS: dict[str, tuple[dict[str, Any], bool]] = {
@@ -108,7 +106,7 @@ def main() -> int:
             "kernels": {name: cuda_kernels(f, inputs) for name, f in fns.items()},
         }
         rows.append(row)
-    Path(args.out).write_text(json.dumps({**report_header(), "rows": rows}, indent=1))
+    write_json(args.out, {**report_header(), "rows": rows})
     for row in rows:
         print(row["label"], row["problem"])
         for name, times in row["runtime_us"].items():

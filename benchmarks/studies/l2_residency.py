@@ -22,13 +22,11 @@ import argparse
 import json
 import os
 import statistics
-from pathlib import Path
 from typing import Any
 
 os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"  # nothing here is compiled; the import stays inert
 
-from benchmarks.common import load_shapes, report_header, stage  # noqa: E402
-from torch_diode.fileio import atomic_write_bytes  # noqa: E402
+from benchmarks.common import load_shapes, report_header, stage, write_json  # noqa: E402
 
 
 def measure(problem: Any, copies: int, reps: int, seed: int) -> dict[str, Any]:
@@ -111,7 +109,7 @@ def main() -> int:
         summary = summarize(rows)
         # after every GEMM, so that a run stopped at a time limit keeps what it measured
         report = {**report_header(), "summary": summary, "rows": rows}
-        atomic_write_bytes(Path(args.out), json.dumps(report, indent=1).encode())
+        write_json(args.out, report)
     ok = [r for r in rows if "error" not in r]
     header = ("GEMM", "MB", "copies", "warm us (per copy)", "spread", "rot us", "rot/warm")
     print("{:70s} {:>7s} {:>6s} {:>40s} {:>6s} {:>8s} {:>8s}".format(*header))

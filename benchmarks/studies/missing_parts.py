@@ -21,11 +21,9 @@ The models, trained from the repository root (about 25 minutes each on one CPU c
 from __future__ import annotations
 
 import argparse
-import json
 
 from benchmarks.adapt_curve import judged
-from benchmarks.common import cpu_report_header
-from torch_diode.fileio import atomic_write_bytes
+from benchmarks.common import cpu_report_header, write_json
 
 KEYS = ("num_problems", "first_pick_geomean", "first_pick_worst", "outcome_worst", "unsure_fraction")
 HELDOUT = ("h200", "h100")  # whose held-out real models judge
@@ -43,7 +41,7 @@ def main() -> int:
             rows.append({"parts": parts, "model": model, "heldout": gpu, **judged(model, gpu, keys=KEYS)})
     report = cpu_report_header("CPU (models of the H200's data judged on the H200's and the H100's held-out data)")
     report.update(rows=rows)
-    atomic_write_bytes(args.out, json.dumps(report, indent=1).encode())
+    write_json(args.out, report)
     print(f"{'parts':8s} {'held-out':8s} {'first gm':>9s} {'worst':>7s} {'outcome':>8s} {'unsure':>7s}")
     for r in rows:
         print(

@@ -13,13 +13,11 @@ against what any selection of these candidates could reach on them.
 from __future__ import annotations
 
 import argparse
-import json
 from collections import defaultdict
 
-from benchmarks.common import cpu_report_header, geomean
+from benchmarks.common import cpu_report_header, geomean, write_json
 from torch_diode.dataset_io import load_datasets
 from torch_diode.features import is_aten
-from torch_diode.fileio import atomic_write_bytes
 
 DECODE_ROWS = 16  # M at or under this: a decode step's rows (a batch of sequences, one token each)
 
@@ -59,7 +57,7 @@ def main() -> None:
         for group, row in part["best_over_cublas"].items():
             print(f"  {group:28s} {row['problems']:4d}  {row['geomean']:.3f}")
     if args.out:
-        atomic_write_bytes(args.out, json.dumps(report, indent=1).encode())
+        write_json(args.out, report)
 
 
 if __name__ == "__main__":

@@ -14,10 +14,9 @@ best kept choice is than the best measured one.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 
-from benchmarks.common import cpu_report_header, first_collection_settings
+from benchmarks.common import cpu_report_header, first_collection_settings, write_json
 from torch_diode.collection.fast_sweep import choices_for
 from torch_diode.collection.provenance import recorded_rotations
 from torch_diode.dataset_io import load_dataset
@@ -78,8 +77,7 @@ def main() -> None:
             f"{row['best_kept_over_best_worst']:>8.3f} {row['fraction_best_within_2pct']:>10.3f}"
         )
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump(report, f, indent=1)
+        write_json(args.out, report)
 
 
 if __name__ == "__main__":

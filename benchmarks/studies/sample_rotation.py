@@ -22,13 +22,12 @@ compile rate) and how the part's problems cover their lists: of every
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from benchmarks.common import config_design, cpu_report_header, first_collection_settings
+from benchmarks.common import config_design, cpu_report_header, first_collection_settings, write_json
 from benchmarks.studies.variant_budget import COMPILE_KERNELS_PER_S
 from torch_diode.collection.fast_sweep import choices_for
 from torch_diode.collection.kernel_compiler import variant_key
@@ -95,7 +94,7 @@ def main() -> int:
             )
     report = cpu_report_header("CPU (counting only)")
     report |= {"compile_kernels_per_s_h100": COMPILE_KERNELS_PER_S, "rare_share": RARE, "rows": rows}
-    Path(args.out).write_text(json.dumps(report, indent=1))
+    write_json(args.out, report)
     return 0
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks.common import report_header, spearman
+from benchmarks.common import report_header, spearman, write_json
 from torch_diode.collection import collect
 from torch_diode.collection.fast_sweep import FastSweep
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings
@@ -115,7 +115,7 @@ def main() -> int:
                 "median_ratio": float(np.median(v / ind)),
             }
         report["shapes"].append({**summary, "rows": rows})
-        Path(args.out).write_text(json.dumps(report, indent=1))
+        write_json(args.out, report)
         print(json.dumps(summary), flush=True)
     return 0
 

@@ -23,15 +23,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import multiprocessing
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import command_line, report_header, stage
+from benchmarks.common import command_line, report_header, stage, write_json
 from torch_diode.collection.fast_sweep import FastSweep, launchers_for
 from torch_diode.collection.kernel_compiler import precompile, variant_key
 from torch_diode.collection.operands import layout_tensors
@@ -171,7 +169,7 @@ def main() -> int:
         "methods": rows,
         "recorded_over_floor": rec_rows,
     }
-    Path(args.out).write_text(json.dumps(report, indent=1))
+    write_json(args.out, report)
     print(
         f"\n{'method, host':16s} {'fastest':>10s} {'configs':>7s} {'pass spread':>11s} {'p90':>6s} {'>10%':>5s} "
         f"{'over floor':>10s} {'p90':>6s}"

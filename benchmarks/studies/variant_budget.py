@@ -11,10 +11,9 @@ measures (benchmarks/results/compile_reuse_h100.json), this gives the compile mi
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from benchmarks.common import cpu_report_header
+from benchmarks.common import cpu_report_header, write_json
 from torch_diode.collection.fast_sweep import choices_for
 from torch_diode.collection.kernel_compiler import variant_key
 from torch_diode.collection.shapes import ShapeSpec, random_problems
@@ -72,8 +71,7 @@ def main() -> int:
                 f"{row['variants_per_problem']:11.1f} {row['compile_minutes']:11.1f}"
             )
     report = cpu_report_header("CPU (counting only)") | {"compile_kernels_per_s_h100": COMPILE_KERNELS_PER_S}
-    with open(args.out, "w") as f:
-        json.dump(report | {"rows": rows}, f, indent=1)
+    write_json(args.out, report | {"rows": rows})
     return 0
 
 

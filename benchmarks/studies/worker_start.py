@@ -19,7 +19,7 @@ import json
 import statistics
 import time
 
-from benchmarks.common import report_header
+from benchmarks.common import report_header, write_json
 
 
 def main() -> int:
@@ -63,8 +63,7 @@ def main() -> int:
         "median_with_registration_s": median["with_registration_s"],
         "start_ratio_vs_registering_workers": median["without_registration_s"] / median["with_registration_s"],
     }
-    with open(args.out, "w") as f:
-        json.dump(report, f, indent=1)
+    write_json(args.out, report)
     print(json.dumps({k: v for k, v in report.items() if k != "times"}, indent=1))
     return 0
 
