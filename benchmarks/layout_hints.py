@@ -70,32 +70,9 @@ def median_of(rows: list[dict], key: str) -> float | None:
     return float(np.median(values)) if values else None
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--data", nargs="+", default=DEFAULT_DATA)
-    parser.add_argument("--problems", type=int, default=60)
-    parser.add_argument("--inductor-problems", type=int, default=6)
-    parser.add_argument(
-        "--inductor-max-k",
-        type=int,
-        default=0,
-        help="step 3 takes hinted problems with K at most this (0: any): where K fits in one BLOCK_K tile",
-    )
-    parser.add_argument("--reps", type=int, default=10)
-    args = parser.parse_args()
-
-    recorded = {}
-    for _, problem, timings in load_datasets(args.data).problems():
-        if len(recorded) < args.problems and kernel_spec.layout_hinted(problem):
-            recorded[problem] = timings
-    problems = list(recorded)
-    configs = {p: aten_configs(p) + triton_configs(p, "DEFAULT") for p in problems}
-    stage(f"{len(problems)} problems with hints, {sum(map(len, configs.values()))} choices")
-    off = timed(problems, configs, False, args.reps)
-    on = timed(problems, configs, True, args.reps)
-    kernel_spec.LAYOUT_HINTS = True
-
+def hint_rows(problems: list, configs: dict, off: dict, on: dict, recorded: dict) -> list[dict]:
+    """Per problem: the best Triton time without the layout hints over with them, the median
+    config's, whether a Triton config beats ATen either way, and the recorded timings over now."""
     rows = []
     for p in problems:
         tri = [c for c in configs[p] if c.is_tiled and off[p, c] and on[p, c]]
@@ -121,8 +98,12 @@ def main() -> int:
             f"Triton best: off {rows[-1]['best_is_triton_off']!s:5s} on {rows[-1]['best_is_triton_on']!s:5s}"
         )
 
+    return rows
+
+
+def inductor_fidelity(shapes: list, configs: dict, off: dict, on: dict) -> list[dict]:
+    """Per shape: how far the fast path's timings (hints off and on) lie from Inductor's own."""
     fidelity = []
-    shapes = [p for p in problems if not args.inductor_max_k or p.K <= args.inductor_max_k][: args.inductor_problems]
     if shapes:
         path = Path(tempfile.mkdtemp()) / "inductor.json"
         inductor_reference(shapes, 0, 0, path, FLUSH_BYTES)
@@ -154,6 +135,10 @@ def main() -> int:
                     "median_abs_rel_diff_on_multi_tile": median_rel_diff(on, p, multi),
                 }
             )
+    return fidelity
+
+
+def summarize(rows: list[dict], fidelity: list[dict]) -> dict:
     ratios = [r["best_triton_off_over_on"] for r in rows]
     summary = {
         "problems": len(rows),
@@ -174,6 +159,39 @@ def main() -> int:
             )
         },
     }
+    return summary
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--data", nargs="+", default=DEFAULT_DATA)
+    parser.add_argument("--problems", type=int, default=60)
+    parser.add_argument("--inductor-problems", type=int, default=6)
+    parser.add_argument(
+        "--inductor-max-k",
+        type=int,
+        default=0,
+        help="step 3 takes hinted problems with K at most this (0: any): where K fits in one BLOCK_K tile",
+    )
+    parser.add_argument("--reps", type=int, default=10)
+    args = parser.parse_args()
+
+    recorded = {}
+    for _, problem, timings in load_datasets(args.data).problems():
+        if len(recorded) < args.problems and kernel_spec.layout_hinted(problem):
+            recorded[problem] = timings
+    problems = list(recorded)
+    configs = {p: aten_configs(p) + triton_configs(p, "DEFAULT") for p in problems}
+    stage(f"{len(problems)} problems with hints, {sum(map(len, configs.values()))} choices")
+    off = timed(problems, configs, False, args.reps)
+    on = timed(problems, configs, True, args.reps)
+    kernel_spec.LAYOUT_HINTS = True
+
+    rows = hint_rows(problems, configs, off, on, recorded)
+    shapes = [p for p in problems if not args.inductor_max_k or p.K <= args.inductor_max_k]
+    fidelity = inductor_fidelity(shapes[: args.inductor_problems], configs, off, on)
+    summary = summarize(rows, fidelity)
     report = {
         **report_header(),
         "data": args.data,
