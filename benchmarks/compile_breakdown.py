@@ -250,7 +250,7 @@ def median_rows(runs: list[list[dict]]) -> list[dict]:
     return rows
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shapes", default=str(SHAPES))
     parser.add_argument("--model", default="NVIDIA-H100-matmul")
@@ -276,13 +276,13 @@ def main() -> int:
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.worker:
-        return worker(args)
-    if args.repeats < 1:
+    if not args.worker and args.repeats < 1:
         parser.error(f"--repeats must be at least 1, not {args.repeats}")
-    methods = (
-        METHODS + (("diode_generators",) if args.enumeration else ()) + ((NO_EPILOGUE,) if args.epilogue_bench else ())
-    )
+    return args
+
+
+def run_methods(args: argparse.Namespace, methods: tuple[str, ...]) -> dict[str, list[dict]]:
+    """Each method's rows, the median over ``--repeats`` workers (methods alternating)."""
     runs: dict[str, list[list[dict]]] = {}
     for repeat in range(args.repeats):
         for method in methods + (("diode_profiled",) if args.profile_decisions and repeat == 0 else ()):
@@ -300,15 +300,12 @@ def main() -> int:
                 ],
             )
             runs.setdefault(method, []).append(rows)
-    by_method = {method: median_rows(rows) for method, rows in runs.items()}
-    labels = [r["label"] for r in by_method["default"]]
-    table = []
-    for i, label in enumerate(labels):
-        row = {"label": label}
-        for method in methods:
-            if i < len(by_method[method]):
-                row[method] = by_method[method][i]
-        table.append(row)
+    return {method: median_rows(rows) for method, rows in runs.items()}
+
+
+def summarize(table: list[dict], methods: tuple[str, ...], args: argparse.Namespace) -> dict:
+    """Compile (and with ``--runtime`` runtime) ratios to default mode, decision times and the
+    Triton compiles of the compiling thread, per method."""
 
     def ratio(method: str, field: str = "compile_s") -> float | None:
         return geomean([r[method][field] / r["default"][field] for r in table if method in r])
@@ -333,8 +330,10 @@ def main() -> int:
             r[method].get("triton_compiles", {}).get("main_thread_calls", 0) for r in table if method in r
         )
     summary["repeats"] = args.repeats
-    report = {**report_header(), "summary": summary, "rows": table}
-    write_json(args.out, report)
+    return summary
+
+
+def print_table(table: list[dict], methods: tuple[str, ...], summary: dict) -> None:
     print(
         f"\n{'GEMM':44s} " + " ".join(f"{m[-12:]:>12s}" for m in methods) + f" {'decision':>9s}  unsure  "
         "triton.compile calls in the compiling thread (diode_top1)"
@@ -348,6 +347,23 @@ def main() -> int:
         )
     for k, v in summary.items():
         print(f"{k:48s} {v:.3f}" if isinstance(v, float) else f"{k:48s} {v}")
+
+
+def main() -> int:
+    args = parse_args()
+    if args.worker:
+        return worker(args)
+    methods = (
+        METHODS + (("diode_generators",) if args.enumeration else ()) + ((NO_EPILOGUE,) if args.epilogue_bench else ())
+    )
+    by_method = run_methods(args, methods)
+    table = []
+    for i, label in enumerate(r["label"] for r in by_method["default"]):
+        table.append({"label": label} | {m: by_method[m][i] for m in methods if i < len(by_method[m])})
+    summary = summarize(table, methods, args)
+    report = {**report_header(), "summary": summary, "rows": table}
+    write_json(args.out, report)
+    print_table(table, methods, summary)
     if args.profile_decisions and by_method["diode_profiled"]:
         report["decision_profile"] = by_method["diode_profiled"][-1].get("profile")
         write_json(args.out, report)
