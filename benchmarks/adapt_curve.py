@@ -9,7 +9,9 @@ the printed ``diode collect-shapeset`` command's). Each adapted model is judged 
 decides, with its own confidence contract, on the new GPU's held-out real models' data
 (benchmarks.selection_replay realmodels): first pick over the best measured (geomean, worst),
 the unsure fraction and the Triton top-1. N = 0 is the source model as it is; "all" is the new
-GPU's shipped model, trained on all its data.
+GPU's shipped model, trained on all its data. The sample of N problems is (nearly) the same for
+every seed, since ``design`` breaks only ties by the seed: the seeds vary the adaptation's training,
+which can move the worst first pick on its own.
 
 A source model must not have seen the new GPU's measurements: a shipped model trained with the
 other GPU's data as ``--prior-data`` (the H200's) is refused, and ``--source-model GPU=FILE`` gives
