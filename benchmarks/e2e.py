@@ -69,8 +69,8 @@ worker). pad_mm's decision is Inductor's own benchmark of padded against unpadde
 ahead of any kernel choice and noisy near its 1.1x margin: two processes can decide differently
 on the same GEMM, and a padded M=199 can run 1.3x slower than the unpadded one. So that a row
 compares kernel choices, not two draws of that benchmark, the workers share one decision per
-GEMM, made first by a pass that compiles every item once in default mode and is not
-measured: each worker starts with the pad_mm entries that pass wrote and finds every decision in
+GEMM, taken by an unmeasured pass that runs ahead of them and compiles every item once in default
+mode: each worker starts with the pad_mm entries that pass wrote and finds every decision in
 the cache (``pad_mm_bench`` 0), so no method's compile time holds the pad_mm benchmark, which a
 user pays alike in every mode. Where something
 is unavailable, the key is missing or ``error`` says why; the row never fails for it.
@@ -294,9 +294,9 @@ def worker_plan(args: argparse.Namespace, limits: list[float]) -> list[tuple[tup
     """The workers in order, each as (methods, time limit, --only): the pad_mm pass, the methods'
     workers, then --compile-repeats' extra rounds (models only, diode_top1 and default in
     alternating order, each worker with new caches). With repeats, default mode has a worker of
-    its own in the first round too, so that every round compiles alike (in the stock worker it
-    would come after max-autotune's compiles of the models ahead of it in the list, and find their
-    kernels)."""
+    its own in the first round too, so that every round compiles alike: the stock worker runs
+    max-autotune's compiles of the models ahead of default mode's, whose kernels default mode
+    would find there."""
     plan: list[tuple[tuple[str, ...], float, str | None]] = [(("pad_mm",), PAD_PASS_LIMIT_S, args.only)]
     for worker_methods, limit in zip(WORKERS, limits):
         methods = tuple(m for m in worker_methods if m in args.methods)
