@@ -373,6 +373,38 @@ def test_prior_data_adds_the_problems_the_gpus_own_data_lacks(tmp_path, diode_cl
     assert "prior_held.json.gz" in err and held.short() in err
 
 
+def test_the_contract_of_a_model_with_prior_data_is_judged_on_its_own_gpus_problems():
+    """The held-out first picks the handler's unsure rule reads come from the problems measured on
+    the model's GPU: --prior-data's held-out problems are another GPU's times (which a model adapted
+    from that GPU's model has already fit), so they do not count; without prior problems, every
+    held-out problem does."""
+    from dataclasses import replace
+
+    from torch_diode.training.train import with_prior_data
+    from torch_diode.types import Dataset, problem_key
+
+    problems = list(load_dataset(SAMPLE).problems())
+    h200 = replace(problems[0][0], device_name="NVIDIA H200")
+    own, prior = Dataset(), Dataset()
+    for hardware, problem, timings in problems:
+        prior.add(hardware, problem, timings)
+    for _, problem, timings in problems[::2]:
+        own.add(h200, problem, [replace(t, time_us=t.time_us / 2) for t in timings])
+    merged, _, added = with_prior_data(own, prior)
+    config = TrainConfig(num_epochs=2, validation_fraction=0.5, seed=0, prior_share=0.5)
+    arrays = build_arrays(merged)
+    held = np.flatnonzero(split_groups(arrays.num_problems, 0.5, 0))
+    mine = [g for g in held if problem_key(arrays.problems[g][1]) not in added]
+    assert 0 < len(mine) < len(held)  # held-out problems of both GPUs
+
+    def judged(prior_problems) -> int:
+        model, _ = train_model(merged, config, progress=False, prior_problems=prior_problems)
+        return sum(k["problems"] for k in model.metadata["training_data"]["heldout_top1_slowdown"].values())
+
+    assert judged(added) == len(mine)
+    assert judged(None) == len(held)
+
+
 def test_extern_weight_fits_the_aten_rows_closer():
     """--extern-weight: the squared error of ATen rows counts that many times; at a large weight the
     fitted ATen times are closer to the measured ones than at 1 (the same seed, the same data)."""

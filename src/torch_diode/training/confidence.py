@@ -171,17 +171,32 @@ def _erfc(x: np.ndarray) -> np.ndarray:
     return torch.special.erfc(torch.from_numpy(np.asarray(x, dtype=np.float64))).numpy()
 
 
-def held_out_contract(model: Regressor | Ensemble, arrays: TrainingArrays, val_problem: np.ndarray) -> Confidence:
-    """The contract of ``model`` judged on the held-out problems ``val_problem`` (a mask)."""
+def held_out_contract(
+    model: Regressor | Ensemble, arrays: TrainingArrays, val_problem: np.ndarray, own: np.ndarray | None = None
+) -> Confidence:
+    """The contract of ``model`` judged on the held-out problems ``val_problem`` (a mask), of which
+    ``own`` (a mask, default all) are measured on the model's GPU: the first picks and loss cases
+    are those of ``own``; where they are too few for a loss calibration (a model adapted to a
+    hundred problems holds out about fifteen), the calibration is fitted on all held-out problems."""
+    own = val_problem if own is None else own & val_problem
     # the handler is unsure of a kind whose held-out first picks are slow (selection.unsure_reason)
     policy = Policy.from_config()
-    heldout = heldout_top1_slowdown(model, arrays, np.flatnonzero(val_problem), policy)
+    heldout = heldout_top1_slowdown(model, arrays, np.flatnonzero(own), policy)
     # the handler reads the model's uncertainty through these (selection.loss_probability): one of
     # all held-out problems, and one of the misaligned ones alone, which the handler reads for them
-    validation = np.flatnonzero(val_problem)
+    calibration, misaligned_calibration = _calibrations(model, arrays, np.flatnonzero(own), policy)
+    if calibration is None and (own != val_problem).any():
+        calibration, misaligned_calibration = _calibrations(model, arrays, np.flatnonzero(val_problem), policy)
+    return contract_of(arrays, heldout, calibration, misaligned_calibration)
+
+
+def _calibrations(
+    model: Regressor | Ensemble, arrays: TrainingArrays, validation: np.ndarray, policy: Policy
+) -> tuple[LossCalibration | None, LossCalibration | None]:
+    """The loss calibrations of all ``validation`` problems and of the misaligned ones alone."""
     odd = np.array([bool(arrays.problems[g][1].misaligned_operands) for g in validation], dtype=bool)
     aligned_cases = loss_cases(model, arrays, validation[~odd], policy)
     misaligned_cases = loss_cases(model, arrays, validation[odd], policy)
-    calibration = fit_loss_calibration(np.concatenate([aligned_cases, misaligned_cases]))
-    misaligned_calibration = fit_loss_calibration(misaligned_cases)
-    return contract_of(arrays, heldout, calibration, misaligned_calibration)
+    return fit_loss_calibration(np.concatenate([aligned_cases, misaligned_cases])), fit_loss_calibration(
+        misaligned_cases
+    )

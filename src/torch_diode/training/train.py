@@ -452,8 +452,19 @@ def train_model(
         validation_problems=int(val_problem.sum()),
         rows=len(arrays.log_time_us),
     )
-    metadata = _metadata(model, config, arrays, val_problem, report, features, op_name, prior_data)
+    own = _own_problems(arrays, prior_problems)
+    metadata = _metadata(model, config, arrays, val_problem, own, report, features, op_name, prior_data)
     return model.to_model_file(metadata), report
+
+
+def _own_problems(arrays: TrainingArrays, prior_problems: Collection | None) -> np.ndarray:
+    """bool per problem: measured on the GPU the model is for, not one of ``prior_problems``
+    (--prior-data's, another GPU's times, which a model adapted from that GPU's model has already
+    fit, so that its held-out first picks there say little of the model on its own GPU)."""
+    from ..types import problem_key
+
+    prior = prior_problems or ()
+    return np.array([problem_key(p) not in prior for _, p in arrays.problems], dtype=bool)
 
 
 def _metadata(
@@ -461,18 +472,19 @@ def _metadata(
     config: TrainConfig,
     arrays: TrainingArrays,
     val_problem: np.ndarray,
+    own: np.ndarray,
     report: TrainReport,
     features: dict[str, Any],
     op_name: str | None,
     prior_data: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """The model file's metadata: what it was trained on and how, and its confidence contract from
-    the held-out problems ``val_problem``."""
+    """The model file's metadata: what it was trained on and how, and its confidence contract
+    judged on the held-out problems ``val_problem`` that are the GPU's ``own``."""
     hidden_dim, num_layers = config.resolved()
     hardware = arrays.problems[0][0]
     from ..version import __version__
 
-    summary = training_data_summary(arrays, held_out_contract(model, arrays, val_problem))
+    summary = training_data_summary(arrays, held_out_contract(model, arrays, val_problem, own))
 
     return {
         "model_family": config.model_type,
