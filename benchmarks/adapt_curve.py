@@ -52,7 +52,13 @@ DEVICES = {"h100": "H100", "h200": "H200"}  # in the device names the data recor
 # --patience 15 --loss listwise`: the adaptation docs/contributing.md gives
 ADAPT = {"prior_share": 0.5, "num_epochs": 40, "learning_rate": 1e-4, "patience": 15, "loss": "listwise"}
 SIZES = (25, 50, 100, 200, 500)
-SUMMARY_KEYS = ("first_pick_geomean", "first_pick_worst", "unsure_fraction", "triton_top1_perf_geomean")
+SUMMARY_KEYS = (
+    "first_pick_geomean",
+    "first_pick_worst",
+    "unsure_fraction",
+    "outcome_worst",  # the handler's result: the best of what an unsure decision benchmarks
+    "triton_top1_perf_geomean",
+)
 
 
 def gpu_files(gpu: str) -> list:
@@ -198,6 +204,7 @@ def summarize(rows: list[dict], at: int = 100) -> dict:
             / full["first_pick_geomean"],
             "first_pick_worst_worst_seed": max(r["first_pick_worst"] for r in mine),
             "unsure_fraction_worst_seed": max(r["unsure_fraction"] for r in mine),
+            "outcome_worst_worst_seed": max(r["outcome_worst"] for r in mine),
         }
     return out
 
@@ -229,11 +236,12 @@ def main() -> int:
     report.update(adapt=ADAPT, summary=summarize(rows, args.all_seeds_at), rows=rows)
     write_json(args.out, report)
     plot(rows, Path(args.out).with_suffix(".png"))
-    print(f"{'source':7s} {'new':5s} {'N':>4s} {'seed':>4s} {'first gm':>9s} {'worst':>7s} {'unsure':>7s} {'top1':>7s}")
+    print(f"{'source':7s} {'new':5s} {'N':>4s} {'seed':>4s} {'first gm':>9s} {'worst':>7s} {'unsure':>7s} {'outcome':>7s} {'top1':>7s}")
     for r in rows:
         print(
             f"{r['source']:7s} {r['new']:5s} {r['problems']!s:>4s} {r['seed']!s:>4s} {r['first_pick_geomean']:9.4f} "
-            f"{r['first_pick_worst']:7.3f} {r['unsure_fraction']:7.3f} {r['triton_top1_perf_geomean']:7.4f}"
+            f"{r['first_pick_worst']:7.3f} {r['unsure_fraction']:7.3f} {r['outcome_worst']:7.3f} "
+            f"{r['triton_top1_perf_geomean']:7.4f}"
         )
     print(json.dumps(report["summary"], indent=1))
     return 0

@@ -129,9 +129,9 @@ def adapt_curve(report: dict[str, Any]) -> Iterator[tuple[str, str]]:
         yield (
             f"a new GPU from {s['problems']} of its problems (`diode sample`), {start} adapted to the "
             f"{new}, on the {new}'s held-out real models' GEMMs, worst of {s['seeds']} seeds: first pick geomean "
-            f"over the {new}'s own model's; worst first pick; unsure",
+            f"over the {new}'s own model's; worst first pick; unsure; worst after an unsure decision's benchmark",
             f"{_x(s['first_pick_geomean_over_full_worst_seed'])}; {_x(s['first_pick_worst_worst_seed'])}; "
-            f"{s['unsure_fraction_worst_seed']:.1%}",
+            f"{s['unsure_fraction_worst_seed']:.1%}; {_x(s['outcome_worst_worst_seed'])}",
         )
 
 
