@@ -38,6 +38,7 @@ from torch_diode.dataset_io import load_datasets
 
 # the fastest time of a config, in microseconds: the bins its rows are summarised in
 LENGTH_BINS_US = ((0.0, 10.0), (10.0, 30.0), (30.0, float("inf")))
+STATES = ("idle", "busy")  # the host while it times: no other work, or --busy processes spinning
 
 
 def _spin(ready) -> None:
@@ -103,7 +104,7 @@ def by_length(over: np.ndarray, lengths: np.ndarray, spread: dict[str, np.ndarra
     return out
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--recorded", nargs="+", required=True, help="dataset files of the problems and configs")
     parser.add_argument("--passes", type=int, default=3)
@@ -116,24 +117,31 @@ def main() -> int:
     args = parser.parse_args()
     if args.passes < 2:
         parser.error(f"--passes: expected at least 2, got {args.passes}")
+    return args
 
-    source = load_datasets(args.recorded)
+
+def compiled_problems(recorded: list[str]) -> list:
+    """The recorded problems with their successful timings, less the configs that do not compile
+    (a launcher would compile them in this process)."""
+    source = load_datasets(recorded)
     problems = [(p, [t for t in ts if not t.failed]) for _, p, ts in source.problems()]
     pairs = [(p, t.config) for p, ts in problems for t in ts if t.config.is_tiled]
     t0 = time.perf_counter()
     errors = precompile(pairs, FastSweep().workers, progress=False)
     stage(f"{len(problems)} problems, {len(errors)} kernels compiled in {time.perf_counter() - t0:.1f} s")
-    # what did not compile is left out (a launcher would compile it in this process)
-    problems = [
+    return [
         (p, [t for t in ts if not t.config.is_tiled or errors.get(variant_key(p, t.config)) is None])
         for p, ts in problems
     ]
+
+
+def measure(problems: list, methods: dict[str, float], args: argparse.Namespace) -> dict:
+    """(method, host state) -> (problem, config) -> the time of each pass in microseconds (None
+    where it failed)."""
     flush = flush_buffer("cuda")
-    methods = {"flush": 0.0, "lead": args.lead_us}
-    states = ("idle", "busy")
-    times: dict[tuple[str, str], dict] = {(m, s): {} for m in methods for s in states}
+    times: dict[tuple[str, str], dict] = {(m, s): {} for m in methods for s in STATES}
     for i in range(args.passes):
-        for state in states:
+        for state in STATES:
             t0 = time.perf_counter()
             with BusyHost(args.busy) if state == "busy" else contextlib.nullcontext():
                 for problem, timings in problems:
@@ -147,29 +155,23 @@ def main() -> int:
                                 None if ms is None else ms * 1000.0
                             )
             stage(f"pass {i + 1}, host {state}: {time.perf_counter() - t0:.1f} s")
+    return times
 
+
+def summaries(problems: list, times: dict) -> tuple[dict, dict]:
+    """(per "method state": :func:`summarise`, the recorded timings over the floor by length)."""
     keys = [(p, t.config) for p, ts in problems for t in ts]
     floor = {}
     for k in keys:
         v = [t for d in times.values() for t in d.get(k, []) if t is not None]
         floor[k] = min(v) if v else None
     recorded = {(p, t.config): t.time_us for p, ts in problems for t in ts}
-    rows = {f"{m} {s}": summarise(times[m, s], floor, keys) for m in methods for s in states}
+    rows = {f"{m} {s}": summarise(d, floor, keys) for (m, s), d in times.items()}
     rec = [(recorded[k] / floor[k], floor[k]) for k in keys if floor[k]]
-    rec_rows = by_length(np.array([r for r, _ in rec]), np.array([n for _, n in rec]), {})
-    report = {
-        **report_header(),
-        "command": command_line(),
-        "recorded": args.recorded,
-        "passes": args.passes,
-        "lead_us": args.lead_us,
-        "busy_processes": args.busy,
-        "reps": args.reps,
-        "problems": len(problems),
-        "methods": rows,
-        "recorded_over_floor": rec_rows,
-    }
-    write_json(args.out, report)
+    return rows, by_length(np.array([r for r, _ in rec]), np.array([n for _, n in rec]), {})
+
+
+def print_table(rows: dict, rec_rows: dict) -> None:
     print(
         f"\n{'method, host':16s} {'fastest':>10s} {'configs':>7s} {'pass spread':>11s} {'p90':>6s} {'>10%':>5s} "
         f"{'over floor':>10s} {'p90':>6s}"
@@ -186,6 +188,27 @@ def main() -> int:
                 f"{name:16s} {length:>10s} {r['configs']:7d} {spread} {r['over_floor_median']:10.3f} "
                 f"{r['over_floor_p90']:6.3f}"
             )
+
+
+def main() -> int:
+    args = parse_args()
+    problems = compiled_problems(args.recorded)
+    methods = {"flush": 0.0, "lead": args.lead_us}
+    rows, rec_rows = summaries(problems, measure(problems, methods, args))
+    report = {
+        **report_header(),
+        "command": command_line(),
+        "recorded": args.recorded,
+        "passes": args.passes,
+        "lead_us": args.lead_us,
+        "busy_processes": args.busy,
+        "reps": args.reps,
+        "problems": len(problems),
+        "methods": rows,
+        "recorded_over_floor": rec_rows,
+    }
+    write_json(args.out, report)
+    print_table(rows, rec_rows)
     return 0
 
 
