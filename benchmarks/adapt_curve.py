@@ -236,7 +236,10 @@ def main() -> int:
     report.update(adapt=ADAPT, summary=summarize(rows, args.all_seeds_at), rows=rows)
     write_json(args.out, report)
     plot(rows, Path(args.out).with_suffix(".png"))
-    print(f"{'source':7s} {'new':5s} {'N':>4s} {'seed':>4s} {'first gm':>9s} {'worst':>7s} {'unsure':>7s} {'outcome':>7s} {'top1':>7s}")
+    print(
+        f"{'source':7s} {'new':5s} {'N':>4s} {'seed':>4s} {'first gm':>9s} {'worst':>7s} {'unsure':>7s} "
+        f"{'outcome':>7s} {'top1':>7s}"
+    )
     for r in rows:
         print(
             f"{r['source']:7s} {r['new']:5s} {r['problems']!s:>4s} {r['seed']!s:>4s} {r['first_pick_geomean']:9.4f} "
