@@ -199,15 +199,16 @@ def test_dynamic_shapes_row_names_what_the_reports_rows_measured():
     rows = [r for r in whole["rows"] if r["method"] in ("default", "diode")]
     block = [{**r, "method": "diode"} for r in rows if r["label"].startswith("decoder block")]
     gemms = [r for r in rows if not r["label"].startswith("decoder block")]
-    assert block and len({r["label"] for r in gemms if r["method"] == "diode"}) == 5
+    n = len({r["label"] for r in gemms if r["method"] == "diode"})
+    assert block and n > 1
 
     def said(rows):
         ((result, _),) = e2e_dynamic({**whole, "rows": rows})
         return result.split(", each compiled")[0]
 
-    assert said(gemms + block) == "dynamic shapes, 5 held-out GEMMs and a decoder block"
-    assert said(gemms) == "dynamic shapes, 5 held-out GEMMs"
-    assert said(gemms + [{**r, "error": "timed out"} for r in block]) == "dynamic shapes, 5 held-out GEMMs"
+    assert said(gemms + block) == f"dynamic shapes, {n} held-out GEMMs and a decoder block"
+    assert said(gemms) == f"dynamic shapes, {n} held-out GEMMs"
+    assert said(gemms + [{**r, "error": "timed out"} for r in block]) == f"dynamic shapes, {n} held-out GEMMs"
     assert said([{**r, "method": "default"} for r in gemms] + block) == "dynamic shapes, a decoder block"
     one = [r for r in gemms if r["label"] == gemms[0]["label"]]
     assert said(one) == "dynamic shapes, 1 held-out GEMM"
