@@ -45,9 +45,9 @@ calls it on several copies of the inputs in turn (``input_copies``: together ove
 cache; ``input_copies`` in the row says how many), so each call reads its operands from memory as
 a layer of a model does; a model's weights are its own and not copied. ``runtime_cudagraph_warm_l2_us``
 is the same replayed on one copy: operands that fit in L2 stay there, and for those that nearly
-fill it the figure depends on where in memory they lie (benchmarks/studies/l2_residency.py). The plain
-``triton.testing.do_bench`` median (same warm-up and repetitions for every method) is kept as
-``runtime_do_bench_us`` (summary keys ``*_do_bench``), with ``wall_us_per_call``: do_bench times
+fill it the figure depends on where in memory they lie (benchmarks/studies/l2_residency.py).
+``runtime_do_bench_us`` (summary keys ``*_do_bench``) is the plain ``triton.testing.do_bench``
+median (same warm-up and repetitions for every method), beside ``wall_us_per_call``: do_bench times
 one host call after a cache flush, and where the host's cost of calling a compiled function
 exceeds the flush its figure is the host's, not the kernel's (the report's rows show both). A
 worker that outlives its time limit is stopped; its finished items are kept. The report is
@@ -207,7 +207,7 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
             record["runtime_cudagraph_us"] = bench_cudagraph_us(compiled, copies)
             record["runtime_cudagraph_warm_l2_us"] = bench_cudagraph_us(compiled, [inputs])
             del copies
-        except Exception as e:  # reported; this method then has no runtime_us (do_bench's figure is kept)
+        except Exception as e:  # reported; the row then has runtime_do_bench_us, no runtime_us
             record["runtime_cudagraph_error"] = f"{type(e).__name__}: {str(e)[:200]}"
         if "runtime_cudagraph_us" in record:  # never a do_bench figure: ratios compare like with like
             record["runtime_us"] = record["runtime_cudagraph_us"]
