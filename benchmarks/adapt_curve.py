@@ -14,13 +14,15 @@ every seed, since ``design`` breaks only ties by the seed: the seeds vary the ad
 which can move the worst first pick on its own.
 
 A source model must not have seen the new GPU's measurements: a shipped model trained with the
-other GPU's data as ``--prior-data`` (the H200's) is refused, and ``--source-model GPU=FILE`` gives
-one trained on the source GPU's data alone (its recipe less ``--prior-data``)::
+other GPU's data as ``--prior-data`` or adapted from its model (both shipped models are) is
+refused, and ``--source-model GPU=FILE`` gives one trained on the source GPU's data alone::
 
+    RECIPE="--model-type base --hidden-dim 48 --ensemble 4 --num-epochs 300 --patience 30 --batch-size 512
+        --loss listwise"
     diode train --data-dir data/h200/train --exclude data/h200/unled --hardware-name "NVIDIA H200" \
-        --model-type base --hidden-dim 48 --ensemble 4 --num-epochs 300 --patience 30 --batch-size 512 \
-        --seed 0 --loss listwise --model h200_alone.diode
-    python -m benchmarks.adapt_curve --source-model h200=h200_alone.diode \
+        $RECIPE --seed 0 --model h200_alone.diode
+    diode train --data-dir data/h100/train --exclude data/h100/unhinted $RECIPE --seed 1 --model h100_alone.diode
+    python -m benchmarks.adapt_curve --source-model h100=h100_alone.diode h200=h200_alone.diode \
         --out benchmarks/results/adapt_curve_cpu.json
 """
 
