@@ -3,9 +3,10 @@ installed (the import's registration), the compiling process uses the workers' p
 (torch_diode.config.worker_ptxas), so Inductor's benchmark of the choices finds the kernels the
 workers compiled in Triton's cache. Each run is a fresh process (Triton reads the ptxas version
 once per process) with new caches, counting the Triton compiles to cubin in the compiling thread
-during the compile of an attention bmm the shipped H100 model is unsure of (197 tokens: rows not
-16-byte aligned), once Inductor's worker pool is up (until then Inductor compiles in this process
-whatever the ptxas)."""
+during the compile of an attention bmm of 197 tokens (rows not 16-byte aligned), once Inductor's
+worker pool is up (until then Inductor compiles in this process whatever the ptxas). The runs set
+TORCH_DIODE_UNSURE_HELDOUT_SLOWDOWN=1, so that the shipped model is unsure of every misaligned
+problem whatever its held-out figure: the decision benchmarks its choices."""
 
 import json
 import os
@@ -68,6 +69,7 @@ def run(**env: str) -> dict:
         TORCHINDUCTOR_FORCE_DISABLE_CACHES="1",
         TRITON_CACHE_DIR=tempfile.mkdtemp(prefix="diode_ptxas_triton_"),
         TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix="diode_ptxas_inductor_"),
+        TORCH_DIODE_UNSURE_HELDOUT_SLOWDOWN="1",
         **env,
     )
     proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=environment, timeout=900)
@@ -81,8 +83,6 @@ def ptxas_version(path: str) -> str:
 
 
 def test_an_unsure_decisions_choices_are_not_compiled_again_in_the_compiling_process():
-    if "H100" not in torch.cuda.get_device_name():
-        pytest.skip("the shipped model this test's unsure decision comes from is the H100's")
     bundled = os.path.join(os.path.dirname(torch.__file__), "bin", "ptxas")
     if not os.access(bundled, os.X_OK):
         pytest.skip("this torch ships no ptxas: its workers and the compiling process use Triton's")
