@@ -88,8 +88,11 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
     best = best_of_ratios(gemms, "diode_top1", ("default", "max_autotune"))
     s["runtime_ratio_vs_best_of_default_and_max_autotune_geomean"] = geomean(best)
     s["runtime_ratio_vs_best_of_default_and_max_autotune_worst"] = max(best) if best else None
-    s["runtime_ratio_vs_default_geomean"] = geomean(ratios(gemms, "diode_top1", "default", "runtime_us"))
+    vs_default = ratios(gemms, "diode_top1", "default", "runtime_us")
+    s["runtime_ratio_vs_default_geomean"] = geomean(vs_default)
+    s["runtime_ratio_vs_default_worst"] = max(vs_default) if vs_default else None
     s["gemm_rows_compared"] = len(best)
+    s["gemm_rows_compared_with_default"] = len(vs_default)
     if any("run" in timing for r in rows for timing in r["methods"].values()):  # combined: which run timed what
         runs = [
             (r["methods"]["default"].get("run"), r["methods"]["diode_top1"].get("run"))
@@ -103,6 +106,7 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
     models_ = [r for r in rows if r["kind"] == "model"]
     models_compile = ratios(models_, "diode_top1", "default", "compile_s")
     s["compile_ratio_vs_default_models_geomean"] = geomean(models_compile)
+    s["runtime_ratio_vs_default_models_geomean"] = geomean(ratios(models_, "diode_top1", "default", "runtime_us"))
     s["compile_speedup_vs_max_autotune_models_geomean"] = geomean(
         ratios(models_, "max_autotune", "diode_top1", "compile_s")
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-REPORT = ROOT / "benchmarks" / "results" / "e2e_h100.json"
+REPORT = ROOT / "benchmarks" / "results" / "e2e_h200_input_copies_part1of2.json"  # one run, three methods
 
 
 @pytest.fixture
@@ -28,6 +28,8 @@ def combine(run_main):
 
 
 def test_combine_merges_rows_by_label(tmp_path, combine):
+    from benchmarks.e2e_report import summarize
+
     shipped = json.loads(REPORT.read_text())
     done = combine(REPORT, REPORT, out=tmp_path / "twice.json")
     assert done.returncode == 0, done.stderr
@@ -35,7 +37,7 @@ def test_combine_merges_rows_by_label(tmp_path, combine):
     assert len(twice["rows"]) == len(shipped["rows"])  # the same rows once, not twice
     apart = twice["summary"].pop("gemm_rows_default_and_diode_top1_from_different_runs")
     assert apart == 0  # every row's timings from the later run
-    assert twice["summary"] == pytest.approx(shipped["summary"], nan_ok=True)
+    assert twice["summary"] == pytest.approx(summarize(shipped["rows"]), nan_ok=True)
     assert twice["summary"]["rows_compared"] == sum(
         1 for r in shipped["rows"] if {"diode_top1", "max_autotune"} <= set(r["methods"])
     )
@@ -55,7 +57,7 @@ def test_combine_keeps_how_each_run_decided_pad_mm(tmp_path, combine):
 
 
 def test_combine_refuses_reports_of_other_devices(tmp_path, combine):
-    other = json.loads(REPORT.read_text()) | {"device": "NVIDIA H200"}
+    other = json.loads(REPORT.read_text()) | {"device": "another GPU"}
     (tmp_path / "other.json").write_text(json.dumps(other))
     done = combine(REPORT, tmp_path / "other.json", out=tmp_path / "mixed.json")
     assert done.returncode != 0 and "differ in 'device'" in done.stderr
@@ -112,16 +114,16 @@ def test_combine_says_which_run_timed_default_mode_and_diode(tmp_path, combine):
 
 
 def test_combine_refuses_to_join_runtimes_over_input_copies_with_one_copy_runtimes(tmp_path, combine):
-    shipped = json.loads(REPORT.read_text())  # timed on one copy
-    copied = json.loads(REPORT.read_text())
-    for row in copied["rows"]:
+    shipped = json.loads(REPORT.read_text())  # timed over input copies
+    one_copy = json.loads(REPORT.read_text())
+    for row in one_copy["rows"]:
         for record in row["methods"].values():
-            if "runtime_cudagraph_us" in record:
-                record["input_copies"] = 3
-    (tmp_path / "copied.json").write_text(json.dumps(copied))
-    done = combine(REPORT, tmp_path / "copied.json", out=tmp_path / "mixed.json")
+            record.pop("input_copies", None)
+    one_copy.pop("runtime", None)
+    (tmp_path / "one_copy.json").write_text(json.dumps(one_copy))
+    done = combine(tmp_path / "one_copy.json", REPORT, out=tmp_path / "mixed.json")
     assert done.returncode != 0 and "input copies" in done.stderr
-    done = combine(tmp_path / "copied.json", tmp_path / "copied.json", out=tmp_path / "same.json")
+    done = combine(REPORT, REPORT, out=tmp_path / "same.json")
     assert done.returncode == 0, done.stderr
     same = json.loads((tmp_path / "same.json").read_text())
     assert len(same["rows"]) == len(shipped["rows"]) and "over input copies" in same["runtime"]
@@ -147,6 +149,24 @@ def test_a_report_of_a_stopped_run_says_so_and_enters_no_table(tmp_path, combine
         list(results_table.e2e(stopped))
     done = combine(REPORT, REPORT, out=tmp_path / "whole.json")
     assert done.returncode == 0 and json.loads((tmp_path / "whole.json").read_text())["complete"] is True
+
+
+def test_a_report_without_stock_max_autotune_enters_the_table_with_what_it_timed(tmp_path):
+    """Runs of default mode and diode top-1 alone give the rows against default mode, said so."""
+    from benchmarks import results_table
+    from benchmarks.e2e_report import write_e2e_report
+
+    shipped = json.loads(REPORT.read_text())
+    head = {k: v for k, v in shipped.items() if k not in ("rows", "summary")}
+    rows = [r | {"methods": {m: t for m, t in r["methods"].items() if m != "max_autotune"}} for r in shipped["rows"]]
+    write_e2e_report(dict(head), rows, tmp_path / "two.json", complete=True)
+    report = json.loads((tmp_path / "two.json").read_text())
+    (gemms, value), *rest = list(results_table.e2e(report))
+    s = report["summary"]
+    assert "max-autotune not timed" in gemms and not rest  # the part's rows are GEMMs alone
+    assert f"{len(rows)} held-out real-model GEMMs" in gemms
+    assert value == f"{s['runtime_ratio_vs_default_geomean']:.3f}x; {s['runtime_ratio_vs_default_worst']:.3f}x"
+    assert [name for name, _ in results_table.e2e(shipped)][0].startswith("end to end, 21 held-out real-model GEMMs:")
 
 
 def test_readme_results_table_is_what_the_results_files_give():
