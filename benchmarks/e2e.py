@@ -50,9 +50,9 @@ fill it the figure depends on where in memory they lie (benchmarks/studies/l2_re
 median (same warm-up and repetitions for every method), beside ``wall_us_per_call``: do_bench times
 one host call after a cache flush, and where the host's cost of calling a compiled function
 exceeds the flush its figure is the host's, not the kernel's (the report's rows show both). A
-worker that outlives its time limit is stopped; its finished items are kept. The report is
-written after each worker (``complete``: false until the last one ends), so a run stopped between
-two keeps the finished workers' rows; the results table takes only a complete report.
+worker that outlives its time limit is stopped, and the items it finished go into the report. The
+report is written after each worker (``complete``: false until the last one ends), so a run stopped
+between two holds the finished workers' rows; the results table takes only a complete report.
 ``--combine`` joins reports of one device, torch, Triton and model whose rows are timed alike:
 all over input copies (``input_copies`` in each row) or all on one copy.
 
