@@ -16,7 +16,7 @@ import torch
 from ..errors import UserError
 from ..features import FEATURE_NAMES, FEATURE_VERSION, config_rows, is_extern
 from ..model_file import ModelFile
-from ..types import Dataset
+from ..types import Dataset, problem_key
 from .confidence import held_out_contract, training_data_summary
 from .data import TrainingArrays, build_arrays, matches_hardware, one_device, split_groups
 from .model import MLP, MODEL_FAMILIES, Ensemble, Regressor
@@ -290,8 +290,6 @@ def with_prior_data(
     (measured on another GPU) that it lacks, relabelled as measured on ``dataset``'s GPU, the
     record of what was added (the model's ``prior_data``) and the added problems' keys. Where both
     hold a problem, ``dataset``'s timings alone are kept."""
-    from ..types import problem_key
-
     own = [(hw, p) for hw, p, _ in dataset.problems() if not hardware_name or matches_hardware(hw, hardware_name)]
     one_device((hw for hw, _ in own), "the training data (--prior-data's problems take its GPU)", CHOOSE_ONE)
     target = own[0][0]
@@ -382,8 +380,6 @@ def _fit_rows(
     """The training and held-out rows. With ``config.prior_share`` the problems whose keys are in
     ``prior_problems`` (--prior-data's) are marked, and the held-out squared error weighs them as
     that share of it."""
-    from ..types import problem_key
-
     extern = is_extern(config_rows(arrays.configs))[~val_rows]
     train_groups, group = np.unique(arrays.group[~val_rows], return_inverse=True)
     train = _Rows(
@@ -399,7 +395,7 @@ def _fit_rows(
     )
     if config.prior_share is None or not prior_problems:
         return train, val
-    prior = np.array([problem_key(p) in prior_problems for _, p in arrays.problems], dtype=bool)
+    prior = _prior_problem_mask(arrays, prior_problems)
     train.prior = torch.from_numpy(prior[train_groups])
     held = prior[arrays.group[val_rows]]
     if held.any() and (~held).any():
@@ -452,19 +448,18 @@ def train_model(
         validation_problems=int(val_problem.sum()),
         rows=len(arrays.log_time_us),
     )
-    own = _own_problems(arrays, prior_problems)
+    # the contract is judged on the GPU's own held-out problems: --prior-data's are another GPU's
+    # times, which a model adapted from that GPU's model has already fit
+    own = ~_prior_problem_mask(arrays, prior_problems)
     metadata = _metadata(model, config, arrays, val_problem, own, report, features, op_name, prior_data)
     return model.to_model_file(metadata), report
 
 
-def _own_problems(arrays: TrainingArrays, prior_problems: Collection | None) -> np.ndarray:
-    """bool per problem: measured on the GPU the model is for, not one of ``prior_problems``
-    (--prior-data's, another GPU's times, which a model adapted from that GPU's model has already
-    fit, so that its held-out first picks there say little of the model on its own GPU)."""
-    from ..types import problem_key
-
+def _prior_problem_mask(arrays: TrainingArrays, prior_problems: Collection | None) -> np.ndarray:
+    """bool per problem: one of ``prior_problems`` (--prior-data's, another GPU's times), not
+    measured on the GPU the model is for."""
     prior = prior_problems or ()
-    return np.array([problem_key(p) not in prior for _, p in arrays.problems], dtype=bool)
+    return np.array([problem_key(p) in prior for _, p in arrays.problems], dtype=bool)
 
 
 def _metadata(
