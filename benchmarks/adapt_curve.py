@@ -2,8 +2,8 @@
 
 Both ways between the GPUs whose data the repository holds (H100 -> H200 and H200 -> H100): the
 source GPU's shipped model is adapted (``diode train --init-model SOURCE --prior-data
-SOURCE_DATA --prior-share``, :data:`ADAPT`) to the ``diode sample`` of N problems of the source
-GPU's data, with the times the new GPU measured for them (the sample is drawn among the problems
+SOURCE_DATA --prior-share --trainable-layers``, :data:`ADAPT`) to the ``diode sample`` of N
+problems of the source GPU's data, with the times the new GPU measured for them (the sample is drawn among the problems
 both GPUs measured, so that every sampled problem has the new GPU's times; a real new GPU measures
 the printed ``diode collect-shapeset`` command's). Each adapted model is judged as the handler
 decides, with its own confidence contract, on the new GPU's held-out real models' data
@@ -51,8 +51,15 @@ logger = logging.getLogger(__name__)
 GPUS = {"h100": "NVIDIA-H100-matmul", "h200": "NVIDIA-H200-matmul"}
 DEVICES = {"h100": "H100", "h200": "H200"}  # in the device names the data records
 # `diode train --init-model SOURCE --prior-share 0.5 --num-epochs 40 --learning-rate 1e-4
-# --patience 15 --loss listwise`: the adaptation docs/contributing.md gives
-ADAPT = {"prior_share": 0.5, "num_epochs": 40, "learning_rate": 1e-4, "patience": 15, "loss": "listwise"}
+# --patience 15 --loss listwise --trainable-layers 1`: the adaptation docs/contributing.md gives
+ADAPT = {
+    "prior_share": 0.5,
+    "num_epochs": 40,
+    "learning_rate": 1e-4,
+    "patience": 15,
+    "loss": "listwise",
+    "trainable_layers": 1,
+}
 SIZES = (25, 50, 100, 200, 500)
 SUMMARY_KEYS = (
     "first_pick_geomean",

@@ -9,6 +9,7 @@ import torch
 
 from torch_diode.dataset_io import load_dataset
 from torch_diode.model_file import model_metadata, read_model
+from torch_diode.registry import resolve_model
 from torch_diode.training.data import build_arrays, split_groups
 from torch_diode.training.model import Regressor
 from torch_diode.training.train import TrainConfig, clipped_targets, train_model
@@ -489,7 +490,6 @@ def test_init_model_starts_from_the_models_members_and_keeps_its_form(tmp_path):
     """`diode train --init-model`: the members start from the given model's weights (an epoch at a
     vanishing learning rate leaves them as they were), with its dims, member count, normalisation
     and feature version (the shipped H100 model reads an older version's features)."""
-    from torch_diode.registry import resolve_model
 
     data = load_dataset(SAMPLE)
     start = read_model(resolve_model("NVIDIA-H100-matmul"))
@@ -507,6 +507,40 @@ def test_init_model_starts_from_the_models_members_and_keeps_its_form(tmp_path):
     assert model.metadata["training"]["ensemble"] == len(start.members)
     moved, _ = train_model(data, replace(config, learning_rate=1e-2, num_epochs=3), progress=False)
     assert not np.allclose(moved.members[0][0][0], start.members[0][0][0], atol=1e-4)  # it does train
+
+
+def test_trainable_layers_fits_the_last_layers_and_keeps_the_others(tmp_path, diode_cli):
+    """`diode train --init-model M --trainable-layers 1`: each member's output layer moves and its
+    hidden layers keep M's weights; with 2, the last hidden layer moves too."""
+    start = read_model(resolve_model("NVIDIA-H100-matmul"))
+    for layers in (1, 2):
+        out = tmp_path / f"last{layers}.diode"
+        code, _, err = diode_cli(
+            "train", "--dataset", SAMPLE, "--init-model", "NVIDIA-H100-matmul", "--trainable-layers", str(layers),
+            "--num-epochs", "3", "--learning-rate", "1e-2", "--model", out,
+        )  # fmt: skip
+        assert code == 0, err
+        model = read_model(out)
+        assert model_metadata(out)["training"]["trainable_layers"] == layers
+        for mine, theirs in zip(model.members, start.members):
+            kept = len(mine) - layers
+            for (w, b), (w0, b0) in zip(mine[:kept], theirs[:kept]):
+                np.testing.assert_array_equal(w, w0)
+                np.testing.assert_array_equal(b, b0)
+            for (w, _), (w0, _) in zip(mine[kept:], theirs[kept:]):
+                assert not np.allclose(w, w0, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("extra", "needs"),
+    [([], "--init-model"), (["--init-model", "NVIDIA-H100-matmul", "--trainable-layers", "4"], "3 layers")],
+)
+def test_trainable_layers_that_cannot_work_are_refused_before_the_data_is_read(tmp_path, diode_cli, extra, needs):
+    missing = tmp_path / "missing.msgpack.gz"
+    args = extra if "--trainable-layers" in extra else [*extra, "--trainable-layers", "1"]
+    code, _, err = diode_cli("train", "--dataset", missing, "--model", tmp_path / "m.diode", *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--trainable-layers" in err and needs in err and str(missing) not in err, err
 
 
 def test_prior_share_draws_every_own_problem_and_a_share_of_the_prior_each_epoch():

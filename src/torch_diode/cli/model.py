@@ -184,6 +184,13 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
         raise OptionError("--bootstrap", "resamples the problems per ensemble member: give --ensemble 2 or more")
     if args.prior_share is not None and not args.prior_data:
         raise OptionError("--prior-share", "shares each epoch between the data and --prior-data: give --prior-data")
+    if args.trainable_layers is not None and not args.init_model:
+        raise OptionError("--trainable-layers", "fits the last layers of --init-model's members: give --init-model")
+    if args.trainable_layers is not None and args.trainable_layers > form["num_layers"] + 1:
+        raise OptionError(
+            "--trainable-layers",
+            f"{args.trainable_layers} is more than --init-model's {form['num_layers'] + 1} layers",
+        )
     if form["bootstrap"] and args.prior_share is not None:
         raise OptionError(
             "--prior-share", "draws --prior-data's problems per epoch: it does not combine with --bootstrap"
@@ -203,6 +210,7 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
         clip_slowdown=args.clip_slowdown,
         init_model=args.init_model,
         prior_share=args.prior_share,
+        trainable_layers=args.trainable_layers,
     )
 
 
@@ -490,6 +498,14 @@ def _training_data_options(p: argparse.ArgumentParser) -> None:
         "normalisation) instead of random ones: another GPU's model adapted to this GPU's data "
         "(docs/contributing.md, 'Adding a GPU'). --model-type, --hidden-dim, --num-layers and --ensemble "
         "left out take the model's; one given that differs from it is refused, as is --bootstrap",
+    )
+    p.add_argument(
+        "--trainable-layers",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="with --init-model: fit only the last N linear layers of its members and keep the others' "
+        "weights (1: a correction of the output layer on the other GPU's learned features; default: all)",
     )
     p.add_argument(
         "--prior-share",

@@ -78,6 +78,11 @@ class TrainConfig:
     # GPU then weigh as much as the thousands of another's, and an epoch costs a fraction of one
     # over all (None: every problem, each once per epoch)
     prior_share: float | None = None
+    # where set (with init_model), only the last this many linear layers of each member are fitted
+    # and the others keep init_model's weights: a correction of few parameters on the other GPU's
+    # learned features. Fitting every layer to a hundred problems of a new GPU moved first picks of
+    # problems unlike the sample's (benchmarks/results/adapt_choice_cpu.json)
+    trainable_layers: int | None = None
 
     def resolved(self) -> tuple[int, int]:
         if self.lr_schedule not in LR_SCHEDULES:
@@ -92,6 +97,8 @@ class TrainConfig:
             raise ValueError(f"clip_slowdown must be a number > 1, got {self.clip_slowdown}")
         if self.prior_share is not None and not 0.0 < self.prior_share < 1.0:
             raise ValueError(f"prior_share must be between 0 and 1, got {self.prior_share}")
+        if self.trainable_layers is not None and (self.init_model is None or self.trainable_layers < 1):
+            raise ValueError(f"trainable_layers needs init_model and must be >= 1, got {self.trainable_layers}")
         if self.prior_share is not None and self.bootstrap:
             raise ValueError("prior_share draws the prior problems per epoch: it does not combine with bootstrap")
         if self.bootstrap and self.ensemble < 2:
@@ -235,7 +242,9 @@ def _fit(
             m.reset_parameters()
     generator = torch.Generator().manual_seed(seed)
     t_std = model.target_std
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    fitted = model.mlp.linears()[-config.trainable_layers :] if config.trainable_layers else model.mlp.linears()
+    parameters = [p for layer in fitted for p in layer.parameters()]
+    optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=config.weight_decay)
     # cosine decay: on the H100 data it picks better first kernels on held-out unaligned problems
     # than a constant rate
     schedule = (
@@ -257,7 +266,7 @@ def _fit(
             squared = error.mean()
             weighted = (error * batch.weight).sum() / batch.weight.sum()
             loss = weighted if config.loss == "mse" else weighted + _listwise(predicted, batch.y, batch.group)
-            optimizer.zero_grad()
+            model.zero_grad()  # the layers trainable_layers keeps out of the optimizer too
             loss.backward()
             optimizer.step()
             total += squared.item() * len(idx)
@@ -355,6 +364,8 @@ def _starting_members(config: TrainConfig, arrays: TrainingArrays, x_train: np.n
     start = read_model(resolve_model(config.init_model))
     config = replace(config, **init_model_form(start))
     config.resolved()
+    if (config.trainable_layers or 0) > len(start.dims) - 1:
+        raise ValueError(f"trainable_layers {config.trainable_layers}: the init model has {len(start.dims) - 1} layers")
     members = [Regressor.from_model_file(start, k) for k in range(len(start.members))]
     features = {k: start.metadata[k] for k in ("feature_version", "feature_names")}
     return config, members, False, features
