@@ -375,7 +375,7 @@ def test_slow_held_out_first_picks_of_the_problems_kind_widen_the_selection(cpu_
         ({"aligned": good, "misaligned": bad}, 1.3, odd, None),
         ({"aligned": bad, "misaligned": good}, 1.05, even, None),  # aligned: each problem's loss_risk judges
         ({"aligned": good}, 1.05, odd, None),  # no held-out misaligned problem: no figure
-        ({"aligned": good, "misaligned": {"geomean": 1.2, "problems": 4}}, 1.05, odd, None),  # too few to judge
+        ({"aligned": good, "misaligned": {"geomean": 1.2, "problems": 19}}, 1.05, odd, None),  # too few to judge
     ]
     for figures, threshold, (a, b), reason in cases:
         choices = DiodeInductorChoices(cpu_model)
