@@ -81,7 +81,7 @@ class TrainConfig:
     # where set (with init_model), only the last this many linear layers of each member are fitted
     # and the others keep init_model's weights: a correction of few parameters on the other GPU's
     # learned features. Fitting every layer to a hundred problems of a new GPU moved first picks of
-    # problems unlike the sample's (benchmarks/results/adapt_choice_cpu.json)
+    # problems unlike the sample's (benchmarks/results/adapt_layers_cpu.json)
     trainable_layers: int | None = None
 
     def resolved(self) -> tuple[int, int]:
