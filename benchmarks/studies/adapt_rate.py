@@ -11,7 +11,9 @@ train the H200's).
     python -m benchmarks.studies.adapt_rate --source-model h200=h200_alone.diode \
         --out benchmarks/results/adapt_rate_cpu.json
     python -m benchmarks.studies.adapt_rate --source-model h100=h100_alone.diode h200=h200_alone.diode \
-        --learning-rates 1e-4 1e-3 --trainable-layers 0 1 --out benchmarks/results/adapt_layers_cpu.json
+        --learning-rates 1e-4 --trainable-layers 0 1 --out benchmarks/results/adapt_layers_cpu.json
+    python -m benchmarks.studies.adapt_rate --source-model h100=h100_alone.diode h200=h200_alone.diode \
+        --learning-rates 1e-3 --trainable-layers 1 --out benchmarks/results/adapt_layers_rate_cpu.json
 """
 
 from __future__ import annotations
