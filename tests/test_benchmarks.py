@@ -459,6 +459,31 @@ def test_e2e_combine_refuses_to_write_over_a_report_it_reads(tmp_path, combine):
     assert report.read_bytes() == REPORT.read_bytes()
 
 
+def test_dynamic_shapes_row_without_stock_max_autotune_gives_the_figures_against_default_mode():
+    """A report of default mode and diode alone (the H200's) has no stock max-autotune figure: its
+    row says so and gives the runtime against default mode and the compile ratio; the H100's, with
+    max-autotune's rows joined, gives its worst size too."""
+    from benchmarks.results_table import e2e_dynamic
+
+    results = ROOT / "benchmarks" / "results"
+    alone = json.loads((results / "e2e_dynamic_h200.json").read_text())
+    assert alone["summary"]["dynamic_runtime_ratio_vs_max_autotune_worst"] is None
+    ((name, value),) = e2e_dynamic(alone)
+    s = alone["summary"]
+    assert "(stock max-autotune not timed)" in name and "diode / stock max-autotune" not in name
+    assert value == "; ".join(
+        f"{s[k]:.3f}x"
+        for k in (
+            "dynamic_runtime_ratio_vs_default_geomean",
+            "dynamic_runtime_ratio_vs_default_worst",
+            "dynamic_compile_ratio_vs_default_geomean",
+        )
+    )
+    ((name, value),) = e2e_dynamic(json.loads((results / "e2e_dynamic_h100.json").read_text()))
+    assert "not timed" not in name and "diode / stock max-autotune's dynamic graph" in name
+    assert len(value.split("; ")) == 4
+
+
 def test_e2e_dynamic_reports_hold_the_summary_of_their_rows():
     """Every dynamic report's summary is what summarize computes from its rows (the figures the
     docs quote), and each max-autotune method's graphs are counted with diode's figures on them."""
