@@ -186,7 +186,7 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
         raise OptionError("--prior-share", "shares each epoch between the data and --prior-data: give --prior-data")
     if args.trainable_layers is not None and not args.init_model:
         raise OptionError("--trainable-layers", "fits the last layers of --init-model's members: give --init-model")
-    if (args.trainable_layers or 0) > (layers := form["num_layers"] + 1):
+    if args.trainable_layers and args.trainable_layers > (layers := form["num_layers"] + 1):
         raise OptionError("--trainable-layers", f"{args.trainable_layers} is more than --init-model's {layers} layers")
     if form["bootstrap"] and args.prior_share is not None:
         raise OptionError(
