@@ -1,17 +1,17 @@
 """(CPU) A new GPU from a sample: how good is another GPU's model adapted to N problems of it?
 
 Both ways between the GPUs whose data the repository holds (H100 -> H200 and H200 -> H100): the
-source GPU's shipped model is adapted (``diode train --init-model SOURCE --prior-data
-SOURCE_DATA --prior-share --trainable-layers``, :data:`ADAPT`) to the ``diode sample`` of N
-problems of the source GPU's data, with the times the new GPU measured for them (the sample is drawn among the problems
-both GPUs measured, so that every sampled problem has the new GPU's times; a real new GPU measures
-the printed ``diode collect-shapeset`` command's). Each adapted model is judged as the handler
-decides, with its own confidence contract, on the new GPU's held-out real models' data
-(benchmarks.selection_replay realmodels): first pick over the best measured (geomean, worst),
-the unsure fraction and the Triton top-1. N = 0 is the source model as it is; "all" is the new
-GPU's shipped model, trained on all its data. The sample of N problems is (nearly) the same for
-every seed, since ``design`` breaks only ties by the seed: the seeds vary the adaptation's training,
-which can move the worst first pick on its own.
+source GPU's shipped model is adapted (``diode train --init-model SOURCE --prior-data SOURCE_DATA
+--prior-share --trainable-layers``, :data:`ADAPT`) to the ``diode sample`` of N problems of the
+source GPU's data, with the times the new GPU measured for them (the sample is drawn among the
+problems both GPUs measured, so that every sampled problem has the new GPU's times; a real new GPU
+measures the printed ``diode collect-shapeset`` command's). Each adapted model is judged as the
+handler decides, with its own confidence contract, on the new GPU's held-out real models' data
+(benchmarks.selection_replay realmodels): first pick over the best measured (geomean, worst), the
+unsure fraction and the Triton top-1. N = 0 is the source model as it is; "all" is the new GPU's
+shipped model, trained on all its data. The sample of N problems is (nearly) the same for every
+seed, since ``design`` breaks only ties by the seed: the seeds vary the adaptation's training, which
+can move the worst first pick on its own.
 
 A source model must not have seen the new GPU's measurements: a shipped model trained with the
 other GPU's data as ``--prior-data`` or adapted from its model (both shipped models are) is
