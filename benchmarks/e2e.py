@@ -28,11 +28,11 @@ Inductor cache directories: diode_top1; default + max_autotune + exhaustive; dio
 diode_max_autotune_mode (``--methods`` picks the methods; its default is every one but the last). So no
 method finds kernels another compiled, and stock autotuning never runs in a process where diode's
 handler is installed. TORCH_DIODE_NO_AUTOREGISTER=1 keeps the import from registering the
-shipped model, which on an H100 would decide every GEMM, the stock methods' included.
+shipped model: diode decides only where a diode method installs it.
 Each worker first compiles a small throwaway GEMM followed by a ReLU (CUDA, Inductor, the Triton
 compiler and Inductor's compile workers start up, as in any real model's compile) and waits for
-Inductor's worker pool, which compiles every kernel after it (until the pool is up Inductor
-compiles in the worker itself, so the first item measured would pay for the pool's start). Compile
+Inductor's worker pool, which compiles every kernel after it, so the first item measured compiles
+on a running pool as every later one does. Compile
 time is the wall time of the first call; one compile of a model varies by a few tenths of a second
 between processes, so ``--compile-repeats N`` (with ``--only models``) compiles the models N times
 with default mode and diode_top1, each time in a worker of its own (new caches) in alternating
@@ -94,8 +94,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-# Diode acts only where this script installs it: without this, importing torch_diode on an H100
-# would register the shipped model for every compile, the stock methods included.
+# Diode acts only where this script installs it: the import registers no shipped model, so the
+# stock methods compile with stock Inductor on every GPU.
 os.environ["TORCH_DIODE_NO_AUTOREGISTER"] = "1"
 
 import torch  # noqa: E402
@@ -294,9 +294,8 @@ def worker_plan(args: argparse.Namespace, limits: list[float]) -> list[tuple[tup
     """The workers in order, each as (methods, time limit, --only): the pad_mm pass, the methods'
     workers, then --compile-repeats' extra rounds (models only, diode_top1 and default in
     alternating order, each worker with new caches). With repeats, default mode has a worker of
-    its own in the first round too, so that every round compiles alike: the stock worker runs
-    max-autotune's compiles of the models ahead of default mode's, whose kernels default mode
-    would find there."""
+    its own in the first round too, so that every round compiles alike, each default-mode
+    compile in a worker where no other method compiled the models first."""
     plan: list[tuple[tuple[str, ...], float, str | None]] = [(("pad_mm",), PAD_PASS_LIMIT_S, args.only)]
     for worker_methods, limit in zip(WORKERS, limits):
         methods = tuple(m for m in worker_methods if m in args.methods)
@@ -328,7 +327,7 @@ def command_line_parser() -> argparse.ArgumentParser:
         type=part_arg,
         metavar="I/N",
         help="measure only the I-th of N equal slices of the drawn GEMMs, with --only gemms (the runs of "
-        "--part 1/N .. N/N, joined by --combine, measure the GEMMs one run would)",
+        "--part 1/N .. N/N, joined by --combine, measure the GEMMs of one run without --part)",
     )
     parser.add_argument("--model", default="NVIDIA-H100-matmul", help="diode model name or file")
     parser.add_argument(
