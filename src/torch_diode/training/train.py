@@ -242,9 +242,11 @@ def _fit(
             m.reset_parameters()
     generator = torch.Generator().manual_seed(seed)
     t_std = model.target_std
-    fitted = model.mlp.linears()[-config.trainable_layers :] if config.trainable_layers else model.mlp.linears()
-    parameters = [p for layer in fitted for p in layer.parameters()]
-    optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=config.weight_decay)
+    layers = model.mlp.linears()
+    for n, layer in enumerate(layers):  # trainable_layers: the last ones fitted, the others kept as given
+        layer.requires_grad_(not config.trainable_layers or n >= len(layers) - config.trainable_layers)
+    fitted = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(fitted, lr=config.learning_rate, weight_decay=config.weight_decay)
     # cosine decay: on the H100 data it picks better first kernels on held-out unaligned problems
     # than a constant rate
     schedule = (
@@ -266,7 +268,7 @@ def _fit(
             squared = error.mean()
             weighted = (error * batch.weight).sum() / batch.weight.sum()
             loss = weighted if config.loss == "mse" else weighted + _listwise(predicted, batch.y, batch.group)
-            model.zero_grad()  # the layers trainable_layers keeps out of the optimizer too
+            optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             total += squared.item() * len(idx)
