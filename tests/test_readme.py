@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from torch_diode.model_file import model_metadata
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -58,3 +60,4 @@ def test_readme_dataset_training_and_validation_commands_run_as_written(tmp_path
         assert proc.returncode == 0, f"{command}\n{proc.stderr[-4000:]}"
     assert json.loads((tmp_path / "report.json").read_text())["num_problems"] > 0
     assert (tmp_path / "my.diode").stat().st_size > 0
+    assert model_metadata(tmp_path / "adapted.diode")["training"]["trainable_layers"] == 1
