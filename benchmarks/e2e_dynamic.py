@@ -29,7 +29,8 @@ Runtime per size is ``do_bench_cudagraph``'s median over input copies (benchmark
 diode and max-autotune workers also compile default mode's graph of each item in their process and
 time it at each size alternately with their own, PAIRED_ROUNDS times (``default_runtime_us``, the
 median as ``runtime_us`` is): their ratios to default mode are of timings interleaved within a
-second, not of two processes' (clocks drift a few percent between them). Compile time is the
+second, not of two processes' (clocks drift a few percent between them), and diode's over
+max-autotune's is the quotient of their ratios to default mode. Compile time is the
 wall time of the call that compiled the dynamic graph (the first for ``dynamic``, the second for
 ``automatic``). The summary holds, over every item and size, diode's runtime over default mode's
 and over max-autotune's (worst, geomean) and the compile time ratios per dynamic graph.
@@ -275,17 +276,30 @@ def worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _paired(row: dict) -> dict[str, float]:
+    """A row's runtime over default mode's paired timing in its worker, per size (empty without one)."""
+    default = row.get("default_runtime_us", {})
+    return {s: t / default[s] for s, t in row["runtime_us"].items() if s in default}
+
+
 def _ratios(by: dict, method: str, base: str, graphs: set | None = None) -> tuple[list[float], list[float]]:
     """``method`` over ``base`` on each graph (item, way) both measured (those of ``graphs`` where
-    given): runtime per size (over default mode's paired timing in the method's worker where it
-    has one), and compile time per graph (over the base worker's)."""
+    given): runtime per size, and compile time per graph (over the base worker's). Against default
+    mode, a runtime is taken over the default timing paired with it in the method's worker where
+    it has one; against another method whose worker paired default mode too, the two workers'
+    ratios to default mode are divided, so that the clocks of two processes (minutes or machines
+    apart) cancel."""
     runtime, compile_s = [], []
     for (label, way, m), r in by.items():
         ref = by.get((label, way, base))
         if m != method or not ref or (graphs is not None and (label, way) not in graphs):
             continue
-        ref_us = r["default_runtime_us"] if base == "default" and "default_runtime_us" in r else ref["runtime_us"]
-        runtime.extend(r["runtime_us"][s] / ref_us[s] for s in r["runtime_us"] if s in ref_us)
+        if base != "default" and "default_runtime_us" in r and "default_runtime_us" in ref:
+            mine, theirs = _paired(r), _paired(ref)
+            runtime.extend(mine[s] / theirs[s] for s in mine if s in theirs)
+        else:
+            ref_us = r["default_runtime_us"] if base == "default" and "default_runtime_us" in r else ref["runtime_us"]
+            runtime.extend(r["runtime_us"][s] / ref_us[s] for s in r["runtime_us"] if s in ref_us)
         if ref.get("compile_s"):
             compile_s.append(r["compile_s"] / ref["compile_s"])
     return runtime, compile_s
