@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,11 @@ SHAPES = HERE / "e2e_shapes.json"
 WARM_UP = Problem("mm", 1, 256, 256, 256, "float16", "float16", "float16")
 WARMUP_MS, REP_MS = 25, 100  # do_bench's warm-up and repetitions (bench_us; rep for bench_cudagraph_us)
 MAX_INPUT_COPIES = 256  # input_copies: enough for inputs of 400 KB or more to leave a 50 MB L2 cold
+# a method's and default mode's CUDA-graph timings alternate this many times, each a share of
+# REP_MS (paired_cudagraph_us): the medians of two graphs' timings interleaved (with 3 rounds,
+# diode's aten::bias_addmm and default mode's aten::addmm, one cuBLAS call with a 1-D bias, still
+# differed by 0.976x-1.042x at one size from run to run on the H100)
+PAIRED_ROUNDS = 5
 # Inductor's GEMM path in default mode, where diode's choice handler decides (the diode methods)
 DIODE_SETTINGS: dict[str, Any] = {"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN,TRITON"}
 
@@ -157,6 +163,26 @@ def bench_cudagraph_us(fn: Callable, inputs: Sequence[tuple] = ((),), rep_ms: fl
             fn(*x)
 
     return 1000 * triton.testing.do_bench_cudagraph(calls, rep=rep_ms, return_mode="median") / len(inputs)
+
+
+def reference_call(fn: Callable, *inputs: Any) -> Any:
+    """The frame default mode's paired reference compiles (paired_cudagraph_us): a code object of
+    its own, so that its cache entries and automatic-dynamic state are not the measured method's."""
+    return fn(*inputs)
+
+
+def paired_cudagraph_us(
+    fn: Callable, reference: Callable, inputs: Sequence[tuple], rounds: int = PAIRED_ROUNDS
+) -> tuple[float, float]:
+    """bench_cudagraph_us of ``fn`` and of ``reference`` (default mode's graph of the same work, in
+    the same process) alternately, ``rounds`` times, each a share of REP_MS: (``fn``'s median,
+    ``reference``'s). Their ratio compares timings of the same seconds, clock and temperature;
+    two processes' timings of one cuBLAS call can differ by several percent."""
+    own, ref = [], []
+    for _ in range(rounds):
+        own.append(bench_cudagraph_us(fn, inputs, rep_ms=REP_MS / rounds))
+        ref.append(bench_cudagraph_us(reference, inputs, rep_ms=REP_MS / rounds))
+    return statistics.median(own), statistics.median(ref)
 
 
 def operand_bytes(inputs: tuple) -> int:

@@ -43,9 +43,15 @@ are the first worker's that compiled the model). Runtime
 graph, the way mode="max-autotune" runs compiled functions, so it is the kernels' time. The graph
 calls it on several copies of the inputs in turn (``input_copies``: together over twice the L2
 cache; ``input_copies`` in the row says how many), so each call reads its operands from memory as
-a layer of a model does; a model's weights are its own and not copied. ``runtime_cudagraph_warm_l2_us``
-is the same replayed on one copy: operands that fit in L2 stay there, and for those that nearly
-fill it the figure depends on where in memory they lie (benchmarks/studies/l2_residency.py).
+a layer of a model does; a model's weights are its own and not copied. A worker of any method
+but default mode (and the guide's mode) also compiles default mode's graph of each item after the
+method's, in a frame of its own, and times the two alternately (``default_runtime_us``,
+benchmarks.common.paired_cudagraph_us); the summary takes a runtime over default mode's through
+that paired timing, and two methods' as the quotient of their ratios to it, so that runs joined
+from other processes or machines compare (a row without it compares raw times).
+``runtime_cudagraph_warm_l2_us`` is the same replayed on one copy: operands that fit in L2 stay
+there, and for those that nearly fill it the figure depends on where in memory they lie
+(benchmarks/studies/l2_residency.py).
 ``runtime_do_bench_us`` (summary keys ``*_do_bench``) is the plain ``triton.testing.do_bench``
 median (same warm-up and repetitions for every method), beside ``wall_us_per_call``: do_bench times
 one host call after a cache flush, and where the host's cost of calling a compiled function
@@ -110,6 +116,8 @@ from benchmarks.common import (  # noqa: E402
     bench_us,
     input_copies,
     load_shapes,
+    paired_cudagraph_us,
+    reference_call,
     report_header,
     run_worker,
     stage,
@@ -149,15 +157,23 @@ REPEATED = ("diode_top1", "default")  # the methods whose models' compile time -
 # diode's handler settings in the diode methods (top_k_configs: the method's), and the Inductor
 # settings of the guide's mode (mode="max-autotune" with diode as the only GEMM backend)
 DIODE_HANDLER_SETTINGS: dict[str, Any] = {"performance_threshold": 1.0}
+DIODE_STATS = (  # the handler's stats a diode method's row records
+    "total_calls",
+    "model_selections",
+    "fallbacks",
+    "configs_filtered",
+    "unsure_widened",
+    "unsure_benchmarked",
+    "extern_preferred",
+    "extern_added",
+    "decision_seconds",
+)
 GUIDE_SETTINGS: dict[str, Any] = {"max_autotune_gemm_backends": "DIODE", "fast_autotune": True}
 
 
 # ----- one measurement --------------------------------------------------------------------------
-def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, Any]:
-    """Cold compile + first call, then do_bench of the compiled function."""
-    torch._dynamo.reset()
-    from torch._inductor import config as inductor_config
-
+def method_settings(method: str) -> dict[str, Any]:
+    """The Inductor settings ``method`` compiles with (caches off for every one)."""
     settings: dict[str, Any] = {"force_disable_caches": True}
     if method in ("max_autotune", "exhaustive"):
         settings.update(inductor_settings("DEFAULT" if method == "max_autotune" else "EXHAUSTIVE", "ATEN,TRITON"))
@@ -168,6 +184,15 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
         settings.update(GUIDE_SETTINGS)
     elif method.startswith("diode"):
         settings.update(DIODE_SETTINGS)
+    return settings
+
+
+def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, Any]:
+    """Cold compile + first call (with the handler's stats for a diode method), then the compiled
+    function's runtimes (:func:`runtimes`)."""
+    torch._dynamo.reset()
+    from torch._inductor import config as inductor_config
+
     compiled = torch.compile(fn, dynamic=False, mode="max-autotune" if method == GUIDE_MODE else None)
     record: dict[str, Any] = {}
 
@@ -177,46 +202,63 @@ def measure(fn: Callable, inputs: tuple, method: str, model: str) -> dict[str, A
             record["compile_s"] = timed_first_call(compiled, *inputs)
         record["pad_mm"] = pad_mm
 
-    with inductor_config.patch(settings), torch.no_grad():
+    with inductor_config.patch(method_settings(method)), torch.no_grad():
         if method.startswith("diode"):
             k = 3 if method == "diode_top3" else 1
             with diode_choices(model) as choices, diode_config.patch(top_k_configs=k, **DIODE_HANDLER_SETTINGS):
                 first_call()
                 stats = choices.get_stats()
-            record["diode"] = {
-                k2: stats[k2]
-                for k2 in (
-                    "total_calls",
-                    "model_selections",
-                    "fallbacks",
-                    "configs_filtered",
-                    "unsure_widened",
-                    "unsure_benchmarked",
-                    "extern_preferred",
-                    "extern_added",
-                    "decision_seconds",
-                )
-            }
+            record["diode"] = {k2: stats[k2] for k2 in DIODE_STATS}
             record["diode"]["decisions"] = list(choices.decisions)
         else:
             first_call()
-        record["runtime_do_bench_us"] = bench_us(lambda: compiled(*inputs))
-        try:
-            copies = input_copies(inputs)
-            record["input_copies"] = len(copies)
+    # another method is timed beside default mode's graph of the same work, compiled after it here
+    reference = default_reference(fn, inputs) if method not in ("default", GUIDE_MODE) else None
+    with torch.no_grad():
+        record.update(runtimes(compiled, inputs, method, reference))
+    return record
+
+
+def default_reference(fn: Callable, inputs: tuple) -> Callable:
+    """``fn`` compiled in default mode in a frame of its own (benchmarks.common.reference_call),
+    by its first call here: the graph a method's runtime is paired with."""
+    from torch._inductor import config as inductor_config
+
+    compiled = torch.compile(reference_call, dynamic=False)
+
+    def reference(*args: Any) -> Any:
+        return compiled(fn, *args)
+
+    with inductor_config.patch(method_settings("default")), torch.no_grad():
+        reference(*inputs)
+    return reference
+
+
+def runtimes(compiled: Callable, inputs: tuple, method: str, reference: Callable | None) -> dict[str, Any]:
+    """do_bench's figure, the CUDA-graph replays over input copies (paired with ``reference``'s,
+    ``default_runtime_us``, where there is one) and on one copy, and the wall time per call."""
+    record: dict[str, Any] = {"runtime_do_bench_us": bench_us(lambda: compiled(*inputs))}
+    try:
+        copies = input_copies(inputs)
+        record["input_copies"] = len(copies)
+        if reference is None:
             record["runtime_cudagraph_us"] = bench_cudagraph_us(compiled, copies)
-            record["runtime_cudagraph_warm_l2_us"] = bench_cudagraph_us(compiled, [inputs])
-            del copies
-        except Exception as e:  # reported; the row then has runtime_do_bench_us, no runtime_us
-            record["runtime_cudagraph_error"] = f"{type(e).__name__}: {str(e)[:200]}"
-        if "runtime_cudagraph_us" in record:  # never a do_bench figure: ratios compare like with like
-            record["runtime_us"] = record["runtime_cudagraph_us"]
-        elif method == GUIDE_MODE:  # compiled with CUDA graphs: do_bench replays them (module docstring)
-            record["runtime_us"] = record["runtime_do_bench_us"]
-        try:
-            record["wall_us_per_call"] = wall_us_per_call(lambda: compiled(*inputs))
-        except Exception as e:
-            record["wall_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+        else:
+            record["runtime_cudagraph_us"], record["default_runtime_us"] = paired_cudagraph_us(
+                compiled, reference, copies
+            )
+        record["runtime_cudagraph_warm_l2_us"] = bench_cudagraph_us(compiled, [inputs])
+        del copies
+    except Exception as e:  # reported; the row then has runtime_do_bench_us, no runtime_us
+        record["runtime_cudagraph_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+    if "runtime_cudagraph_us" in record:  # never a do_bench figure: ratios compare like with like
+        record["runtime_us"] = record["runtime_cudagraph_us"]
+    elif method == GUIDE_MODE:  # compiled with CUDA graphs: do_bench replays them (module docstring)
+        record["runtime_us"] = record["runtime_do_bench_us"]
+    try:
+        record["wall_us_per_call"] = wall_us_per_call(lambda: compiled(*inputs))
+    except Exception as e:
+        record["wall_error"] = f"{type(e).__name__}: {str(e)[:200]}"
     return record
 
 

@@ -49,7 +49,6 @@ import argparse
 import contextlib
 import logging
 import os
-import statistics
 import sys
 from typing import Any
 
@@ -60,7 +59,7 @@ from torch import nn  # noqa: E402
 
 from benchmarks.common import (  # noqa: E402
     DIODE_SETTINGS,
-    REP_MS,
+    PAIRED_ROUNDS,
     WARM_UP,
     bench_cudagraph_us,
     combinable_reports,
@@ -68,6 +67,8 @@ from benchmarks.common import (  # noqa: E402
     geomean,
     input_copies,
     load_shapes,
+    paired_cudagraph_us,
+    reference_call,
     report_header,
     run_worker,
     stage,
@@ -91,11 +92,6 @@ PREFILL_SIZES = (16, 77, 333, 1000, 2048, 4096, 8192)
 # input copies per size (benchmarks.common.input_copies): enough to leave the L2 cold for the
 # weights-bound decode sizes, few enough that a size is timed in a fraction of a second
 MAX_COPIES = 8
-# the method's and default mode's timings at a size alternate this many times, each a share of
-# REP_MS: the medians of two graphs' timings interleaved (with 3 rounds, diode's aten::bias_addmm
-# and default mode's aten::addmm, one cuBLAS call with a 1-D bias, still differed by 0.976x-1.042x
-# at one size from run to run on the H100)
-PAIRED_ROUNDS = 5
 SECOND_SIZE = 333  # automatic dynamic shapes: the call after the hint's, which recompiles dynamic
 
 
@@ -185,12 +181,6 @@ def settings_of(method: str) -> dict[str, Any]:
     return settings
 
 
-def reference_call(module: nn.Module, *inputs: torch.Tensor) -> torch.Tensor:
-    """The frame default mode's paired reference compiles: a code object of its own, so that its
-    cache entries and automatic-dynamic state are not the measured method's (``module.forward``)."""
-    return module(*inputs)
-
-
 def unique_graphs() -> int:
     return torch._dynamo.utils.counters["stats"]["unique_graphs"]
 
@@ -245,13 +235,9 @@ def measure(module: nn.Module, method: str, way: str, sizes: list[int], args: ar
             copies = input_copies(module.rows(m), max_copies=MAX_COPIES)
             if reference is None:
                 record["runtime_us"][str(m)] = bench_cudagraph_us(compiled, copies)
-                continue
-            own, ref = [], []
-            for _ in range(PAIRED_ROUNDS):
-                own.append(bench_cudagraph_us(compiled, copies, rep_ms=REP_MS / PAIRED_ROUNDS))
-                ref.append(bench_cudagraph_us(reference, copies, rep_ms=REP_MS / PAIRED_ROUNDS))
-            record["runtime_us"][str(m)] = statistics.median(own)
-            record["default_runtime_us"][str(m)] = statistics.median(ref)
+            else:
+                own, ref = paired_cudagraph_us(compiled, reference, copies)
+                record["runtime_us"][str(m)], record["default_runtime_us"][str(m)] = own, ref
     return record
 
 

@@ -29,10 +29,29 @@ def ratios(rows: list[dict], method: str, base: str, field: str) -> list[float]:
     return best_of_ratios(rows, method, (base,), field)
 
 
+def over_default(row: dict, method: str) -> float | None:
+    """``method``'s runtime over default mode's: over the default timing paired with it in its
+    worker (``default_runtime_us``) where it has one, else over the default method's; None where
+    either is missing."""
+    m = row["methods"].get(method, {})
+    default = m.get("default_runtime_us") or row["methods"].get("default", {}).get("runtime_us")
+    if "runtime_us" not in m or not default:
+        return None
+    return 1.0 if method == "default" else m["runtime_us"] / default
+
+
 def best_of_ratios(rows: list[dict], method: str, bases: tuple[str, ...], field: str = "runtime_us") -> list[float]:
-    """Per row measured by ``method`` and every base: its ``field`` over the smallest base's."""
+    """Per row measured by ``method`` and every base: its ``field`` over the smallest base's. A
+    runtime goes through default mode's (:func:`over_default`) where every one has a figure
+    against it: two methods timed in other processes (another run, another machine) compare as
+    the quotient of their ratios to the default timing each was paired with."""
     out = []
     for r in rows:
+        if field == "runtime_us":
+            mine, theirs = over_default(r, method), [over_default(r, b) for b in bases]
+            if mine is not None and None not in theirs:
+                out.append(mine / min(theirs))
+                continue
         m = r["methods"].get(method, {})
         base_values = [r["methods"].get(b, {}).get(field) for b in bases]
         if field in m and all(v is not None for v in base_values):

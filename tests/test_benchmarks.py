@@ -151,6 +151,48 @@ def test_a_report_of_a_stopped_run_says_so_and_enters_no_table(tmp_path, combine
     assert done.returncode == 0 and json.loads((tmp_path / "whole.json").read_text())["complete"] is True
 
 
+def test_e2e_runtimes_from_other_runs_compare_through_the_default_timing_each_was_paired_with():
+    """Stock max-autotune timed on another machine whose clock runs 5% fast, beside default mode's
+    graph in its worker: against diode it counts at its ratio to that paired default timing, not at
+    its raw time; a row without the pairing compares raw times."""
+    from benchmarks.e2e_report import summarize
+
+    def gemm(**methods):
+        return {"kind": "gemm", "label": "g", "methods": methods}
+
+    default, diode = {"runtime_us": 10.0}, {"runtime_us": 10.2}
+    paired = {"runtime_us": 9.5, "default_runtime_us": 9.69}
+    summary = summarize([gemm(default=default, diode_top1=diode, max_autotune=paired)])
+    assert summary["runtime_ratio_vs_best_of_default_and_max_autotune_worst"] == pytest.approx(1.02 / (9.5 / 9.69))
+    assert summary["runtime_ratio_vs_max_autotune_worst"] == pytest.approx(1.02 / (9.5 / 9.69))
+    assert summary["runtime_ratio_max_autotune_vs_default_geomean"] == pytest.approx(9.5 / 9.69)
+    raw = summarize([gemm(default=default, diode_top1=diode, max_autotune={"runtime_us": 9.5})])
+    assert raw["runtime_ratio_vs_best_of_default_and_max_autotune_worst"] == pytest.approx(10.2 / 9.5)
+    slower = summarize(
+        [gemm(default=default, diode_top1=diode, max_autotune={"runtime_us": 11.0, "default_runtime_us": 10.4})]
+    )
+    assert slower["runtime_ratio_vs_best_of_default_and_max_autotune_worst"] == pytest.approx(1.02)
+
+
+def test_e2e_pairs_a_method_with_default_modes_graph_compiled_in_a_frame_of_its_own():
+    """The reference a method's runtime is paired with is a graph of its own, compiled once by
+    default_reference after the method's graph of the same function, and computes what it does."""
+    import torch
+
+    from benchmarks.e2e import default_reference
+
+    torch._dynamo.reset()
+    graphs = torch._dynamo.utils.counters["stats"]
+    a, b = torch.randn(8, 16), torch.randn(16, 4)
+    torch.compile(torch.mm, dynamic=False)(a, b)
+    before = graphs["unique_graphs"]
+    reference = default_reference(torch.mm, (a, b))
+    assert graphs["unique_graphs"] == before + 1
+    with torch.no_grad():  # as e2e times it: the call that compiled it ran without autograd too
+        torch.testing.assert_close(reference(a, b), a @ b)
+    assert graphs["unique_graphs"] == before + 1
+
+
 def test_a_report_without_stock_max_autotune_enters_the_table_with_what_it_timed(tmp_path):
     """Runs of default mode and diode top-1 alone give the rows against default mode, said so."""
     from benchmarks import results_table
