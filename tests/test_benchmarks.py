@@ -193,6 +193,38 @@ def test_e2e_pairs_a_method_with_default_modes_graph_compiled_in_a_frame_of_its_
     assert graphs["unique_graphs"] == before + 1
 
 
+def test_e2e_measure_times_a_method_beside_default_modes_graph(monkeypatch):
+    """measure() as a worker runs it, with real torch.compile on the CPU and only the CUDA timers
+    replaced: a diode method's record holds the paired default timing, default mode's none; the
+    method's graph and the reference are compiled once each, nothing while timing."""
+    import time
+
+    import torch
+
+    from benchmarks import common, e2e
+
+    def timed(fn, inputs=((),), rep_ms=None):  # stands for do_bench_cudagraph: one call per input
+        start = time.perf_counter()
+        for x in inputs:
+            fn(*x)
+        return (time.perf_counter() - start) * 1e6 / len(inputs)
+
+    for module in (e2e, common):
+        monkeypatch.setattr(module, "bench_cudagraph_us", timed)
+    monkeypatch.setattr(e2e, "bench_us", lambda fn: timed(lambda: fn()))
+    monkeypatch.setattr(e2e, "input_copies", lambda inputs: [inputs, inputs])
+    monkeypatch.setattr(e2e, "wall_us_per_call", lambda fn: timed(lambda: fn()))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *args, **kwargs: None)
+    graphs = torch._dynamo.utils.counters["stats"]
+    a, b = torch.randn(64, 32), torch.randn(32, 16)
+    default = e2e.measure(torch.mm, (a, b), "default", "NVIDIA-H100-matmul")
+    before = graphs["unique_graphs"]
+    diode = e2e.measure(torch.mm, (a, b), "diode_top1", "NVIDIA-H100-matmul")
+    assert "default_runtime_us" not in default and default["runtime_us"] > 0
+    assert diode["default_runtime_us"] > 0 and diode["runtime_us"] == diode["runtime_cudagraph_us"] > 0
+    assert graphs["unique_graphs"] == before + 2
+
+
 def test_a_report_without_stock_max_autotune_enters_the_table_with_what_it_timed(tmp_path):
     """Runs of default mode and diode top-1 alone give the rows against default mode, said so."""
     from benchmarks import results_table
