@@ -131,9 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", nargs="+", required=True, help="dataset files or folders")
     parser.add_argument("--out", required=True, help="JSON report")
     args = parser.parse_args(argv)
-    from benchmarks.selection_replay import _contract
+    from benchmarks.selection_replay import model_contract
 
-    records = list(replays(args.model, args.data, _contract(args.model), Policy.from_config()))
+    records = list(replays(args.model, args.data, model_contract(args.model), Policy.from_config()))
     summary = summarize(records)
     for r in records:
         r.pop("measured"), r.pop("pick_config"), r.pop("key")

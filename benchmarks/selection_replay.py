@@ -92,7 +92,7 @@ def replays(model: str, data: list[str], with_tf32: bool = False) -> Iterator[tu
         yield (*replay, any(c.allow_tf32 and c.is_tiled for c in configs)) if with_tf32 else replay
 
 
-def _contract(model: str) -> Confidence:
+def model_contract(model: str) -> Confidence:
     """The confidence contract the model file records (what the handler reads)."""
     from torch_diode.model_file import model_metadata
     from torch_diode.registry import resolve_model
@@ -159,7 +159,7 @@ def judge_realmodels(model: str, data: list[str], shapeset: str, policy: Policy 
     from torch_diode.collection.shapes import load_shapeset, problem_identity
 
     policy = policy or Policy.from_config()
-    contract = _contract(model)
+    contract = model_contract(model)
     names: dict[Problem, list[str]] = {}
     for entry in load_shapeset(shapeset):
         names.setdefault(problem_identity(entry.problem), []).append(f"{entry.model}: {entry.layer}")

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from benchmarks.dynamic_replay import replays, summarize
-from benchmarks.selection_replay import _contract
+from benchmarks.selection_replay import model_contract
 from torch_diode.selection import DYNAMIC_MARGIN, Policy
 
 pytestmark = pytest.mark.slow
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
     "model, data", [("NVIDIA-H100-matmul", "data/h100/realmodels"), ("NVIDIA-H200-matmul", "data/h200/realmodels")]
 )
 def test_no_dynamic_pick_is_predicted_slower_than_cublas_at_any_size(model, data):
-    records = list(replays(model, [data], _contract(model), Policy.from_config()))
+    records = list(replays(model, [data], model_contract(model), Policy.from_config()))
     assert len(records) > 200
     for r in records:
         if not r["dynamic_pick_is_aten"]:

@@ -226,7 +226,7 @@ def test_spread_penalty_replay_ranks_by_mean_plus_penalty_times_the_members_spre
         selection_rules, "replays", lambda model, data, with_tf32: iter([(problem, pool, members, measured, False)])
     )
     contract = Confidence(template_kinds=("aten_mm", "triton_mm"))
-    monkeypatch.setattr(selection_rules, "_contract", lambda model: contract)
+    monkeypatch.setattr(selection_rules, "model_contract", lambda model: contract)
     out = tmp_path / "penalty.json"
     selection_rules.spread_penalty(argparse.Namespace(model="m", data=["d"], penalties=[0.0, 1.0], out=str(out)))
     rows = json.loads(out.read_text())["rows"]

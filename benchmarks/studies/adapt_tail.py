@@ -33,7 +33,7 @@ import numpy as np
 
 from benchmarks import adapt_curve
 from benchmarks.common import cpu_report_header, write_json
-from benchmarks.selection_replay import _contract, replays
+from benchmarks.selection_replay import model_contract, replays
 from torch_diode.collection.design import RACE_SCALE
 from torch_diode.dataset_io import merge_all
 from torch_diode.features import is_aten
@@ -48,7 +48,7 @@ KEYS = ("first_pick_geomean", "first_pick_worst", "unsure_fraction")
 def gain_risk(model: str, gpu: str, thresholds: list[float]) -> dict:
     """The handler's decisions of ``model`` on the GPU's held-out real models, with the gain rule
     at each threshold: unsure fraction and the worst first pick left to the model."""
-    policy, contract = Policy.from_config(), _contract(model)
+    policy, contract = Policy.from_config(), model_contract(model)
     picks = []  # (first pick / best measured, already unsure, gain probability or None)
     for problem, pool, members, measured, tf32 in replays(model, [f"data/{gpu}/realmodels"], with_tf32=True):
         try:

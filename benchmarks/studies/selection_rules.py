@@ -27,9 +27,9 @@ from benchmarks.selection_replay import (
     REALMODELS_AND_HELDOUT,
     REALMODELS_AND_HELDOUT_HELP,
     ROOT,
-    _contract,
     _summary,
     _write,
+    model_contract,
     replays,
 )
 from torch_diode.selection import NoUsableCandidate, Policy, decide
@@ -46,7 +46,7 @@ def _sweep(args: argparse.Namespace, values: list[float]) -> Iterator[tuple[str,
 
 def extern_preference(args: argparse.Namespace) -> int:
     base = Policy.from_config()
-    contract = _contract(args.model)
+    contract = model_contract(args.model)
     rows = []
     for data, preference, problems in _sweep(args, args.preferences):
         policy = replace(base, extern_preference=preference)
@@ -87,7 +87,7 @@ def extern_preference(args: argparse.Namespace) -> int:
 
 def spread_penalty(args: argparse.Namespace) -> int:
     policy = Policy.from_config()
-    contract = _contract(args.model)
+    contract = model_contract(args.model)
     rows = []
     for data, penalty, problems in _sweep(args, args.penalties):
         first, outcome, unsure = [], [], 0

@@ -48,11 +48,11 @@ from benchmarks.selection_replay import (
     REALMODELS_AND_HELDOUT,
     REALMODELS_AND_HELDOUT_HELP,
     ROOT,
-    _contract,
     _paired_model_and_data,
     _pairs,
     _summary,
     _write,
+    model_contract,
     replays,
 )
 from torch_diode.dataset_io import load_datasets
@@ -79,7 +79,7 @@ def uncertainty(args: argparse.Namespace) -> int:
     policy = Policy.from_config()
     rows = []
     for model in args.model:
-        contract = _contract(model)
+        contract = model_contract(model)
         for data in args.data:
             cases: dict[str, list[tuple]] = {"aligned": [], "misaligned": []}
             members = 1
@@ -160,7 +160,7 @@ def _risk_cases(model: str, data: str) -> list[dict]:
     Inductor's benchmark when made unsure (``widened``) and the handler's outcome under the shipped
     rules (``shipped``); and whether those rules are unsure of it."""
     policy = Policy.from_config()
-    contract = _contract(model)
+    contract = model_contract(model)
     cases = []
     for problem, pool, members, measured, tf32 in replays(model, [data], with_tf32=True):
         try:
@@ -319,7 +319,7 @@ def misaligned_groups(args: argparse.Namespace) -> int:
     first pick / best measured per group (geomean, how many over ``--slow``). A group whose first
     picks are as good as the aligned problems' would be one the rule could leave to the model."""
     policy = Policy.from_config()
-    contract = _contract(args.model)
+    contract = model_contract(args.model)
     rows = []
     for data in args.data:
         aligned, groups = [], {}
@@ -367,7 +367,7 @@ def deciding_configs(args: argparse.Namespace) -> int:
     from torch_diode.types import Dataset
 
     policy = Policy.from_config()
-    contract = _contract(args.model)
+    contract = model_contract(args.model)
     source = load_datasets(args.data)
     hardware_of = {problem: hw for hw, problem, _ in source.problems()}
     rng = np.random.default_rng(args.seed)
@@ -420,7 +420,7 @@ def config_coverage(args: argparse.Namespace) -> int:
         configs = dict(held)
         if len(configs) < len(held):  # replays names a problem, not its GPU: one GPU's set at a time
             raise SystemExit(f"{data}: a problem is held for more than one GPU; give one GPU's data")
-        contract = _contract(model)
+        contract = model_contract(model)
         groups: dict[str, list[float]] = {}
         for problem, pool, predicted, measured in replays(model, [data]):
             try:
