@@ -9,7 +9,7 @@ as the handler decides on the new GPU's held-out real models:
 - ``gain-risk``: an unsure rule for cuBLAS first picks, the ``loss_risk`` estimate with the pick and
   the best predicted Triton config swapped (the probability that the Triton config runs more than
   LOSS_MARGIN times faster), at each ``--thresholds`` value: the unsure fraction it adds and the
-  worst first pick it leaves (an unsure decision benchmarks, so its pick is no longer the model's);
+  worst first pick it leaves (an unsure decision benchmarks: its pick is the benchmark's, not the model's);
 - ``misfit-sample``: the sample drawn with each problem's weight also scaled by how far the source
   model misjudges cuBLAS against the best compiled kernel on the source GPU's own data
   (|predicted - measured| ln ratio, weight 1/2 + 1/2 (1 - exp(-misfit / RACE_SCALE))): problems
