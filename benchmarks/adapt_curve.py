@@ -33,6 +33,7 @@ import json
 import logging
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.common import cpu_report_header, write_json
@@ -114,6 +115,28 @@ def add_source_model_option(parser: argparse.ArgumentParser) -> None:
         metavar="GPU=FILE",
         help="the model a direction from GPU starts from (default: the shipped one, refused where it saw the new GPU)",
     )
+
+
+def add_study_options(parser: argparse.ArgumentParser) -> None:
+    """``--seeds``, ``--source-model`` and ``--out``: the options the adaptation studies share."""
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    add_source_model_option(parser)
+    parser.add_argument("--out", required=True, help="JSON report")
+
+
+def both_ways(args: argparse.Namespace, run: Callable[[str, str, str | None], list[dict]]) -> list[dict]:
+    """The rows of ``run(source, new, the --source-model given for source or None)``, H100 -> H200
+    then H200 -> H100."""
+    logging.basicConfig(level=logging.ERROR)
+    given = source_models(args.source_model)
+    return [row for source, new in (("h100", "h200"), ("h200", "h100")) for row in run(source, new, given.get(source))]
+
+
+def write_study(path: str, rows: list[dict], **fields) -> None:
+    """An adaptation study's report: the CPU header, ``fields`` and the rows."""
+    report = cpu_report_header("CPU (adapted models judged on data measured on the new GPU)")
+    report.update(**fields, rows=rows)
+    write_json(path, report)
 
 
 def source_models(words: list[str]) -> dict[str, str]:

@@ -21,12 +21,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import logging
 import tempfile
 from pathlib import Path
 
 from benchmarks import adapt_curve
-from benchmarks.common import cpu_report_header, write_json
 from torch_diode.dataset_io import merge_all
 
 KEYS = ("first_pick_geomean", "first_pick_worst", "unsure_fraction")
@@ -65,22 +63,16 @@ def main() -> int:
     parser.add_argument(
         "--trainable-layers", type=int, nargs="+", default=[0], help="last layers fitted (0: every layer)"
     )
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--problems", type=int, default=100, help="sample size")
-    adapt_curve.add_source_model_option(parser)
-    parser.add_argument("--out", required=True, help="JSON report")
+    adapt_curve.add_study_options(parser)
     args = parser.parse_args()
-    logging.basicConfig(level=logging.ERROR)
-    given = adapt_curve.source_models(args.source_model)
-    rows = []
-    for source, new in (("h100", "h200"), ("h200", "h100")):
-        rows += rates(
-            source, new, args.learning_rates, args.seeds, args.problems, given.get(source), tuple(args.trainable_layers)
-        )
-    report = cpu_report_header("CPU (adapted models judged on data measured on the new GPU)")
+
+    def run(source: str, new: str, model: str | None) -> list[dict]:
+        return rates(source, new, args.learning_rates, args.seeds, args.problems, model, tuple(args.trainable_layers))
+
+    rows = adapt_curve.both_ways(args, run)
     adapt = {**adapt_curve.ADAPT, "learning_rate": args.learning_rates, "trainable_layers": args.trainable_layers}
-    report.update(adapt=adapt, problems=args.problems, rows=rows)
-    write_json(args.out, report)
+    adapt_curve.write_study(args.out, rows, adapt=adapt, problems=args.problems)
     return 0
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import logging
 import math
 import tempfile
 from pathlib import Path
@@ -32,7 +31,6 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import adapt_curve
-from benchmarks.common import cpu_report_header, write_json
 from benchmarks.selection_replay import model_contract, replays
 from torch_diode.collection.design import RACE_SCALE
 from torch_diode.dataset_io import merge_all
@@ -121,19 +119,15 @@ def direction(source: str, new: str, seeds: list[int], thresholds: list[float], 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--thresholds", type=float, nargs="+", default=[0.1, 0.2, 0.3])
-    adapt_curve.add_source_model_option(parser)
-    parser.add_argument("--out", required=True, help="JSON report")
+    adapt_curve.add_study_options(parser)
     args = parser.parse_args()
-    logging.basicConfig(level=logging.ERROR)
-    given = adapt_curve.source_models(args.source_model)
-    rows = []
-    for source, new in (("h100", "h200"), ("h200", "h100")):
-        rows += direction(source, new, args.seeds, args.thresholds, given.get(source))
-    report = cpu_report_header("CPU (adapted models judged on data measured on the new GPU)")
-    report.update(adapt=adapt_curve.ADAPT, problems=100, rows=rows)
-    write_json(args.out, report)
+
+    def run(source: str, new: str, model: str | None) -> list[dict]:
+        return direction(source, new, args.seeds, args.thresholds, model)
+
+    rows = adapt_curve.both_ways(args, run)
+    adapt_curve.write_study(args.out, rows, adapt=adapt_curve.ADAPT, problems=100)
     return 0
 
 
