@@ -48,7 +48,8 @@ but default mode (and the guide's mode) also compiles default mode's graph of ea
 method's, in a frame of its own, and times the two alternately (``default_runtime_us``,
 benchmarks.common.paired_cudagraph_us); the summary takes a runtime over default mode's through
 that paired timing, and two methods' as the quotient of their ratios to it, so that runs joined
-from other processes or machines compare (a row without it compares raw times).
+from other processes or machines compare (default mode's and the guide's mode's rows, which hold
+no paired timing, compare by their own times).
 ``runtime_cudagraph_warm_l2_us`` is the same replayed on one copy: operands that fit in L2 stay
 there, and for those that nearly fill it the figure depends on where in memory they lie
 (benchmarks/studies/l2_residency.py).
