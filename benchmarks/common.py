@@ -185,6 +185,16 @@ def paired_cudagraph_us(
     return statistics.median(own), statistics.median(ref)
 
 
+def runtime_over_default(runtime_us: float, paired_default_us: float | None, default_us: float | None) -> float | None:
+    """A method's runtime over default mode's: over the default timing paired with it in its
+    worker (paired_cudagraph_us) where it has one, else over default mode's own worker's
+    (``default_us``); None without either. Two methods compare as the quotient of these ratios, so
+    that each is read against default mode timed in its own process (runs minutes or machines
+    apart)."""
+    reference = paired_default_us or default_us
+    return runtime_us / reference if reference else None
+
+
 def operand_bytes(inputs: tuple) -> int:
     """Bytes of the storages of the tensors among ``inputs``."""
     import torch

@@ -71,6 +71,7 @@ from benchmarks.common import (  # noqa: E402
     reference_call,
     report_header,
     run_worker,
+    runtime_over_default,
     stage,
     timed_first_call,
     wait_for_compile_pool,
@@ -262,30 +263,38 @@ def worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def _paired(row: dict) -> dict[str, float]:
-    """A row's runtime over default mode's paired timing in its worker, per size (empty without one)."""
-    default = row.get("default_runtime_us", {})
-    return {s: t / default[s] for s, t in row["runtime_us"].items() if s in default}
+def _over_default(row: dict, default: dict | None) -> dict[str, float]:
+    """A row's runtime over default mode's per size (:func:`benchmarks.common.runtime_over_default`:
+    over the default timing paired with it in its worker, else over ``default``, default mode's
+    row of the same graph)."""
+    paired = row.get("default_runtime_us", {})
+    own = default["runtime_us"] if default else {}
+    ratios = {s: runtime_over_default(t, paired.get(s), own.get(s)) for s, t in row["runtime_us"].items()}
+    return {s: r for s, r in ratios.items() if r is not None}
 
 
 def _ratios(by: dict, method: str, base: str, graphs: set | None = None) -> tuple[list[float], list[float]]:
     """``method`` over ``base`` on each graph (item, way) both measured (those of ``graphs`` where
-    given): runtime per size, and compile time per graph (over the base worker's). Against default
-    mode, a runtime is taken over the default timing paired with it in the method's worker where
-    it has one; against another method whose worker paired default mode too, the two workers'
-    ratios to default mode are divided, so that the clocks of two processes (minutes or machines
-    apart) cancel."""
+    given): runtime per size, and compile time per graph (over the base worker's). Each runtime is
+    taken over default mode's first (:func:`_over_default`), and two methods compare as the quotient
+    of those ratios, so that the clocks of two processes (minutes or machines apart) cancel; a size
+    that default mode has no timing of compares the two runtimes as they are."""
     runtime, compile_s = [], []
     for (label, way, m), r in by.items():
         ref = by.get((label, way, base))
         if m != method or not ref or (graphs is not None and (label, way) not in graphs):
             continue
-        if base != "default" and "default_runtime_us" in r and "default_runtime_us" in ref:
-            mine, theirs = _paired(r), _paired(ref)
-            runtime.extend(mine[s] / theirs[s] for s in mine if s in theirs)
+        default = by.get((label, way, "default"))
+        mine = _over_default(r, default)
+        if base == "default":
+            runtime.extend(mine.values())
         else:
-            ref_us = r["default_runtime_us"] if base == "default" and "default_runtime_us" in r else ref["runtime_us"]
-            runtime.extend(r["runtime_us"][s] / ref_us[s] for s in r["runtime_us"] if s in ref_us)
+            theirs = _over_default(ref, default)
+            for s, t in r["runtime_us"].items():
+                if s in mine and s in theirs:
+                    runtime.append(mine[s] / theirs[s])
+                elif s in ref["runtime_us"]:
+                    runtime.append(t / ref["runtime_us"][s])
         if ref.get("compile_s"):
             compile_s.append(r["compile_s"] / ref["compile_s"])
     return runtime, compile_s

@@ -12,7 +12,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import combinable_reports, geomean, write_json
+from benchmarks.common import combinable_reports, geomean, runtime_over_default, write_json
 
 # the methods a report's rows may hold, in the order of its table and plot
 METHODS = ("default", "diode_top1", "diode_top3", "max_autotune", "exhaustive", "diode_max_autotune_mode")
@@ -30,14 +30,15 @@ def ratios(rows: list[dict], method: str, base: str, field: str) -> list[float]:
 
 
 def over_default(row: dict, method: str) -> float | None:
-    """``method``'s runtime over default mode's: over the default timing paired with it in its
-    worker (``default_runtime_us``) where it has one, else over the default method's; None where
-    either is missing."""
+    """``method``'s runtime over default mode's (:func:`benchmarks.common.runtime_over_default`);
+    None where either is missing."""
     m = row["methods"].get(method, {})
-    default = m.get("default_runtime_us") or row["methods"].get("default", {}).get("runtime_us")
-    if "runtime_us" not in m or not default:
+    if "runtime_us" not in m:
         return None
-    return 1.0 if method == "default" else m["runtime_us"] / default
+    if method == "default":
+        return 1.0
+    default_us = row["methods"].get("default", {}).get("runtime_us")
+    return runtime_over_default(m["runtime_us"], m.get("default_runtime_us"), default_us)
 
 
 def best_of_ratios(rows: list[dict], method: str, bases: tuple[str, ...], field: str = "runtime_us") -> list[float]:

@@ -620,7 +620,7 @@ def test_e2e_dynamic_ratios_use_the_workers_paired_timing():
     """A row with default mode's timing from its own worker (``default_runtime_us``) is compared
     with that, not with the default worker's (another process, minutes apart); its compile time
     with the default worker's; a row without one with the default worker's runtime. Diode against
-    max-autotune: the quotient of their ratios to default mode where both workers paired one."""
+    max-autotune: the quotient of their ratios to default mode, each over the default timing it has."""
     from benchmarks.e2e_dynamic import summarize
 
     default = {"label": "g", "way": "dynamic", "method": "default", "compile_s": 2.0, "runtime_us": {"1": 10.0}}
@@ -636,6 +636,9 @@ def test_e2e_dynamic_ratios_use_the_workers_paired_timing():
     assert summarize(rows)["dynamic_runtime_ratio_vs_max_autotune_worst"] == pytest.approx(9.69 / 9.5)
     unpaired = summarize([default, paired, tuned])
     assert unpaired["dynamic_runtime_ratio_vs_max_autotune_worst"] == pytest.approx(10.2 / 9.5)
+    # diode paired, max-autotune not: each over the default timing it has, as e2e.py's reports compare
+    mixed = summarize([default, {**paired, "default_runtime_us": {"1": 10.2}}, tuned])
+    assert mixed["dynamic_runtime_ratio_vs_max_autotune_worst"] == pytest.approx((10.2 / 10.2) / (9.5 / 10.0))
 
 
 def test_e2e_dynamic_takes_attention_scores_whose_tokens_are_dynamic(monkeypatch):
