@@ -18,13 +18,13 @@ process:
                  coordinate-descent tuning, every non-GEMM kernel autotuned) with
                  max_autotune_gemm_backends="DIODE", fast_autotune=True and diode's handler at
                  top_k_configs=1; only with --methods naming it. Against diode_top1 it gives the
-                 compile time Inductor spends autotuning everything but the GEMMs. Its runtime is
-                 do_bench's of a function already replayed from CUDA graphs (do_bench_cudagraph
-                 cannot capture one), so ``runtime_us`` is that figure for this method.
+                 compile time Inductor spends autotuning everything but the GEMMs. Its compiled
+                 function replays CUDA graphs of its own, which do_bench_cudagraph cannot capture,
+                 so ``runtime_us`` is do_bench's figure for this method.
 
 Each measurement starts cold: Dynamo reset, Inductor's caches off (force_disable_caches). The
-methods run in worker processes, one after the other, each with its own new Triton and
-Inductor cache directories: diode_top1; default + max_autotune + exhaustive; diode_top3;
+methods run in worker processes, one after the other, each with Triton and Inductor cache
+directories of its own, empty at its start: diode_top1; default + max_autotune + exhaustive; diode_top3;
 diode_max_autotune_mode (``--methods`` picks the methods; its default is every one but the last). So no
 method finds kernels another compiled, and stock autotuning never runs in a process where diode's
 handler is installed. TORCH_DIODE_NO_AUTOREGISTER=1 keeps the import from registering the
@@ -35,7 +35,7 @@ Inductor's worker pool, which compiles every kernel after it, so the first item 
 on a running pool as every later one does. Compile
 time is the wall time of the first call; one compile of a model varies by a few tenths of a second
 between processes, so ``--compile-repeats N`` (with ``--only models``) compiles the models N times
-with default mode and diode_top1, each time in a worker of its own (new caches) in alternating
+with default mode and diode_top1, each time in a worker of its own (empty caches) in alternating
 order, and reports the median as ``compile_s`` (every time in ``compile_s_repeats``; the runtimes
 are the first worker's that compiled the model). Runtime
 (``runtime_us``, the summary's ratios) is
@@ -52,7 +52,7 @@ from other processes or machines compare (default mode's and the guide's mode's 
 no paired timing, compare by their own times).
 ``runtime_cudagraph_warm_l2_us`` is the same replayed on one copy: operands that fit in L2 stay
 there, and for those that nearly fill it the figure depends on where in memory they lie
-(benchmarks/studies/l2_residency.py).
+(benchmarks/studies/l2_residency.py, benchmarks/results/l2_residency_h200.log).
 ``runtime_do_bench_us`` (summary keys ``*_do_bench``) is the plain ``triton.testing.do_bench``
 median (same warm-up and repetitions for every method), beside ``wall_us_per_call``: do_bench times
 one host call after a cache flush, and where the host's cost of calling a compiled function
@@ -336,7 +336,7 @@ def worker(args: argparse.Namespace) -> int:
 def worker_plan(args: argparse.Namespace, limits: list[float]) -> list[tuple[tuple[str, ...], float, str | None]]:
     """The workers in order, each as (methods, time limit, --only): the pad_mm pass, the methods'
     workers, then --compile-repeats' extra rounds (models only, diode_top1 and default in
-    alternating order, each worker with new caches). With repeats, default mode has a worker of
+    alternating order, each worker with empty caches). With repeats, default mode has a worker of
     its own in the first round too, so that every round compiles alike, each default-mode
     compile in a worker where no other method compiled the models first."""
     plan: list[tuple[tuple[str, ...], float, str | None]] = [(("pad_mm",), PAD_PASS_LIMIT_S, args.only)]
@@ -403,7 +403,7 @@ def command_line_parser() -> argparse.ArgumentParser:
         default=1,
         metavar="N",
         help="with --only models: compile each model N times with default mode and diode_top1, each in a "
-        "worker of its own with new caches, in alternating order; compile_s is the median (default: %(default)s)",
+        "worker of its own with empty caches, in alternating order; compile_s is the median (default: %(default)s)",
     )
     parser.add_argument("--out", required=True, help="JSON report")
     parser.add_argument("--plot", help="PNG of runtime vs compile time")
