@@ -23,8 +23,8 @@ process:
                  so ``runtime_us`` is do_bench's figure for this method.
 
 Each measurement starts cold: Dynamo reset, Inductor's caches off (force_disable_caches). The
-methods run in worker processes, one after the other, each with Triton and Inductor cache
-directories of its own, empty at its start: diode_top1; default + max_autotune + exhaustive; diode_top3;
+methods run in worker processes, one after the other, each in empty Triton and Inductor cache
+directories made for it: diode_top1; default + max_autotune + exhaustive; diode_top3;
 diode_max_autotune_mode (``--methods`` picks the methods; its default is every one but the last). So no
 method finds kernels another compiled, and stock autotuning never runs in a process where diode's
 handler is installed. TORCH_DIODE_NO_AUTOREGISTER=1 keeps the import from registering the
@@ -35,7 +35,7 @@ Inductor's worker pool, which compiles every kernel after it, so the first item 
 on a running pool as every later one does. Compile
 time is the wall time of the first call; one compile of a model varies by a few tenths of a second
 between processes, so ``--compile-repeats N`` (with ``--only models``) compiles the models N times
-with default mode and diode_top1, each time in a worker of its own (empty caches) in alternating
+with default mode and diode_top1, each time in a worker of its own (empty cache directories) in alternating
 order, and reports the median as ``compile_s`` (every time in ``compile_s_repeats``; the runtimes
 are the first worker's that compiled the model). Runtime
 (``runtime_us``, the summary's ratios) is
@@ -60,8 +60,8 @@ exceeds the flush its figure is the host's, not the kernel's (the report's rows 
 worker that outlives its time limit is stopped, and the items it finished go into the report. The
 report is written after each worker (``complete``: false until the last one ends), so a run stopped
 between two holds the finished workers' rows; the results table takes only a complete report.
-``--combine`` joins reports of one device, torch, Triton and model whose rows are timed alike:
-all over input copies (``input_copies`` in each row) or all on one copy.
+``--combine`` joins reports of one device, torch, Triton and model whose rows are timed the same
+way: over copies of the inputs (``input_copies`` in each row) or on one copy (no ``input_copies``).
 
 Each measurement also records ``pad_mm`` (benchmarks/pad_mm.py): what Inductor's shape-padding
 pass (torch/_inductor/fx_passes/pad_mm.py) did during the compile, which can make a row slower under
@@ -74,7 +74,8 @@ graph, its operands' shapes and whether one is padded (made by ``constant_pad_nd
 on-disk cache (TORCHINDUCTOR_CACHE_DIR/cache/<system hash>, shared by every compile of the
 worker). pad_mm's decision is Inductor's own benchmark of padded against unpadded GEMM, taken
 ahead of any kernel choice and noisy near its 1.1x margin: two processes can decide differently
-on the same GEMM, and a padded M=199 can run 1.3x slower than the unpadded one. So that a row
+on the same GEMM, and a padded M=199 can run 1.3x slower than the unpadded one
+(benchmarks/results/pad_mm_falcon_h100.log). So that a row
 compares kernel choices, not two draws of that benchmark, the workers share one decision per
 GEMM, taken by an unmeasured pass that runs ahead of them and compiles every item once in default
 mode: each worker starts with the pad_mm entries that pass wrote and finds every decision in
@@ -336,7 +337,7 @@ def worker(args: argparse.Namespace) -> int:
 def worker_plan(args: argparse.Namespace, limits: list[float]) -> list[tuple[tuple[str, ...], float, str | None]]:
     """The workers in order, each as (methods, time limit, --only): the pad_mm pass, the methods'
     workers, then --compile-repeats' extra rounds (models only, diode_top1 and default in
-    alternating order, each worker with empty caches). With repeats, default mode has a worker of
+    alternating order, each worker in empty cache directories). With repeats, default mode has a worker of
     its own in the first round too, so that every round compiles alike, each default-mode
     compile in a worker where no other method compiled the models first."""
     plan: list[tuple[tuple[str, ...], float, str | None]] = [(("pad_mm",), PAD_PASS_LIMIT_S, args.only)]
@@ -403,7 +404,8 @@ def command_line_parser() -> argparse.ArgumentParser:
         default=1,
         metavar="N",
         help="with --only models: compile each model N times with default mode and diode_top1, each in a "
-        "worker of its own with empty caches, in alternating order; compile_s is the median (default: %(default)s)",
+        "worker of its own in empty cache directories, in alternating order; compile_s is the median "
+        "(default: %(default)s)",
     )
     parser.add_argument("--out", required=True, help="JSON report")
     parser.add_argument("--plot", help="PNG of runtime vs compile time")
