@@ -9,8 +9,8 @@
 # v2-attn-qk4 v2-attn-pv4 (attention at token counts that are multiples of 4); v2-attn-qk4b v2-attn-pv4b v2-odd1b (more of
 # those designs and v2-odd1's, another seed, drawn per problem); v2-attn-pv-nn v2-attn-qk-nt (attention laid out as
 # models lay it out, drawn per problem); v2-attn-decode-qk v2-attn-decode-pv (decode attention: one query row over
-# KV caches of any length); v2-attn-decode-pv-long (decode p @ v
-# over KV caches of 1,000-16,000 tokens);
+# KV caches of any length); v2-attn-decode-pv-long (decode p @ v over KV caches of 1,000-16,384
+# tokens);
 # fill-f32 fill-tf32 (only the fp32 cells a coverage snapshot lists as short);
 # sample-h200-100 (the 100 problems `diode sample` drew from the H200's data for a new GPU, data/h100/sample_h200_100.json);
 # val-v2-layouts val-v2-hidden val-v2-odd val-v2-odd1 val-v2-attn-qk val-v2-attn-pv val-v2-vocab val-v2-hugek val-v2-tma val-v2-attn4 (their validation);
@@ -129,8 +129,9 @@ V2_ATTN_MODEL="--alignment 4 --aligned-fraction 0.5"
 # have one row
 V2_ATTN_DECODE="--dtypes float16 bfloat16 --ops bmm baddbmm --min-batch 8 --max-batch 512 --max-gflop 50 --m-sizes 1 1 1 2 4 8 --log-normal --log-normal-mean 7.0 --log-normal-sigma 1.0 --min-size 16 --max-size 16384 $V2_ATTN_MODEL"
 # decode p @ v over long KV caches: the draw above centres on about 1,100 tokens, so few of its
-# problems hold the 1,000-16,000 tokens of a long conversation, where cuBLAS and the Triton configs
-# trade places with the KV length and the head dim; KV lengths of any count (a quarter multiples of 8)
+# problems hold the 1,000-16,384 tokens of a long conversation, where cuBLAS and the Triton configs
+# trade places with the KV length and the head dim; KV lengths of any count, a quarter of them
+# multiples of 8
 V2_ATTN_DECODE_LONG="--dtypes float16 bfloat16 --ops bmm baddbmm --layouts NN --min-batch 8 --max-batch 512 --max-gflop 50 --m-sizes 1 1 1 2 4 8 --n-sizes 64 80 96 128 256 --log-normal --log-normal-mean 8.0 --log-normal-sigma 0.6 --min-size 1000 --max-size 16384 --alignment 8 --aligned-fraction 0.25"
 V2_ODD="$V2_HALF --ops mm addmm bmm baddbmm --max-batch 512 --max-gflop 100 --log-normal --log-normal-mean 6.5 --log-normal-sigma 1.3 --min-size 1 --max-size 16384"
 # One odd size among M, N and K or two, the rest multiples of 8: one or two operands misaligned, as
