@@ -8,9 +8,11 @@ decode p @ v problems of the data (batch x heads 16-128, one or two query rows, 
 KV lengths 1,500-6,500, half precision, NN), split by whether the KV length is a multiple of 8.
 
     python -m benchmarks.studies.cublas_fit --model h100_alone.diode NVIDIA-H100-matmul \\
-        --data data/h100/train data/h100/realmodels --out benchmarks/results/cublas_fit_h100_cpu.json
+        --data data/h100/train data/h100/decode_pv_long data/h100/realmodels \\
+        --out benchmarks/results/cublas_fit_h100_cpu.json
 
-(``h100_alone.diode``: ``benchmarks.adapt_curve``'s recipe for a model of the H100's data alone.)
+(``h100_alone.diode``: ``benchmarks.adapt_curve``'s recipe for a model of the H100's data alone,
+trained on a folder of links to the files of ``data/h100/train`` and ``data/h100/decode_pv_long``.)
 """
 
 from __future__ import annotations

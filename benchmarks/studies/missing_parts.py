@@ -1,10 +1,10 @@
-"""Do the data parts the H100 lacks matter to a model's held-out first picks? (CPU, replays)
+"""Do data parts matter to a model's held-out first picks? (CPU, replays)
 
-The H200's data holds four parts the H100's does not (data/README.md): ``v2-odd1b``,
-``v2-attn-qk4b``, ``v2-attn-pv4b`` and the fp32 attention parts at any token count. Two models of
-the H200's data alone, one with those parts and one without, same recipe and seed, are judged as
-the handler decides (benchmarks.selection_replay realmodels) on the H200's and the H100's held-out
-real models: first pick over the best measured (geomean, worst), outcome and unsure fraction.
+Four parts of the H200's data (data/README.md): ``v2-odd1b``, ``v2-attn-qk4b``, ``v2-attn-pv4b`` and
+the fp32 attention parts at any token count. Two models of the H200's data alone, one with those
+parts and one without, same recipe and seed, are judged as the handler decides
+(benchmarks.selection_replay realmodels) on the H200's and the H100's held-out real models: first
+pick over the best measured (geomean, worst), outcome and unsure fraction.
 
 The models, trained from the repository root (about 25 minutes each on one CPU core)::
 
@@ -16,6 +16,15 @@ The models, trained from the repository root (about 25 minutes each on one CPU c
     eval diode train --data-dir without $RECIPE --model without.diode
     python -m benchmarks.studies.missing_parts --with with.diode --without without.diode \\
         --out benchmarks/results/missing_parts_cpu.json
+
+The same question for a part of one GPU's data alone: the H100's ``v2-attn-decode-pv-long``, with
+the shipped H100 model's recipe (``diode rebuild-model --current-data``) at three seeds, each
+trained on ``data/h100/train`` and on a folder of links to its files but that part's, judged on the
+H100's held-out real models (``--with`` and ``--without`` models paired by seed)::
+
+    python -m benchmarks.studies.missing_parts --heldout h100 --with with_s1.diode with_s2.diode \\
+        with_s3.diode --without without_s1.diode without_s2.diode without_s3.diode \\
+        --out benchmarks/results/decode_pv_long_part_h100_cpu.json
 """
 
 from __future__ import annotations
@@ -26,27 +35,30 @@ from benchmarks.adapt_curve import judged
 from benchmarks.common import cpu_report_header, write_json
 
 KEYS = ("num_problems", "first_pick_geomean", "first_pick_worst", "outcome_worst", "unsure_fraction")
-HELDOUT = ("h200", "h100")  # whose held-out real models judge
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--with", dest="with_parts", required=True, help="the model trained with the parts")
-    parser.add_argument("--without", dest="without_parts", required=True, help="the model trained without them")
+    parser.add_argument("--with", dest="with_parts", nargs="+", required=True, help="models trained with the parts")
+    parser.add_argument("--without", dest="without_parts", nargs="+", required=True, help="models trained without")
+    parser.add_argument("--heldout", nargs="+", default=["h200", "h100"], help="whose held-out real models judge")
     parser.add_argument("--out", required=True, help="JSON report")
     args = parser.parse_args()
+    if len(args.with_parts) != len(args.without_parts):
+        parser.error("--with and --without: give as many models each (paired by seed)")
     rows = []
-    for parts, model in (("with", args.with_parts), ("without", args.without_parts)):
-        for gpu in HELDOUT:
-            rows.append({"parts": parts, "model": model, "heldout": gpu, **judged(model, gpu, keys=KEYS)})
-    report = cpu_report_header("CPU (models of the H200's data judged on the H200's and the H100's held-out data)")
+    for parts, models in (("with", args.with_parts), ("without", args.without_parts)):
+        for model in models:
+            for gpu in args.heldout:
+                rows.append({"parts": parts, "model": model, "heldout": gpu, **judged(model, gpu, keys=KEYS)})
+    report = cpu_report_header(f"CPU (models judged on the held-out data of {', '.join(args.heldout)})")
     report.update(rows=rows)
     write_json(args.out, report)
-    print(f"{'parts':8s} {'held-out':8s} {'first gm':>9s} {'worst':>7s} {'outcome':>8s} {'unsure':>7s}")
+    print(f"{'parts':8s} {'held-out':8s} {'first gm':>9s} {'worst':>7s} {'outcome':>8s} {'unsure':>7s}  model")
     for r in rows:
         print(
             f"{r['parts']:8s} {r['heldout']:8s} {r['first_pick_geomean']:9.4f} {r['first_pick_worst']:7.3f} "
-            f"{r['outcome_worst']:8.3f} {r['unsure_fraction']:7.3f}"
+            f"{r['outcome_worst']:8.3f} {r['unsure_fraction']:7.3f}  {r['model']}"
         )
     return 0
 

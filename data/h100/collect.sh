@@ -131,7 +131,8 @@ V2_ATTN_DECODE="--dtypes float16 bfloat16 --ops bmm baddbmm --min-batch 8 --max-
 # decode p @ v over long KV caches: the draw above centres on about 1,100 tokens, so few of its
 # problems hold the 1,000-16,384 tokens of a long conversation, where cuBLAS and the Triton configs
 # trade places with the KV length and the head dim; KV lengths of any count, a quarter of them
-# multiples of 8
+# multiples of 8. Into $DATA/decode_pv_long/, which no recipe trains on: trained on, the part makes
+# the H100 model's held-out pick for such a GEMM slower (data/README.md)
 V2_ATTN_DECODE_LONG="--dtypes float16 bfloat16 --ops bmm baddbmm --layouts NN --min-batch 8 --max-batch 512 --max-gflop 50 --m-sizes 1 1 1 2 4 8 --n-sizes 64 80 96 128 256 --log-normal --log-normal-mean 8.0 --log-normal-sigma 0.6 --min-size 1000 --max-size 16384 --alignment 8 --aligned-fraction 0.25"
 V2_ODD="$V2_HALF --ops mm addmm bmm baddbmm --max-batch 512 --max-gflop 100 --log-normal --log-normal-mean 6.5 --log-normal-sigma 1.3 --min-size 1 --max-size 16384"
 # One odd size among M, N and K or two, the rest multiples of 8: one or two operands misaligned, as
@@ -284,7 +285,7 @@ for part in "${parts[@]}"; do
     v2-attn-qk-nt) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_QK --layouts NT $V2_ATTN_MODEL --num-shapes ${N:-150} --seed 58 -o "$DATA/train/${GPU}_v2_attn_qk_nt.msgpack.gz" ;;
     v2-attn-decode-qk) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_DECODE --layouts NT --k-sizes 64 80 96 128 256 --num-shapes ${N:-100} --seed 63 -o "$DATA/train/${GPU}_v2_attn_decode_qk.msgpack.gz" ;;
     v2-attn-decode-pv) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_DECODE --layouts NN --n-sizes 64 80 96 128 256 --num-shapes ${N:-100} --seed 64 -o "$DATA/train/${GPU}_v2_attn_decode_pv.msgpack.gz" ;;
-    v2-attn-decode-pv-long) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_DECODE_LONG --num-shapes ${N:-80} --seed 66 -o "$DATA/train/${GPU}_v2_attn_decode_pv_long.msgpack.gz" ;;
+    v2-attn-decode-pv-long) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_DECODE_LONG --num-shapes ${N:-80} --seed 66 -o "$DATA/decode_pv_long/${GPU}_v2_attn_decode_pv_long.msgpack.gz" ;;
     v2-odd1b)  run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ODD1 --num-shapes ${N:-200} --seed 54 -o "$DATA/train/${GPU}_v2_odd1b.msgpack.gz" ;;
     v2-odd)    run_diode collect $V2_SAMPLED $V2_ODD --num-shapes ${N:-600} --seed 28 -o "$DATA/train/${GPU}_v2_odd.msgpack.gz" ;;
     v2-odd1)   run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ODD1 --num-shapes ${N:-400} --seed 51 -o "$DATA/train/${GPU}_v2_odd1.msgpack.gz" ;;
