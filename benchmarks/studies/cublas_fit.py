@@ -12,7 +12,9 @@ KV lengths 1,500-6,500, half precision, NN), split by whether the KV length is a
         --out benchmarks/results/cublas_fit_h100_cpu.json
 
 (``h100_alone.diode``: ``benchmarks.adapt_curve``'s recipe for a model of the H100's data alone,
-trained on a folder of links to the files of ``data/h100/train`` and ``data/h100/decode_pv_long``.)
+trained on a folder of links to the files of ``data/h100/train`` and ``data/h100/decode_pv_long``;
+the report also holds one member of that recipe at ``--hidden-dim`` 48 and one at 96, to see whether
+a wider model fits cuBLAS there.)
 """
 
 from __future__ import annotations
