@@ -19,8 +19,9 @@ The models, trained from the repository root (about 25 minutes each on one CPU c
 
 The same question for a part of one GPU's data alone: the H100's ``v2-attn-decode-pv-long``, with
 the shipped H100 model's recipe (``diode rebuild-model --current-data``) at three seeds, each
-trained on ``data/h100/train`` and on a folder of links to its files but that part's, judged on the
-H100's held-out real models (``--with`` and ``--without`` models paired by seed)::
+trained on a folder of links to the files of ``data/h100/train`` and ``data/h100/decode_pv_long``
+and on ``data/h100/train`` alone, judged on the H100's held-out real models (``--with`` and
+``--without`` models paired by seed)::
 
     python -m benchmarks.studies.missing_parts --heldout h100 --with with_s1.diode with_s2.diode \\
         with_s3.diode --without without_s1.diode without_s2.diode without_s3.diode \\
@@ -41,7 +42,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--with", dest="with_parts", nargs="+", required=True, help="models trained with the parts")
     parser.add_argument("--without", dest="without_parts", nargs="+", required=True, help="models trained without")
-    parser.add_argument("--heldout", nargs="+", default=["h200", "h100"], help="whose held-out real models judge")
+    parser.add_argument(
+        "--heldout", nargs="+", choices=("h200", "h100"), default=["h200", "h100"], help="whose held-out models judge"
+    )
     parser.add_argument("--out", required=True, help="JSON report")
     args = parser.parse_args()
     if len(args.with_parts) != len(args.without_parts):
