@@ -13,8 +13,9 @@ KV lengths 1,500-6,500, half precision, NN), split by whether the KV length is a
 
 (``h100_alone.diode``: ``benchmarks.adapt_curve``'s recipe for a model of the H100's data alone,
 trained on a folder of links to the files of ``data/h100/train`` and ``data/h100/decode_pv_long``;
-the report also holds one member of that recipe at ``--hidden-dim`` 48 and one at 96, to see whether
-a wider model fits cuBLAS there.)
+the report also holds the model of the H100's data that ``adapt_curve_cpu.json`` adapts, trained
+without ``data/h100/decode_pv_long``, and one member of the recipe at ``--hidden-dim`` 48 and one at
+96, to see whether a wider model fits cuBLAS there.)
 """
 
 from __future__ import annotations

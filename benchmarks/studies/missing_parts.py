@@ -32,10 +32,18 @@ from __future__ import annotations
 
 import argparse
 
-from benchmarks.adapt_curve import judged
 from benchmarks.common import cpu_report_header, write_json
+from benchmarks.selection_replay import judge_realmodels
 
 KEYS = ("num_problems", "first_pick_geomean", "first_pick_worst", "outcome_worst", "unsure_fraction")
+
+
+def judged(model: str, gpu: str) -> dict:
+    """:data:`KEYS` of the handler's replay of ``model`` on the GPU's held-out real models, and the
+    problem of the worst first pick."""
+    summary, picks = judge_realmodels(model, [f"data/{gpu}/realmodels"], "realmodels_heldout")
+    worst = max(picks, key=lambda r: r["first_pick"])
+    return {**{k: summary[k] for k in KEYS}, "first_pick_worst_problem": worst["problem"]}
 
 
 def main() -> int:
@@ -53,7 +61,7 @@ def main() -> int:
     for parts, models in (("with", args.with_parts), ("without", args.without_parts)):
         for model in models:
             for gpu in args.heldout:
-                rows.append({"parts": parts, "model": model, "heldout": gpu, **judged(model, gpu, keys=KEYS)})
+                rows.append({"parts": parts, "model": model, "heldout": gpu, **judged(model, gpu)})
     report = cpu_report_header(f"CPU (models judged on the held-out data of {', '.join(args.heldout)})")
     report.update(rows=rows)
     write_json(args.out, report)

@@ -285,7 +285,7 @@ for part in "${parts[@]}"; do
     v2-attn-qk-nt) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_QK --layouts NT $V2_ATTN_MODEL --num-shapes ${N:-150} --seed 58 -o "$DATA/train/${GPU}_v2_attn_qk_nt.msgpack.gz" ;;
     v2-attn-decode-qk) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_DECODE --layouts NT --k-sizes 64 80 96 128 256 --num-shapes ${N:-100} --seed 63 -o "$DATA/train/${GPU}_v2_attn_decode_qk.msgpack.gz" ;;
     v2-attn-decode-pv) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_DECODE --layouts NN --n-sizes 64 80 96 128 256 --num-shapes ${N:-100} --seed 64 -o "$DATA/train/${GPU}_v2_attn_decode_pv.msgpack.gz" ;;
-    v2-attn-decode-pv-long) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_DECODE_LONG --num-shapes ${N:-80} --seed 66 -o "$DATA/decode_pv_long/${GPU}_v2_attn_decode_pv_long.msgpack.gz" ;;
+    v2-attn-decode-pv-long) run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ATTN_DECODE_LONG --num-shapes ${N:-200} --seed 66 -o "$DATA/decode_pv_long/${GPU}_v2_attn_decode_pv_long.msgpack.gz" ;;
     v2-odd1b)  run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ODD1 --num-shapes ${N:-200} --seed 54 -o "$DATA/train/${GPU}_v2_odd1b.msgpack.gz" ;;
     v2-odd)    run_diode collect $V2_SAMPLED $V2_ODD --num-shapes ${N:-600} --seed 28 -o "$DATA/train/${GPU}_v2_odd.msgpack.gz" ;;
     v2-odd1)   run_diode collect $V2_SAMPLED $PER_PROBLEM $V2_ODD1 --num-shapes ${N:-400} --seed 51 -o "$DATA/train/${GPU}_v2_odd1.msgpack.gz" ;;
