@@ -396,7 +396,7 @@ def command_line_parser() -> argparse.ArgumentParser:
         default=(120, 420, 240, 330),
         metavar="S",
         help=f"seconds for the diode_top1, stock, diode_top3 and {GUIDE_MODE} workers "
-        "(default 120 420 240 330; a fourth value may be left out)",
+        f"(default 120 420 240 330; with three values the {GUIDE_MODE} worker gets 330)",
     )
     parser.add_argument(
         "--compile-repeats",
