@@ -223,8 +223,9 @@ def input_copies(inputs: tuple, l2_bytes: int | None = None, max_copies: int = M
     def copy(x: Any) -> Any:
         if not isinstance(x, torch.Tensor):
             return x
-        storage = torch.empty(x.untyped_storage().nbytes() // x.element_size(), dtype=x.dtype, device=x.device)
-        return storage.as_strided(x.size(), x.stride(), x.storage_offset()).copy_(x)
+        # the storage's bytes: a view whose elements overlap (an expanded bias) copies as it is
+        out = torch.empty(0, dtype=x.dtype, device=x.device)
+        return out.set_(x.untyped_storage().clone(), x.storage_offset(), x.size(), x.stride())
 
     return [inputs] + [tuple(copy(x) for x in inputs) for _ in range(count - 1)]
 

@@ -445,14 +445,15 @@ def test_compile_repeats_alternate_new_workers_and_report_the_median_compile_tim
 
 def test_input_copies_fill_twice_the_l2_cache_with_copies_laid_out_as_the_inputs():
     """e2e's runtime replays calls over copies of the inputs so that no call finds its operands in
-    L2: each copy in a storage of its own, with the original's sizes, strides, offset and values."""
+    L2: each copy in a storage of its own, with the original's sizes, strides, offset and values,
+    an expanded bias (elements that share a location) among them."""
     import torch
 
     from benchmarks.common import input_copies
 
     base = torch.randn(3 * 64 * 40 + 5)
     a = base[5:].as_strided((3, 64, 40), (2560, 1, 64), 5)  # transposed batches, at an offset
-    bias, scale = torch.randn(40), 2
+    bias, scale = torch.randn(40).expand(64, 40), 2
     inputs = (bias, a, scale)
     footprint = base.untyped_storage().nbytes() + bias.untyped_storage().nbytes()
     copies = input_copies(inputs, l2_bytes=10 * footprint)
