@@ -327,6 +327,14 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
             summary[f"{prefix}_runtime_ratio_vs_default_geomean"] = geomean(runtime)
             summary[f"{prefix}_compile_ratio_vs_default_geomean"] = geomean(compile_s)
         summary[f"{method}_graphs"] = len(graphs)
+    # the most that choosing between default mode and stock max-autotune at each size could give
+    faster = [
+        min(1.0, ratio)
+        for (label, way, m), r in by.items()
+        if m == "max_autotune"
+        for ratio in _over_default(r, by.get((label, way, "default"))).values()
+    ]
+    summary["faster_of_default_and_max_autotune_runtime_ratio_vs_default_geomean"] = geomean(faster)
     return summary
 
 

@@ -143,6 +143,13 @@ def test_e2e_dynamic_ratios_use_the_workers_paired_timing():
     # diode paired, max-autotune not: each over the default timing it has, as e2e.py's reports compare
     mixed = summarize([default, {**paired, "default_runtime_us": {"1": 10.2}}, tuned])
     assert mixed["dynamic_runtime_ratio_vs_max_autotune_worst"] == pytest.approx((10.2 / 10.2) / (9.5 / 10.0))
+    # the faster of default mode and max-autotune at each size, over default mode: the tuned size
+    # at its paired ratio, a size where max-autotune runs slower at 1
+    tuned["runtime_us"] = {"1": 9.5, "8": 30.0}
+    both = summarize([{**default, "runtime_us": {"1": 10.0, "8": 20.0}}, {**tuned, "default_runtime_us": {"1": 9.69}}])
+    assert both["faster_of_default_and_max_autotune_runtime_ratio_vs_default_geomean"] == pytest.approx(
+        (9.5 / 9.69) ** 0.5
+    )
 
 
 def test_e2e_dynamic_takes_attention_scores_whose_tokens_are_dynamic(monkeypatch):
