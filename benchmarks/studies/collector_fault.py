@@ -68,7 +68,14 @@ def _mm_kernel_variant(constexpr: tuple[str, ...] = (), runtime: tuple[str, ...]
         src = src.replace(f"    {name}: tl.constexpr,\n", f"    {name},\n", 1)
     path = os.path.join(tempfile.mkdtemp(), "mm_variant.py")
     with open(path, "w") as f:
-        f.write("import triton\nimport triton.language as tl\n\n" + src + "\n\nkernel = triton.jit(_mm_body)\n")
+        # the kernel body calls triton_mm's helper functions: they are this module's globals too
+        f.write(
+            "import triton\nimport triton.language as tl\n"
+            "from torch_diode.collection import triton_mm as _t\n"
+            "globals().update({k: v for k, v in vars(_t).items() if not k.startswith('__')})\n\n"
+            + src
+            + "\n\nkernel = triton.jit(_mm_body)\n"
+        )
     spec = importlib.util.spec_from_file_location("mm_variant", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
