@@ -11,6 +11,12 @@ time and each variant's, so that a gap between the collector and Inductor on a s
 down to the sizes it compiles as runtime arguments (or not).
 
     python -m benchmarks.studies.kernel_gap --problem "mm 308x320x768 float16 NT" --out $OUT/kernel_gap.json
+
+``--recorded DATASET...`` takes instead the mm/addmm problems of collected data whose fastest
+choice ran under ``--below-us`` (shortest first, at most ``--max-problems``), their configs ranked
+by the recorded timings, with no Inductor run: how widely the variants differ.
+
+    python -m benchmarks.studies.kernel_gap --recorded data/h100/realmodels --out $OUT/kernel_gap_recorded.json
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import argparse
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from benchmarks.common import command_line, report_header, write_json
 from benchmarks.studies.collector_fault import _SIZES_AND_STRIDES, _mm_kernel_variant, parse_problem
 from torch_diode.collection import collect
@@ -26,7 +34,7 @@ from torch_diode.collection.fast_sweep import FastSweep
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings
 from torch_diode.collection.operands import layout_tensors
 from torch_diode.collection.timing import flush_buffer, time_launchers
-from torch_diode.dataset_io import load_dataset
+from torch_diode.dataset_io import load_dataset, load_datasets
 
 VARIANTS = ("collector", "all_constexpr", "sizes_unspecialized")
 
@@ -52,8 +60,20 @@ def inductor_timings(problem) -> list:
     return [t for _, _, ts in load_dataset(path).problems() for t in ts if not t.failed]
 
 
-def measure(problem, timings: list, top: int, reps: int, flush, all_constexpr) -> dict:
-    """The three variants' timings of the problem's ``top`` Triton configs by Inductor's timings."""
+def recorded_timings(paths: list[str], below_us: float, max_problems: int) -> list[tuple]:
+    """(problem, recorded timings): the mm/addmm problems of ``paths`` under ``below_us``, shortest first."""
+    picked = []
+    for _, problem, timings in load_datasets(paths).problems():
+        ok = [t for t in timings if not t.failed]
+        if problem.op in ("mm", "addmm") and ok and min(t.time_us for t in ok) < below_us:
+            picked.append((min(t.time_us for t in ok), problem, ok))
+    picked.sort(key=lambda x: x[0])
+    return [(p, ts) for _, p, ts in picked[:max_problems]]
+
+
+def measure(problem, timings: list, top: int, reps: int, flush, all_constexpr, reference: str) -> dict:
+    """The three variants' timings of the problem's ``top`` Triton configs by the ``reference``
+    timings (Inductor's or the recorded ones)."""
     aten = [t for t in timings if not t.config.is_tiled]
     triton = sorted((t for t in timings if t.config.template_id == "triton::mm"), key=lambda t: t.time_us)[:top]
     tensors = layout_tensors(problem, "cuda")
@@ -62,40 +82,65 @@ def measure(problem, timings: list, top: int, reps: int, flush, all_constexpr) -
         fns = [launcher(problem, t.config, v, tensors, all_constexpr) for v in VARIANTS]
         got = time_launchers(fns, reps, flush)
         rows.append(
-            {"config": t.config.short(), "inductor_us": t.time_us}
+            {"config": t.config.short(), f"{reference}_us": t.time_us}
             | {f"{v}_us": None if ms is None else ms * 1000.0 for v, ms in zip(VARIANTS, got)}
         )
     return {
         "problem": problem.short(),
-        "inductor_aten": {t.config.template_id: t.time_us for t in aten},
+        f"{reference}_aten": {t.config.template_id: t.time_us for t in aten},
         "rows": rows,
+    }
+
+
+def summarise(problems: list[dict]) -> dict:
+    """The collector's kernel over the constant-layout one, over every config timed both ways."""
+    ratios = [
+        r["collector_us"] / r["all_constexpr_us"]
+        for p in problems
+        for r in p["rows"]
+        if r["collector_us"] and r["all_constexpr_us"]
+    ]
+    return {
+        "configs": len(ratios),
+        "collector_over_all_constexpr_median": float(np.median(ratios)) if ratios else None,
+        "collector_over_all_constexpr_p10": float(np.quantile(ratios, 0.1)) if ratios else None,
+        "collector_over_all_constexpr_p90": float(np.quantile(ratios, 0.9)) if ratios else None,
     }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--problem", action="append", required=True, help="mm/addmm: OP MxNxK DTYPE LAYOUT")
-    parser.add_argument("--top", type=int, default=6, help="Inductor's fastest Triton configs per problem")
+    parser.add_argument("--problem", action="append", help="mm/addmm: OP MxNxK DTYPE LAYOUT")
+    parser.add_argument("--recorded", nargs="+", help="collected data instead of --problem and Inductor")
+    parser.add_argument("--below-us", type=float, default=12.0, help="with --recorded: the problems under")
+    parser.add_argument("--max-problems", type=int, default=30, help="with --recorded")
+    parser.add_argument("--top", type=int, default=6, help="the fastest Triton configs per problem")
     parser.add_argument("--reps", type=int, default=FastSweep().reps)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    problems = [parse_problem(label) for label in args.problem]
-    if any(p.op not in ("mm", "addmm") for p in problems):
-        parser.error("--problem: mm or addmm only (the constexpr variant is the mm kernel's)")
-    # Inductor first, every problem, before this process compiles or allocates anything of its own
-    inductor = [inductor_timings(p) for p in problems]
+    if bool(args.problem) == bool(args.recorded):
+        parser.error("give --problem or --recorded (one of them)")
+    if args.recorded:
+        reference, chosen = "recorded", recorded_timings(args.recorded, args.below_us, args.max_problems)
+    else:
+        problems = [parse_problem(label) for label in args.problem]
+        if any(p.op not in ("mm", "addmm") for p in problems):
+            parser.error("--problem: mm or addmm only (the constexpr variant is the mm kernel's)")
+        # Inductor first, every problem, before this process compiles or allocates anything of its own
+        reference, chosen = "inductor", [(p, inductor_timings(p)) for p in problems]
     all_constexpr = _mm_kernel_variant(constexpr=_SIZES_AND_STRIDES)
     flush = flush_buffer("cuda")
-    report = {**report_header(), "command": command_line(), "problems": []}
-    for problem, timings in zip(problems, inductor):
-        report["problems"].append(measure(problem, timings, args.top, args.reps, flush, all_constexpr))
-        write_json(args.out, report)
+    report = {**report_header(), "command": command_line(), "reference": reference, "problems": []}
+    for problem, timings in chosen:
+        report["problems"].append(measure(problem, timings, args.top, args.reps, flush, all_constexpr, reference))
+        write_json(args.out, {**report, "summary": summarise(report["problems"])})
     for p in report["problems"]:
-        print(f"\n{p['problem']}: Inductor's ATen {p['inductor_aten']}")
-        print(f"{'config':34s} {'inductor':>9s} " + " ".join(f"{v:>19s}" for v in VARIANTS))
+        print(f"\n{p['problem']}: {reference} ATen {p[f'{reference}_aten']}")
+        print(f"{'config':34s} {reference:>9s} " + " ".join(f"{v:>19s}" for v in VARIANTS))
         for r in p["rows"]:
             cells = " ".join(f"{r[f'{v}_us']:19.2f}" if r[f"{v}_us"] else f"{'-':>19s}" for v in VARIANTS)
-            print(f"{r['config']:34s} {r['inductor_us']:9.2f} {cells}")
+            print(f"{r['config']:34s} {r[f'{reference}_us']:9.2f} {cells}")
+    print(summarise(report["problems"]))
     return 0
 
 
