@@ -3,12 +3,13 @@
 For each ``--problem``, stock max-autotune (DEFAULT configs) benchmarks its generated kernels,
 recorded by torch_diode.collect. Then the collector's kernel of each of the ``--top`` Triton
 configs Inductor timed fastest is timed by the collector's method (timing.time_launchers) in
-three variants of :mod:`torch_diode.collection.triton_mm`'s kernel (as
+variants of :mod:`torch_diode.collection.triton_mm`'s kernel (as
 ``benchmarks.studies.collector_fault`` builds them): as the collector compiles it (sizes
-specialised as Triton specialises ints), every size and stride a compile-time constant as in
-Inductor's generated kernel, and sizes not specialised at all. Per problem and config: Inductor's
-time and each variant's, so that a gap between the collector and Inductor on a shape can be put
-down to the sizes it compiles as runtime arguments (or not).
+specialised as Triton specialises ints); K, then M, N and K, then every size and stride a
+compile-time constant (the last as in Inductor's generated kernel); and sizes not specialised at
+all. Per problem and config: Inductor's time and each variant's, so that a gap between the
+collector and Inductor on a shape can be put down to the ints it compiles as runtime arguments
+(or not), and the cheapest constants that close it found.
 
     python -m benchmarks.studies.kernel_gap --problem "mm 308x320x768 float16 NT" --out $OUT/kernel_gap.json
 
@@ -36,16 +37,22 @@ from torch_diode.collection.operands import layout_tensors
 from torch_diode.collection.timing import flush_buffer, time_launchers
 from torch_diode.dataset_io import load_dataset, load_datasets
 
-VARIANTS = ("collector", "all_constexpr", "sizes_unspecialized")
+# the kernel's ints made compile-time constants in each constant variant (Inductor's kernels: all)
+CONSTANTS = {
+    "k_constexpr": ("K",),
+    "sizes_constexpr": ("M", "N", "K"),
+    "all_constexpr": _SIZES_AND_STRIDES,
+}
+VARIANTS = ("collector", *CONSTANTS, "sizes_unspecialized")
 
 
-def launcher(problem, config, variant: str, tensors: tuple, all_constexpr):
+def launcher(problem, config, variant: str, tensors: tuple, constant_kernels: dict):
     """The config's kernel on ``tensors`` in ``variant`` (mm/addmm)."""
     from torch_diode.collection import triton_mm
 
     kernel, grid, spec = triton_mm.launch_args(*tensors, config)
-    if variant == "all_constexpr":
-        kernel = all_constexpr
+    if variant in constant_kernels:
+        kernel = constant_kernels[variant]
     elif variant == "sizes_unspecialized":
         kernel = triton_mm._mm_kernel
     args, meta = spec["args"], spec["meta"]
@@ -71,7 +78,7 @@ def recorded_timings(paths: list[str], below_us: float, max_problems: int) -> li
     return [(p, ts) for _, p, ts in picked[:max_problems]]
 
 
-def measure(problem, timings: list, top: int, reps: int, flush, all_constexpr, reference: str) -> dict:
+def measure(problem, timings: list, top: int, reps: int, flush, constant_kernels: dict, reference: str) -> dict:
     """The three variants' timings of the problem's ``top`` Triton configs by the ``reference``
     timings (Inductor's or the recorded ones)."""
     aten = [t for t in timings if not t.config.is_tiled]
@@ -79,7 +86,7 @@ def measure(problem, timings: list, top: int, reps: int, flush, all_constexpr, r
     tensors = layout_tensors(problem, "cuda")
     rows = []
     for t in triton:
-        fns = [launcher(problem, t.config, v, tensors, all_constexpr) for v in VARIANTS]
+        fns = [launcher(problem, t.config, v, tensors, constant_kernels) for v in VARIANTS]
         got = time_launchers(fns, reps, flush)
         rows.append(
             {"config": t.config.short(), f"{reference}_us": t.time_us}
@@ -93,19 +100,22 @@ def measure(problem, timings: list, top: int, reps: int, flush, all_constexpr, r
 
 
 def summarise(problems: list[dict]) -> dict:
-    """The collector's kernel over the constant-layout one, over every config timed both ways."""
-    ratios = [
-        r["collector_us"] / r["all_constexpr_us"]
-        for p in problems
-        for r in p["rows"]
-        if r["collector_us"] and r["all_constexpr_us"]
-    ]
-    return {
-        "configs": len(ratios),
-        "collector_over_all_constexpr_median": float(np.median(ratios)) if ratios else None,
-        "collector_over_all_constexpr_p10": float(np.quantile(ratios, 0.1)) if ratios else None,
-        "collector_over_all_constexpr_p90": float(np.quantile(ratios, 0.9)) if ratios else None,
-    }
+    """The collector's kernel over each constant variant's, over every config timed both ways."""
+    out: dict = {}
+    for variant in CONSTANTS:
+        ratios = [
+            r["collector_us"] / r[f"{variant}_us"]
+            for p in problems
+            for r in p["rows"]
+            if r["collector_us"] and r.get(f"{variant}_us")
+        ]
+        out[f"collector_over_{variant}"] = {
+            "configs": len(ratios),
+            "median": float(np.median(ratios)) if ratios else None,
+            "p10": float(np.quantile(ratios, 0.1)) if ratios else None,
+            "p90": float(np.quantile(ratios, 0.9)) if ratios else None,
+        }
+    return out
 
 
 def main() -> int:
@@ -128,11 +138,11 @@ def main() -> int:
             parser.error("--problem: mm or addmm only (the constexpr variant is the mm kernel's)")
         # Inductor first, every problem, before this process compiles or allocates anything of its own
         reference, chosen = "inductor", [(p, inductor_timings(p)) for p in problems]
-    all_constexpr = _mm_kernel_variant(constexpr=_SIZES_AND_STRIDES)
+    constant_kernels = {name: _mm_kernel_variant(constexpr=ints) for name, ints in CONSTANTS.items()}
     flush = flush_buffer("cuda")
     report = {**report_header(), "command": command_line(), "reference": reference, "problems": []}
     for problem, timings in chosen:
-        report["problems"].append(measure(problem, timings, args.top, args.reps, flush, all_constexpr, reference))
+        report["problems"].append(measure(problem, timings, args.top, args.reps, flush, constant_kernels, reference))
         write_json(args.out, {**report, "summary": summarise(report["problems"])})
     for p in report["problems"]:
         print(f"\n{p['problem']}: {reference} ATen {p[f'{reference}_aten']}")
