@@ -60,10 +60,12 @@ def best_of_ratios(rows: list[dict], method: str, bases: tuple[str, ...], field:
     return out
 
 
-def first_pick(row: dict) -> str:
-    """diode top-1's first choice for the row's first GEMM ("" where it decided none)."""
+def sole_pick(row: dict) -> str:
+    """The one choice diode top-1 handed Inductor for the row's first GEMM; "" where it decided
+    none or handed several (an unsure decision, which Inductor benchmarks)."""
     decisions = row["methods"].get("diode_top1", {}).get("diode", {}).get("decisions") or [{}]
-    return (decisions[0].get("chosen") or [""])[0]
+    chosen = decisions[0].get("chosen") or []
+    return chosen[0] if len(chosen) == 1 else ""
 
 
 def summarize(rows: list[dict]) -> dict[str, Any]:
@@ -115,12 +117,14 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
     s["runtime_ratio_vs_best_of_default_and_max_autotune_geomean"] = geomean(best)
     s["runtime_ratio_vs_best_of_default_and_max_autotune_worst"] = max(best) if best else None
     vs_default = ratios(gemms, "diode_top1", "default", "runtime_us")
-    # what a Triton first pick adds to a GEMM's compile: its kernel's compile, where cuBLAS has none
-    triton_picks = [r for r in gemms if first_pick(r).startswith("triton")]
-    s["compile_ratio_vs_default_geomean_triton_first_picks"] = geomean(
-        ratios(triton_picks, "diode_top1", "default", "compile_s")
-    )
-    s["triton_first_picks"] = len(triton_picks)
+    # what a Triton pick adds to a GEMM's compile (its kernel's compile) against an ATen pick's
+    # (none), over the decisions that handed Inductor one choice
+    for kind in ("triton", "aten"):
+        picked = [r for r in gemms if sole_pick(r).startswith(kind)]
+        s[f"compile_ratio_vs_default_geomean_{kind}_first_picks"] = geomean(
+            ratios(picked, "diode_top1", "default", "compile_s")
+        )
+        s[f"{kind}_first_picks"] = len(picked)
     s["runtime_ratio_vs_default_geomean"] = geomean(vs_default)
     s["runtime_ratio_vs_default_worst"] = max(vs_default) if vs_default else None
     s["gemm_rows_compared"] = len(best)

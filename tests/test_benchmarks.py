@@ -173,23 +173,31 @@ def test_e2e_runtimes_from_other_runs_compare_through_the_default_timing_each_wa
     assert slower["runtime_ratio_vs_best_of_default_and_max_autotune_worst"] == pytest.approx(1.02)
 
 
-def test_e2e_summary_counts_the_compile_of_triton_first_picks_apart():
-    """The compile ratio of the GEMMs whose first pick is a Triton config is their own: the rows
-    that keep cuBLAS do not dilute it."""
+def test_e2e_summary_counts_the_compile_of_triton_and_aten_picks_apart():
+    """The compile ratios of the GEMMs whose one choice is a Triton config and of those whose one
+    choice is an ATen call are each their own; an unsure decision that handed Inductor several
+    choices (and its benchmark) counts in neither."""
     from benchmarks.e2e_report import summarize
 
-    def gemm(chosen: str, compile_s: float) -> dict:
-        decision = {"diode": {"decisions": [{"chosen": [chosen]}]}}
+    def gemm(chosen: list[str], compile_s: float) -> dict:
+        decision = {"diode": {"decisions": [{"chosen": chosen}]}}
         return {
             "kind": "gemm",
-            "label": chosen,
+            "label": chosen[0],
             "methods": {"default": {"compile_s": 0.1}, "diode_top1": {"compile_s": compile_s, **decision}},
         }
 
-    summary = summarize([gemm("aten::mm", 0.1), gemm("triton::mm 64x64x32 g8 s3 w4", 0.9), gemm("aten::bmm", 0.1)])
-    assert summary["triton_first_picks"] == 1
+    rows = [
+        gemm(["aten::mm"], 0.1),
+        gemm(["triton::mm 64x64x32 g8 s3 w4"], 0.9),
+        gemm(["aten::bmm"], 0.12),
+        gemm(["triton::bmm 64x32x64 g8 s1 w4", "aten::bmm"], 3.0),
+    ]
+    summary = summarize(rows)
+    assert (summary["triton_first_picks"], summary["aten_first_picks"]) == (1, 2)
     assert summary["compile_ratio_vs_default_geomean_triton_first_picks"] == pytest.approx(9.0)
-    assert summary["compile_ratio_vs_default_geomean"] == pytest.approx(9.0 ** (1 / 3))
+    assert summary["compile_ratio_vs_default_geomean_aten_first_picks"] == pytest.approx(1.2**0.5)
+    assert summary["compile_ratio_vs_default_geomean"] == pytest.approx((9.0 * 1.2 * 30.0) ** 0.25)
 
 
 def test_e2e_pairs_a_method_with_default_modes_graph_compiled_in_a_frame_of_its_own():

@@ -129,7 +129,8 @@ def main() -> int:
     problems = chosen(args.recorded, args.below_us, args.top, args.max_problems)
     t0 = time.perf_counter()
     errors = precompile([(p, t.config) for p, ts in problems for t in ts if t.config.is_tiled], FastSweep().workers)
-    stage(f"{len(problems)} problems, {len(errors)} kernels compiled in {time.perf_counter() - t0:.1f} s")
+    compiled = sum(error is None for error in errors.values())
+    stage(f"{len(problems)} problems, {compiled} of {len(errors)} kernels compiled in {time.perf_counter() - t0:.1f} s")
     flush = flush_buffer("cuda")
     rows: list[dict] = []
     for i, (problem, timings) in enumerate(problems):

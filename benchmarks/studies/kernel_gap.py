@@ -79,7 +79,7 @@ def recorded_timings(paths: list[str], below_us: float, max_problems: int) -> li
 
 
 def measure(problem, timings: list, top: int, reps: int, flush, constant_kernels: dict, reference: str) -> dict:
-    """The three variants' timings of the problem's ``top`` Triton configs by the ``reference``
+    """Each variant's timings of the problem's ``top`` Triton configs by the ``reference``
     timings (Inductor's or the recorded ones)."""
     aten = [t for t in timings if not t.config.is_tiled]
     triton = sorted((t for t in timings if t.config.template_id == "triton::mm"), key=lambda t: t.time_us)[:top]
@@ -128,6 +128,9 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=FastSweep().reps)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    for flag, value in (("--top", args.top), ("--max-problems", args.max_problems), ("--reps", args.reps)):
+        if value < 1:
+            parser.error(f"{flag}: expected at least 1, got {value}")
     if bool(args.problem) == bool(args.recorded):
         parser.error("give --problem or --recorded (one of them)")
     if args.recorded:
