@@ -22,7 +22,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from typing import Any
 
 from benchmarks.common import report_header, write_json
@@ -38,7 +37,6 @@ VARIANTS = (
     "bias_strides_runtime",
 )
 
-_SIZES_AND_STRIDES = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")
 _BIAS_STRIDES = ("stride_biasm", "stride_biasn")
 _LABEL = re.compile(r"^(mm|addmm|bmm|baddbmm) (?:(\d+)x)?(\d+)x(\d+)x(\d+) (\w+) ([NT])([NT])$")
 
@@ -52,40 +50,10 @@ def parse_problem(label: str) -> Problem:
     return Problem(op, int(b or 1), int(mm), int(n), int(k), dtype, dtype, dtype, ta == "T", tb == "T")
 
 
-def _mm_kernel_variant(constexpr: tuple[str, ...] = (), runtime: tuple[str, ...] = ()) -> Any:
-    """The mm kernel with the ints ``constexpr`` made compile-time constants and the constexprs
-    ``runtime`` made runtime arguments, written to a module file because Triton reads a kernel's
-    source from its file."""
-    import importlib.util
-    import inspect
-
-    from torch_diode.collection import triton_mm
-
-    src = inspect.getsource(triton_mm._mm_body)
-    for name in constexpr:
-        src = src.replace(f"    {name},\n", f"    {name}: tl.constexpr,\n", 1)
-    for name in runtime:
-        src = src.replace(f"    {name}: tl.constexpr,\n", f"    {name},\n", 1)
-    path = os.path.join(tempfile.mkdtemp(), "mm_variant.py")
-    with open(path, "w") as f:
-        # the kernel body calls triton_mm's helper functions: they are this module's globals too
-        f.write(
-            "import triton\nimport triton.language as tl\n"
-            "from torch_diode.collection import triton_mm as _t\n"
-            "globals().update({k: v for k, v in vars(_t).items() if not k.startswith('__')})\n\n"
-            + src
-            + "\n\nkernel = triton.jit(_mm_body)\n"
-        )
-    spec = importlib.util.spec_from_file_location("mm_variant", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.kernel
-
-
 def _launch(problem: Problem, config: Any, variant: str, tensors: tuple) -> None:
     import torch
 
-    from torch_diode.collection import triton_mm
+    from torch_diode.collection import kernel_spec, triton_mm
     from torch_diode.collection.fast_sweep import untiled_launcher
 
     a, b, out, bias = tensors
@@ -106,9 +74,9 @@ def _launch(problem: Problem, config: Any, variant: str, tensors: tuple) -> None
         if a.dim() == 3:
             raise SystemExit(f"{variant}: mm/addmm only")
         if variant == "all_constexpr":
-            kernel = _mm_kernel_variant(constexpr=_SIZES_AND_STRIDES)
+            kernel = triton_mm.retyped_kernel(False, constant=kernel_spec.MM_INTS)
         else:
-            kernel = _mm_kernel_variant(runtime=_BIAS_STRIDES)
+            kernel = triton_mm.retyped_kernel(False, runtime=_BIAS_STRIDES)
     kernel[grid](*args, **meta)
     torch.cuda.synchronize()
 

@@ -4,7 +4,7 @@ For each ``--problem``, stock max-autotune (DEFAULT configs) benchmarks its gene
 recorded by torch_diode.collect. Then the collector's kernel of each of the ``--top`` Triton
 configs Inductor timed fastest is timed by the collector's method (timing.time_launchers) in
 variants of :mod:`torch_diode.collection.triton_mm`'s kernel (as
-``benchmarks.studies.collector_fault`` builds them): as the collector compiles it (sizes
+``triton_mm.retyped_kernel`` builds them, ``kernel_spec.CONSTANT_INTS``'s kernels): as the collector compiles it (sizes
 specialised as Triton specialises ints); K, then M, N and K, then every size and stride a
 compile-time constant (the last as in Inductor's generated kernel); and sizes not specialised at
 all. Per problem and config: Inductor's time and each variant's, so that a gap between the
@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import command_line, report_header, write_json
-from benchmarks.studies.collector_fault import _SIZES_AND_STRIDES, _mm_kernel_variant, parse_problem
-from torch_diode.collection import collect
+from benchmarks.studies.collector_fault import parse_problem
+from torch_diode.collection import collect, kernel_spec
 from torch_diode.collection.fast_sweep import FastSweep
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings
 from torch_diode.collection.operands import layout_tensors
@@ -41,7 +41,7 @@ from torch_diode.dataset_io import load_dataset, load_datasets
 CONSTANTS = {
     "k_constexpr": ("K",),
     "sizes_constexpr": ("M", "N", "K"),
-    "all_constexpr": _SIZES_AND_STRIDES,
+    "all_constexpr": kernel_spec.MM_INTS,
 }
 VARIANTS = ("collector", *CONSTANTS, "sizes_unspecialized")
 
@@ -141,7 +141,9 @@ def main() -> int:
             parser.error("--problem: mm or addmm only (the constexpr variant is the mm kernel's)")
         # Inductor first, every problem, before this process compiles or allocates anything of its own
         reference, chosen = "inductor", [(p, inductor_timings(p)) for p in problems]
-    constant_kernels = {name: _mm_kernel_variant(constexpr=ints) for name, ints in CONSTANTS.items()}
+    from torch_diode.collection.triton_mm import retyped_kernel
+
+    constant_kernels = {name: retyped_kernel(False, ints) for name, ints in CONSTANTS.items()}
     flush = flush_buffer("cuda")
     report = {**report_header(), "command": command_line(), "reference": reference, "problems": []}
     for problem, timings in chosen:

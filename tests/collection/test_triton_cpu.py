@@ -8,7 +8,9 @@ tests/gpu/test_fast_sweep_gpu.py):
 - the mm/bmm kernels compiled for an H100 (sm_90 PTX, no GPU needed): with the layout hints, the
   global loads and stores are as wide as those of the same kernel with every size and stride a
   constant, as Inductor's kernels have them;
-- the persistent TMA kernel compiled for an H100: tensor-map bulk copies for every config."""
+- the persistent TMA kernel compiled for an H100: tensor-map bulk copies for every config;
+- the mm/bmm kernels with ints held as constants (kernel_spec.CONSTANT_INTS): every size and
+  stride a constant compiles to the PTX of the kernel given them as constants."""
 
 import subprocess
 import sys
@@ -89,7 +91,7 @@ def _ptx(problem, config, constants: bool = False, hints: bool = True) -> str:
         if isinstance(value, torch.Tensor):
             signature[name] = "*" + {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[value.dtype]
             attrs[(i,)] = [["tt.divisibility", 16]]
-        elif name in meta or value == 1 or (constants and name != "BATCH"):
+        elif name in meta or value == 1 or fn.params[i].is_constexpr or (constants and name != "BATCH"):
             signature[name], constexprs[(i,)] = "constexpr", value
         else:  # as Triton specialises a runtime int
             signature[name] = "i32"
@@ -158,3 +160,42 @@ def test_layout_hints_make_the_kernels_access_memory_as_inductors_do(problem):
     inductor = _access_widths(problem, config, constants=True)
     assert _access_widths(problem, config, constants=False) == inductor
     assert _access_widths(problem, config, constants=False, hints=False) != inductor  # what they were without
+
+
+@pytest.mark.parametrize(
+    "problem",
+    [
+        Problem("mm", 1, 308, 320, 768, "float16", "float16", "float16", transpose_b=True),
+        Problem("addmm", 1, 257, 768, 3072, "bfloat16", "bfloat16", "bfloat16", transpose_b=True),
+        Problem("bmm", 12, 200, 64, 200, "bfloat16", "bfloat16", "bfloat16"),
+    ],
+    ids=lambda p: p.short(),
+)
+def test_constant_ints_compile_the_kernel_with_those_ints_baked_in(problem, monkeypatch):
+    """With kernel_spec.CONSTANT_INTS every size and stride, the launch's kernel is the fast path's
+    body with those parameters retyped (triton_mm.retyped_kernel), and it compiles to the PTX of
+    the fast path's kernel compiled with the same ints as constants; K alone is a kernel of its
+    own, between the two."""
+    from torch_diode.collection import kernel_spec
+    from torch_diode.inductor.config_space import triton_configs
+
+    config = triton_configs(problem, "DEFAULT")[0]
+    batched = problem.op in ("bmm", "baddbmm")
+    every = tuple(n for n in kernel_spec.int_names(batched) if n != "BATCH")
+
+    def body(ptx: str) -> str:
+        """The PTX's instructions: no debug sections or source locations, no kernel name (the
+        retyped kernel's file name carries its source's hash)."""
+        import re
+
+        code = ptx.split(".section\t.debug")[0]
+        lines = [line.split("//")[0].rstrip() for line in code.splitlines()]
+        lines = [line for line in lines if line and not line.lstrip().startswith((".loc", ".file"))]
+        return re.sub(r"_(?:mm|bmm)_body\w*", "KERNEL", "\n".join(lines))
+
+    baked = body(_ptx(problem, config, constants=True))
+    runtime = body(_ptx(problem, config))
+    monkeypatch.setattr(kernel_spec, "CONSTANT_INTS", every)
+    assert body(_ptx(problem, config)) == baked != runtime
+    monkeypatch.setattr(kernel_spec, "CONSTANT_INTS", ("K",))
+    assert body(_ptx(problem, config)) not in (baked, runtime)

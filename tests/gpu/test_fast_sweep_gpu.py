@@ -35,10 +35,16 @@ def reference(problem, a, b, bias):
     return fn(bias, a, b) if bias is not None else fn(a, b)
 
 
+@pytest.mark.parametrize("constants", [False, True], ids=["runtime_ints", "constant_ints"])
 @pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: p.short())
-def test_template_kernels_match_eager(problem):
+def test_template_kernels_match_eager(problem, constants, monkeypatch):
+    """Each sampled config's kernel computes the product, its ints passed at run time or, with
+    kernel_spec.CONSTANT_INTS, every size and stride held as a constant."""
+    from torch_diode.collection import kernel_spec
     from torch_diode.collection.triton_mm import make_launcher
 
+    if constants:
+        monkeypatch.setattr(kernel_spec, "CONSTANT_INTS", kernel_spec.int_names(problem.op in ("bmm", "baddbmm")))
     a, b, out, bias = layout_tensors(problem, "cuda")
     expected = reference(problem, a, b, bias).float()
     configs = triton_configs(problem, "DEFAULT")
@@ -115,6 +121,29 @@ def test_fast_sweep_end_to_end(tmp_path):
     save_dataset(stripped, files[0])
     third = FastSweep(exhaustive_sample=30, reps=3, workers=4, progress=False).run(PROBLEMS[:3], out, chunk_size=2)
     assert third.problems_resumed == 3 and third.problems_measured == 0
+
+
+def test_fast_sweep_with_constant_ints_compiles_them_in_its_workers_and_records_them(tmp_path, monkeypatch):
+    """kernel_spec.CONSTANT_INTS reaches the compile workers (the timing process launches what
+    they compiled: a kernel compiled otherwise would fail or be compiled again there, and time
+    like the runtime one) and the file's settings record it; the times stay close to those of
+    the kernels with runtime ints."""
+    from torch_diode.collection import kernel_spec
+
+    problem = Problem("mm", 1, 308, 320, 768, "float16", "float16", "float16", transpose_b=True)
+    sweep = FastSweep(exhaustive_sample=20, reps=5, workers=4, progress=False)
+    runtime = sweep.run([problem], tmp_path / "runtime.msgpack")
+    monkeypatch.setattr(kernel_spec, "CONSTANT_INTS", kernel_spec.MM_INTS)
+    summary = sweep.run([problem], tmp_path / "const.msgpack")
+    assert summary.problems_measured == 1 and summary.failed_configs == runtime.failed_configs
+    (const,) = load_dataset(tmp_path / "const.msgpack").metadata["sources"]
+    assert const["settings"]["constant_ints"] == list(kernel_spec.MM_INTS)
+    times = [
+        {t.config: t.time_us for _, _, ts in load_dataset(tmp_path / f).problems() for t in ts if not t.failed}
+        for f in ("runtime.msgpack", "const.msgpack")
+    ]
+    ratios = [times[1][c] / times[0][c] for c in times[0] if c.is_tiled and c in times[1]]
+    assert ratios and 0.7 < sorted(ratios)[len(ratios) // 2] < 1.1
 
 
 def test_fast_sweep_with_a_draw_per_problem_times_each_problems_own_sample(tmp_path):

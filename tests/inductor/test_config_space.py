@@ -218,6 +218,60 @@ def test_launch_spec_binds_the_kernels_parameters_with_the_bias_strides_as_const
         assert spec["meta"]["stride_biasm"] == spec["meta"]["stride_biasn"] == 0
 
 
+def test_the_kernels_int_parameters_are_the_ones_kernel_spec_names_in_launch_order():
+    """kernel_spec.MM_INTS and BMM_INTS are the runtime ints of the mm and bmm bodies, in the order
+    the launch passes them after the four tensors; retyped_source makes any of them a constexpr
+    (and a constexpr a runtime parameter), and names the parameter a signature lacks."""
+    import ast
+
+    import torch_diode.collection.kernel_spec as kernel_spec
+
+    source = Path(kernel_spec.__file__).with_name("triton_mm.py").read_text()
+    for body, names in (("_mm_body", kernel_spec.MM_INTS), ("_bmm_body", kernel_spec.BMM_INTS)):
+        runtime, constexpr = _kernel_params(body)
+        assert tuple(runtime[4:]) == names
+        fn = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == body)
+        text = ast.get_source_segment(source, fn)
+        retyped = kernel_spec.retyped_source(text, constant=("K", names[-1]), runtime=("stride_biasm",))
+        tree = ast.parse(retyped).body[0]
+        typed = {a.arg for a in tree.args.args if a.annotation is not None}
+        assert typed == (set(constexpr) | {"K", names[-1]}) - {"stride_biasm"}
+        assert retyped.split("):\n", 1)[1] == text.split("):\n", 1)[1]  # the body as it was
+        with pytest.raises(ValueError, match="'Q,'"):
+            kernel_spec.retyped_source(text, constant=("Q",))
+        with pytest.raises(ValueError, match="'M: tl.constexpr,'"):
+            kernel_spec.retyped_source(text, runtime=("M",))
+
+
+def test_ints_held_as_constants_make_a_variant_per_value(monkeypatch):
+    """With kernel_spec.CONSTANT_INTS, problems whose named ints differ compile apart even where
+    Triton's specialisation would share one binary (K of 768 and 1,024, both multiples of 16); the
+    persistent TMA kernel, which takes no constants, is keyed as without them; and the compile
+    workers take the setting over."""
+    from torch._inductor import config
+
+    from torch_diode.collection import kernel_spec
+    from torch_diode.collection.kernel_compiler import _kernel_settings, variant_key
+    from torch_diode.inductor.config_space import tma_configs
+
+    short, long = (Problem("mm", 1, 320, 320, k, "float16", "float16", "float16", False, True) for k in (768, 1024))
+    cfg = triton_configs(short, "DEFAULT")[0]
+    with config.patch({"triton.enable_persistent_tma_matmul": True}):
+        tma = tma_configs(short, 132)[0]
+    assert variant_key(short, cfg) == variant_key(long, cfg)
+    tma_key = variant_key(short, tma)
+    monkeypatch.setattr(kernel_spec, "CONSTANT_INTS", ("K",))
+    assert variant_key(short, cfg) != variant_key(long, cfg)
+    assert variant_key(short, tma) == tma_key
+    assert _kernel_settings()["CONSTANT_INTS"] == ("K",)
+    batched = Problem("bmm", 12, 200, 64, 200, "bfloat16", "bfloat16", "bfloat16")
+    more = Problem("bmm", 16, 200, 64, 200, "bfloat16", "bfloat16", "bfloat16")
+    bmm = triton_configs(batched, "DEFAULT")[0]
+    assert variant_key(batched, bmm) == variant_key(more, bmm)  # the batch only sizes the grid
+    monkeypatch.setattr(kernel_spec, "CONSTANT_INTS", kernel_spec.BMM_INTS)
+    assert variant_key(batched, bmm) != variant_key(more, bmm)
+
+
 def test_aten_choices_of_fp32_carry_tf32_where_it_is_allowed():
     """cuBLAS runs TF32 kernels for fp32 GEMMs where TF32 is allowed; an ATen config (collected)
     and an ATen row (the handler's candidates) carry the flag then, on fp32 only."""

@@ -220,6 +220,8 @@ class FastSweep:
             "reps": self.reps,
             "timing": TIMING,
             "lead_us": LEAD_US,
+            # the kernels' ints held as constants, where any (kernel_spec.CONSTANT_INTS)
+            **({"constant_ints": list(kernel_spec.CONSTANT_INTS)} if kernel_spec.CONSTANT_INTS else {}),
         }
 
     def run(

@@ -30,21 +30,28 @@ def _meta_layout(problem: Problem) -> tuple[Any, Any, Any, Any]:
 
 
 def variant_key(problem: Problem, config: KernelConfig, specialize_sizes: bool | None = None) -> tuple:
-    """What makes Triton compile a new binary: the kernel, dtypes, constexprs and the stride
-    classes it specialises on (1, multiple of 16, other)."""
+    """What makes Triton compile a new binary: the kernel, dtypes, constexprs, the classes of the
+    ints it specialises on (1, multiple of 16, other) and the values of those it holds as constants
+    (kernel_spec.CONSTANT_INTS; the mm and bmm kernels)."""
     from . import kernel_spec
     from .kernel_spec import launch_spec
 
     if specialize_sizes is None:
         specialize_sizes = kernel_spec.SPECIALIZE_SIZES
     batched, _, spec = launch_spec(*_meta_layout(problem), config)
-    ints = tuple(_stride_class(int(v)) for v in spec["args"] if isinstance(v, int))
+    values = [int(v) for v in spec["args"] if isinstance(v, int)]
+    constant = () if config.template_id == kernel_spec.TMA_TEMPLATE_ID else kernel_spec.CONSTANT_INTS
+    sizes = ("M", "N", "K")
+    ints = []
+    for name, value in zip(kernel_spec.int_names(batched), values):
+        if name in constant:
+            ints.append(value)
+        elif name == "BATCH" or (name in sizes and not specialize_sizes):
+            continue  # not specialised: the batch only sizes the grid; M, N, K do_not_specialize
+        else:
+            ints.append(_stride_class(value))
     dtypes = (problem.dtype_a, problem.dtype_b, problem.dtype_out)
-    if not specialize_sizes:  # M, N, K (and the batch) are do_not_specialize
-        ints = ints[4 if batched else 3 :]
-    elif batched:  # the batch count is never specialised (it only sizes the grid)
-        ints = ints[:3] + ints[4:]
-    return (batched, dtypes, tuple(sorted(spec["meta"].items())), ints)
+    return (batched, dtypes, tuple(sorted(spec["meta"].items())), tuple(ints))
 
 
 def _warmup_one(problem: Problem, config: KernelConfig) -> str | None:
@@ -85,15 +92,19 @@ def _triton_cache_dir() -> str | None:
         return os.environ.get("TRITON_CACHE_DIR")
 
 
-def _kernel_settings() -> dict[str, bool]:
+def _kernel_settings() -> dict[str, Any]:
     """The kernel_spec switches of this process (a benchmark may turn them), which its compile
     workers take over: a variant compiled otherwise would not be the one this process launches."""
     from . import kernel_spec
 
-    return {"SPECIALIZE_SIZES": kernel_spec.SPECIALIZE_SIZES, "LAYOUT_HINTS": kernel_spec.LAYOUT_HINTS}
+    return {
+        "SPECIALIZE_SIZES": kernel_spec.SPECIALIZE_SIZES,
+        "LAYOUT_HINTS": kernel_spec.LAYOUT_HINTS,
+        "CONSTANT_INTS": kernel_spec.CONSTANT_INTS,
+    }
 
 
-def _worker_init(triton_cache_dir: str | None = None, kernel_settings: dict[str, bool] | None = None) -> None:
+def _worker_init(triton_cache_dir: str | None = None, kernel_settings: dict[str, Any] | None = None) -> None:
     """A spawned worker re-imports the caller's main module, which may point TRITON_CACHE_DIR
     elsewhere (a script that sets a fresh temporary cache at import gets one per worker); the
     caller loads what the workers compiled only if they write the cache it reads. The worker

@@ -19,6 +19,19 @@ _MAX_GRID_Y = 65535
 # its figures: benchmarks/studies/README.md).
 SPECIALIZE_SIZES = True
 
+# The ints of the mm and bmm kernels' signatures (triton_mm's _mm_body, _bmm_body), in the order the
+# launch passes them after the four tensors.
+MM_INTS = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")
+BMM_INTS = (
+    "M", "N", "K", "BATCH", "stride_aq", "stride_am", "stride_ak", "stride_bq", "stride_bk", "stride_bn",
+    "stride_cq", "stride_cm", "stride_cn",
+)  # fmt: skip
+# Those of them compiled as constants, their values baked into the binary as in Inductor's generated
+# kernels, instead of runtime arguments that one binary per variant class serves (empty: none). On
+# short GEMMs the constants make the kernels faster (python -m benchmarks.studies.kernel_gap); each
+# distinct value is a binary of its own. Names that a kernel's signature lacks are ignored for it.
+CONSTANT_INTS: tuple[str, ...] = ()
+
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
@@ -87,6 +100,28 @@ def layout_hints(a: Any, b: Any, out: Any) -> dict[str, int]:
     a_by_rows = a.stride(-2) == 1 and a.shape[-2] > 1
     hints["M_RUN"] = bound_run(int(a.shape[-2])) if LAYOUT_HINTS and a_by_rows else 0
     return hints
+
+
+def int_names(batched: bool) -> tuple[str, ...]:
+    """The names of the ints a launch passes after its tensors (MM_INTS, BMM_INTS)."""
+    return BMM_INTS if batched else MM_INTS
+
+
+def retyped_source(source: str, constant: tuple[str, ...] = (), runtime: tuple[str, ...] = ()) -> str:
+    """A kernel body's source (its ``def`` first, one parameter a line) with the parameters
+    ``constant`` annotated ``tl.constexpr`` and the constexpr parameters ``runtime`` made plain
+    ones; ValueError naming a parameter the signature does not hold as asked."""
+    head, sep, rest = source.partition("):\n")
+    if not sep:
+        raise ValueError("retyped_source: expected a def with one parameter a line")
+    lines = head.split("\n")
+    for names, plain, typed in ((constant, True, False), (runtime, False, True)):
+        for name in names:
+            want = f"    {name}: tl.constexpr," if typed else f"    {name},"
+            if want not in lines:
+                raise ValueError(f"retyped_source: no parameter {want.strip()!r} in the signature")
+            lines[lines.index(want)] = f"    {name}: tl.constexpr," if plain else f"    {name},"
+    return "\n".join(lines) + sep + rest
 
 
 def needs_int64_index(*tensors: Any) -> bool:
