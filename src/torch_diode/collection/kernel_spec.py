@@ -115,12 +115,13 @@ def retyped_source(source: str, constant: tuple[str, ...] = (), runtime: tuple[s
     if not sep:
         raise ValueError("retyped_source: expected a def with one parameter a line")
     lines = head.split("\n")
-    for names, plain, typed in ((constant, True, False), (runtime, False, True)):
+    for names, made_constexpr in ((constant, True), (runtime, False)):
         for name in names:
-            want = f"    {name}: tl.constexpr," if typed else f"    {name},"
-            if want not in lines:
-                raise ValueError(f"retyped_source: no parameter {want.strip()!r} in the signature")
-            lines[lines.index(want)] = f"    {name}: tl.constexpr," if plain else f"    {name},"
+            plain, typed = f"    {name},", f"    {name}: tl.constexpr,"
+            was, becomes = (plain, typed) if made_constexpr else (typed, plain)
+            if was not in lines:
+                raise ValueError(f"retyped_source: no parameter {was.strip()!r} in the signature")
+            lines[lines.index(was)] = becomes
     return "\n".join(lines) + sep + rest
 
 

@@ -446,20 +446,24 @@ def _descriptor_scratch(size: int, alignment: int, stream: Any) -> Any:
 
 
 @functools.cache
-def retyped_kernel(batched: bool, constant: tuple[str, ...] = (), runtime: tuple[str, ...] = ()) -> Any:
+def retyped_kernel(
+    batched: bool, constant: tuple[str, ...] = (), runtime: tuple[str, ...] = (), specialize_sizes: bool = True
+) -> Any:
     """The mm (bmm) kernel with the ints ``constant`` compile-time constants and the constexprs
-    ``runtime`` runtime arguments (:func:`kernel_spec.retyped_source`; specialised as Triton
-    specialises any int). Triton reads a kernel's source through ``inspect``: the retyped body is
-    compiled under a name of its own that ``linecache`` holds, beside this module's globals (the
-    helper functions it calls); the same names give the same source, hence the same binary, in
-    every process."""
+    ``runtime`` runtime arguments (:func:`kernel_spec.retyped_source`); the other sizes specialised
+    as ``specialize_sizes`` says and the batch count never, as the collector's other kernels (and
+    kernel_compiler.variant_key) have them. Triton reads a kernel's source through ``inspect``: the
+    retyped body is compiled under a name of its own that ``linecache`` holds, beside this module's
+    globals (the helper functions it calls); the same names give the same source, hence the same
+    binary, in every process."""
     body = _bmm_body if batched else _mm_body
     source = kernel_spec.retyped_source(textwrap.dedent(inspect.getsource(body)), constant, runtime)
     filename = f"<torch_diode {body.__name__} {hashlib.sha256(source.encode()).hexdigest()[:16]}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace = dict(globals())
     exec(compile(source, filename, "exec"), namespace)
-    return triton.jit(namespace[body.__name__])
+    unspecialized = ((), ("M", "N", "K"))[not specialize_sizes] + (("BATCH",) if batched else ())
+    return triton.jit(do_not_specialize=[n for n in unspecialized if n not in constant])(namespace[body.__name__])
 
 
 def launch_args(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> tuple[Any, tuple, dict]:
@@ -469,7 +473,7 @@ def launch_args(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> tu
         return (_tma_mm_kernel_spec if kernel_spec.SPECIALIZE_SIZES else _tma_mm_kernel), grid, spec
     constant = tuple(n for n in kernel_spec.CONSTANT_INTS if n in kernel_spec.int_names(batched))
     if constant:
-        return retyped_kernel(batched, constant), grid, spec
+        return retyped_kernel(batched, constant, specialize_sizes=kernel_spec.SPECIALIZE_SIZES), grid, spec
     if batched:
         return (_bmm_kernel_spec if kernel_spec.SPECIALIZE_SIZES else _bmm_kernel), grid, spec
     return (_mm_kernel_spec if kernel_spec.SPECIALIZE_SIZES else _mm_kernel), grid, spec
