@@ -199,3 +199,17 @@ def test_constant_ints_compile_the_kernel_with_those_ints_baked_in(problem, monk
     assert body(_ptx(problem, config)) == baked != runtime
     monkeypatch.setattr(kernel_spec, "CONSTANT_INTS", ("K",))
     assert body(_ptx(problem, config)) not in (baked, runtime)
+
+
+def test_retyped_kernels_specialise_their_other_ints_as_the_collectors_kernels_do():
+    """The ints a retyped kernel does not hold as constants are specialised as variant_key counts
+    them: the batch count never (it only sizes the grid), M, N and K as SPECIALIZE_SIZES says."""
+    from torch_diode.collection import triton_mm
+
+    def unspecialised(kernel) -> set[str]:
+        return {kernel.arg_names[i] if isinstance(i, int) else i for i in kernel.do_not_specialize}
+
+    assert unspecialised(triton_mm.retyped_kernel(True, ("K",))) == {"BATCH"}
+    assert unspecialised(triton_mm.retyped_kernel(True, ("K", "BATCH"))) == set()
+    assert unspecialised(triton_mm.retyped_kernel(False, ("K",), specialize_sizes=False)) == {"M", "N"}
+    assert unspecialised(triton_mm._bmm_kernel_spec) == {"BATCH"}  # the kernel it stands beside
