@@ -2,20 +2,21 @@
 
 For each ``--problem``, stock max-autotune (DEFAULT configs) benchmarks its generated kernels,
 recorded by torch_diode.collect. Then the collector's kernel of each of the ``--top`` Triton
-configs Inductor timed fastest is timed by the collector's method (timing.time_launchers) in
-variants of :mod:`torch_diode.collection.triton_mm`'s kernel (as
-``triton_mm.retyped_kernel`` builds them, ``kernel_spec.CONSTANT_INTS``'s kernels): as the collector compiles it (sizes
-specialised as Triton specialises ints); K, then M, N and K, then every size and stride a
-compile-time constant (the last as in Inductor's generated kernel); and sizes not specialised at
-all. Per problem and config: Inductor's time and each variant's, so that a gap between the
-collector and Inductor on a shape can be put down to the ints it compiles as runtime arguments
+configs (mm and bmm templates) Inductor timed fastest is timed by the collector's method
+(timing.time_launchers) in variants of :mod:`torch_diode.collection.triton_mm`'s kernel, each
+chosen by kernel_spec's settings (:data:`VARIANTS`) and compiled first in the collector's worker
+processes, as a collection compiles them: as the collector compiles it (sizes specialised as
+Triton specialises ints); with K, then M, N and K, then every size and stride held as constants
+(``kernel_spec.CONSTANT_INTS``; the last as in Inductor's generated kernels); and with sizes not
+specialised at all. Per problem and config: the reference time and each variant's, so that a gap
+between the collector and Inductor can be put down to the ints it compiles as runtime arguments
 (or not), and the cheapest constants that close it found.
 
     python -m benchmarks.studies.kernel_gap --problem "mm 308x320x768 float16 NT" --out $OUT/kernel_gap.json
 
-``--recorded DATASET...`` takes instead the mm/addmm problems of collected data whose fastest
-choice ran under ``--below-us`` (shortest first, at most ``--max-problems``), their configs ranked
-by the recorded timings, with no Inductor run: how widely the variants differ.
+``--recorded DATASET...`` takes instead the problems of collected data whose fastest choice ran
+under ``--below-us`` (shortest first, at most ``--max-problems``), their configs ranked by the
+recorded timings, with no Inductor run: how widely the variants differ.
 
     python -m benchmarks.studies.kernel_gap --recorded data/h100/realmodels --out $OUT/kernel_gap_recorded.json
 """
@@ -23,40 +24,64 @@ by the recorded timings, with no Inductor run: how widely the variants differ.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import command_line, report_header, write_json
+from benchmarks.common import command_line, report_header, stage, write_json
 from benchmarks.studies.collector_fault import parse_problem
 from torch_diode.collection import collect, kernel_spec
 from torch_diode.collection.fast_sweep import FastSweep
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings
+from torch_diode.collection.kernel_compiler import precompile
 from torch_diode.collection.operands import layout_tensors
 from torch_diode.collection.timing import flush_buffer, time_launchers
 from torch_diode.dataset_io import load_dataset, load_datasets
 
-# the kernel's ints made compile-time constants in each constant variant (Inductor's kernels: all)
-CONSTANTS = {
-    "k_constexpr": ("K",),
-    "sizes_constexpr": ("M", "N", "K"),
-    "all_constexpr": kernel_spec.MM_INTS,
+# each variant's kernel_spec settings: the collector's kernel as it collects, K, then M, N and K,
+# then every size and stride held as constants (Inductor's kernels), sizes not specialised at all
+VARIANTS = {
+    "collector": {},
+    "k_constexpr": {"CONSTANT_INTS": ("K",)},
+    "sizes_constexpr": {"CONSTANT_INTS": ("M", "N", "K")},
+    "all_constexpr": {"CONSTANT_INTS": tuple(dict.fromkeys(kernel_spec.MM_INTS + kernel_spec.BMM_INTS))},
+    "sizes_unspecialized": {"SPECIALIZE_SIZES": False},
 }
-VARIANTS = ("collector", *CONSTANTS, "sizes_unspecialized")
+CONSTANTS = [v for v, settings in VARIANTS.items() if "CONSTANT_INTS" in settings]
+TEMPLATES = ("triton::mm", "triton::bmm")  # the kernels the variants change (not the TMA template)
 
 
-def launcher(problem, config, variant: str, tensors: tuple, constant_kernels: dict):
-    """The config's kernel on ``tensors`` in ``variant`` (mm/addmm)."""
-    from torch_diode.collection import triton_mm
+@contextlib.contextmanager
+def kernel_settings(settings: dict):
+    """kernel_spec's switches set to ``settings`` meanwhile (the compile workers take them over)."""
+    before = {name: getattr(kernel_spec, name) for name in settings}
+    for name, value in settings.items():
+        setattr(kernel_spec, name, value)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            setattr(kernel_spec, name, value)
 
-    kernel, grid, spec = triton_mm.launch_args(*tensors, config)
-    if variant in constant_kernels:
-        kernel = constant_kernels[variant]
-    elif variant == "sizes_unspecialized":
-        kernel = triton_mm._mm_kernel
-    args, meta = spec["args"], spec["meta"]
-    return lambda: kernel[grid](*args, **meta)
+
+def precompiled(chosen: list[tuple], top: int) -> list[tuple]:
+    """(problem, reference timings, the ``top`` Triton configs by them) of each problem, every
+    variant's kernels of those configs compiled in the collector's worker processes first (so
+    that the timing process only loads them)."""
+    picked = [
+        (p, ts, sorted((t for t in ts if t.config.template_id in TEMPLATES), key=lambda t: t.time_us)[:top])
+        for p, ts in chosen
+    ]
+    for variant, settings in VARIANTS.items():
+        start = time.perf_counter()
+        with kernel_settings(settings):
+            errors = precompile([(p, t.config) for p, _, triton in picked for t in triton], FastSweep().workers)
+        failed = sum(e is not None for e in errors.values())
+        stage(f"{variant}: {len(errors)} kernels compiled ({failed} failed) in {time.perf_counter() - start:.1f} s")
+    return picked
 
 
 def inductor_timings(problem) -> list:
@@ -68,25 +93,28 @@ def inductor_timings(problem) -> list:
 
 
 def recorded_timings(paths: list[str], below_us: float, max_problems: int) -> list[tuple]:
-    """(problem, recorded timings): the mm/addmm problems of ``paths`` under ``below_us``, shortest first."""
+    """(problem, recorded timings): the problems of ``paths`` under ``below_us``, shortest first."""
     picked = []
     for _, problem, timings in load_datasets(paths).problems():
         ok = [t for t in timings if not t.failed]
-        if problem.op in ("mm", "addmm") and ok and min(t.time_us for t in ok) < below_us:
+        if ok and min(t.time_us for t in ok) < below_us:
             picked.append((min(t.time_us for t in ok), problem, ok))
     picked.sort(key=lambda x: x[0])
     return [(p, ts) for _, p, ts in picked[:max_problems]]
 
 
-def measure(problem, timings: list, top: int, reps: int, flush, constant_kernels: dict, reference: str) -> dict:
-    """Each variant's timings of the problem's ``top`` Triton configs by the ``reference``
+def measure(problem, timings: list, triton: list, reps: int, flush, reference: str) -> dict:
+    """Each variant's timings of the problem's Triton configs ``triton``, beside the ``reference``
     timings (Inductor's or the recorded ones)."""
-    aten = [t for t in timings if not t.config.is_tiled]
-    triton = sorted((t for t in timings if t.config.template_id == "triton::mm"), key=lambda t: t.time_us)[:top]
+    from torch_diode.collection.triton_mm import make_launcher
+
     tensors = layout_tensors(problem, "cuda")
     rows = []
     for t in triton:
-        fns = [launcher(problem, t.config, v, tensors, constant_kernels) for v in VARIANTS]
+        fns = []
+        for settings in VARIANTS.values():
+            with kernel_settings(settings):  # the launcher keeps the kernel these settings pick
+                fns.append(make_launcher(*tensors, t.config))
         got = time_launchers(fns, reps, flush)
         rows.append(
             {"config": t.config.short(), f"{reference}_us": t.time_us}
@@ -94,7 +122,7 @@ def measure(problem, timings: list, top: int, reps: int, flush, constant_kernels
         )
     return {
         "problem": problem.short(),
-        f"{reference}_aten": {t.config.template_id: t.time_us for t in aten},
+        f"{reference}_aten": {t.config.template_id: t.time_us for t in timings if not t.config.is_tiled},
         "rows": rows,
     }
 
@@ -120,7 +148,7 @@ def summarise(problems: list[dict]) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--problem", action="append", help="mm/addmm: OP MxNxK DTYPE LAYOUT")
+    parser.add_argument("--problem", action="append", help="OP [Bx]MxNxK DTYPE LAYOUT (repeatable)")
     parser.add_argument("--recorded", nargs="+", help="collected data instead of --problem and Inductor")
     parser.add_argument("--below-us", type=float, default=12.0, help="with --recorded: the problems under")
     parser.add_argument("--max-problems", type=int, default=30, help="with --recorded")
@@ -137,17 +165,13 @@ def main() -> int:
         reference, chosen = "recorded", recorded_timings(args.recorded, args.below_us, args.max_problems)
     else:
         problems = [parse_problem(label) for label in args.problem]
-        if any(p.op not in ("mm", "addmm") for p in problems):
-            parser.error("--problem: mm or addmm only (the constexpr variant is the mm kernel's)")
         # Inductor first, every problem, before this process compiles or allocates anything of its own
         reference, chosen = "inductor", [(p, inductor_timings(p)) for p in problems]
-    from torch_diode.collection.triton_mm import retyped_kernel
-
-    constant_kernels = {name: retyped_kernel(False, ints) for name, ints in CONSTANTS.items()}
+    picked = precompiled(chosen, args.top)
     flush = flush_buffer("cuda")
     report = {**report_header(), "command": command_line(), "reference": reference, "problems": []}
-    for problem, timings in chosen:
-        report["problems"].append(measure(problem, timings, args.top, args.reps, flush, constant_kernels, reference))
+    for problem, timings, triton in picked:
+        report["problems"].append(measure(problem, timings, triton, args.reps, flush, reference))
         write_json(args.out, {**report, "summary": summarise(report["problems"])})
     for p in report["problems"]:
         print(f"\n{p['problem']}: {reference} ATen {p[f'{reference}_aten']}")
