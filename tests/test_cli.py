@@ -315,3 +315,43 @@ def test_merge_replace_takes_a_later_inputs_problems_alone(tmp_path):
         )
         merged = {x: ts for _, x, ts in load_dataset(out).problems()}
         assert [t.time_us for t in merged[p]] == expected and [t.time_us for t in merged[q]] == [30.0]
+
+
+def test_constant_ints_are_named_fast_mode_only_and_measured_again_as_recorded(tmp_path, monkeypatch, diode_cli):
+    """--constant-ints takes none, all or names of the kernels' ints (another name is one line,
+    exit 2), is refused with Inductor's mode (it compiles its own kernels) and reaches the fast
+    collector's kernel_spec; `diode remeasure` measures a file again with the ints its collections
+    held (collections that held others are two settings), or with those --constant-ints names."""
+    from torch_diode.cli import measure as cli_measure
+    from torch_diode.collection import kernel_spec
+    from torch_diode.collection.fast_sweep import FastSweep
+    from torch_diode.collection.sweep_state import SweepSummary
+
+    assert cli_measure.constant_ints("K, M") == ("K", "M")
+    assert cli_measure.constant_ints("all") == tuple(dict.fromkeys(kernel_spec.MM_INTS + kernel_spec.BMM_INTS))
+    assert cli_measure.constant_ints("none") == ()
+    for bad, mode in (("Q", "fast"), ("K", "max-autotune")):
+        proc = diode("collect", "--search-mode", mode, "--constant-ints", bad, "--device", "cpu", "--num-shapes", "1",
+                     "-o", tmp_path / "x.json", check=False)  # fmt: skip
+        assert proc.returncode == 2 and "--constant-ints" in proc.stderr and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.json").exists(), proc.stderr
+    assert "fast mode only" in proc.stderr
+    seen = []  # the ints each fast sweep runs with (the sweep itself needs a GPU)
+    monkeypatch.setattr(
+        FastSweep, "run", lambda self, *a, **k: seen.append(kernel_spec.CONSTANT_INTS) or SweepSummary()
+    )
+    monkeypatch.setattr(kernel_spec, "CONSTANT_INTS", ())
+    settings = {"mode": "fast", "exhaustive_sample": 48, "seed": 1, "reps": 6}
+    for name, held in (("plain", settings), ("held", {**settings, "constant_ints": ["K"]})):
+        save_dataset(one_bmm(20, [{"tool": "torch_diode.collect", "settings": held}]), tmp_path / f"{name}.json")
+    for name, instead in (("plain", ()), ("held", ()), ("plain", ("--constant-ints", "all"))):
+        code, _, err = diode_cli("remeasure", tmp_path / f"{name}.json", *instead, "--device", "cpu", "-o",
+                                 tmp_path / f"again_{name}_{len(instead)}.json")  # fmt: skip
+        assert code == 0, err
+    assert seen == [(), ("K",), cli_measure.constant_ints("all")]
+    sources = [{"tool": "torch_diode.collect", "settings": s} for s in (settings, {**settings, "constant_ints": ["K"]})]
+    save_dataset(one_bmm(20, sources), tmp_path / "both.json")
+    proc = diode("remeasure", tmp_path / "both.json", "--dry-run", "-o", tmp_path / "out.json", check=False)
+    assert proc.returncode == 2 and "different settings" in proc.stderr
+    proc = diode("remeasure", tmp_path / "held.json", "--constant-ints", "X", "-o", tmp_path / "out.json", check=False)
+    assert proc.returncode == 2 and "--constant-ints" in proc.stderr and "Traceback" not in proc.stderr

@@ -110,6 +110,25 @@ def backends(text: str) -> str:
     return ",".join(dict.fromkeys(words))
 
 
+def constant_ints(text: str) -> tuple[str, ...]:
+    """--constant-ints: "none", "all" (every size and stride) or comma-separated names of the
+    kernels' ints (collection.kernel_spec.MM_INTS, BMM_INTS) (argparse type)."""
+    from ..collection.kernel_spec import BMM_INTS, MM_INTS
+
+    known = tuple(dict.fromkeys(MM_INTS + BMM_INTS))
+    word = text.strip().lower()
+    if word in ("none", "all"):
+        return () if word == "none" else known
+    names = tuple(dict.fromkeys(w.strip() for w in text.split(",")))
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown int {', '.join(repr(n) for n in unknown) or repr(text)}; expected none, all or a "
+            f"comma-separated list of {', '.join(known)}"
+        )
+    return names
+
+
 def _same_device(device: str) -> str:
     """``cuda`` and ``cuda:0`` name one device."""
     return "cuda:0" if device.strip() == "cuda" else device.strip()
@@ -175,8 +194,14 @@ def measure(
         problems = list(problems)[index::count]
         output = shard_path(output, index)
         record = {**record, "shard": f"{index}/{count}", "device": args.device}
+    held = getattr(args, "constant_ints", ())
+    if held and args.search_mode != "fast":
+        raise OptionError("--constant-ints", "fast mode only (--search-mode fast): Inductor compiles its own kernels")
     if args.search_mode == "fast":
+        from ..collection import kernel_spec
         from ..collection.fast_sweep import FastSweep
+
+        kernel_spec.CONSTANT_INTS = held
 
         sweep = FastSweep(
             exhaustive_sample=args.exhaustive_sample,
@@ -242,6 +267,19 @@ def output_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def constant_ints_option(p: argparse.ArgumentParser, what: str, dest: str = "constant_ints", default=()) -> None:
+    """--constant-ints (:func:`constant_ints`), ``what`` it does first in its help."""
+    p.add_argument(
+        "--constant-ints",
+        type=constant_ints,
+        dest=dest,
+        default=default,
+        metavar="NAMES",
+        help=f"{what}: all (every size and stride), none, or the ints named, comma-separated (M, N, K, BATCH, "
+        "stride_am, ...); each distinct value compiles a kernel of its own (docs/data.md)",
+    )
+
+
 def measurement_options(p: argparse.ArgumentParser) -> None:
     """How a collection measures (what `diode remeasure` reads from the file instead)."""
     p.add_argument(
@@ -273,6 +311,9 @@ def measurement_options(p: argparse.ArgumentParser) -> None:
         "configs timed across the run; 0: a draw per problem; default 1)",
     )
     p.add_argument("--reps", type=positive_int, default=10, help="fast mode: timed repetitions per choice (default 10)")
+    constant_ints_option(
+        p, "fast mode: the kernels' ints to hold as compile-time constants, as Inductor's kernels do (default none)"
+    )
     p.add_argument(
         "--backends",
         type=backends,

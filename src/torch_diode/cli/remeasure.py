@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import OptionError
 from .common import check_outputs
-from .measure import check_devices, measure, output_options, output_path, shard_of
+from .measure import check_devices, constant_ints_option, measure, output_options, output_path, shard_of
 
 
 def _cmd_remeasure(args: argparse.Namespace) -> int:
@@ -57,6 +57,8 @@ def _remeasure(args: argparse.Namespace, source, settings: dict, selection) -> i
     # stand beside them as a second device's
     check_measured_here(source, args.input, detect_hardware(args.device).device_name, args.device)
     vars(args).update(collection_options(settings))
+    if args.constant_ints_instead is not None:
+        args.constant_ints = args.constant_ints_instead
     offer_persistent_tma(settings)
     problems = selection.problems
     print(
@@ -65,6 +67,7 @@ def _remeasure(args: argparse.Namespace, source, settings: dict, selection) -> i
         + (f" (those of {' '.join(args.only)})" if args.only else "")
         + (f" (those whose fastest recorded time is under {args.below_us:g} us)" if args.below_us is not None else "")
         + f", {args.search_mode} mode as recorded"
+        + (f", ints held as constants: {','.join(args.constant_ints)}" if args.constant_ints else "")
     )
     record = {
         "command": "remeasure",
@@ -122,6 +125,13 @@ def add_remeasure_command(sub: argparse._SubParsersAction) -> None:
         help="say how many of the file's problems would be measured again (or that none would) and stop: "
         "no device is opened (collect.sh asks every file so, without the import-time registration, "
         "before it measures one)",
+    )
+    constant_ints_option(
+        p,
+        "the kernels' ints to hold as compile-time constants instead of as the file's collections did "
+        "(default: as they did)",
+        dest="constant_ints_instead",
+        default=None,
     )
     output_options(p)
     p.set_defaults(func=_cmd_remeasure)

@@ -59,6 +59,7 @@ def measurement_settings(path: str | os.PathLike, dataset: Dataset) -> dict:
                 "persistent_tma": bool(s.get("persistent_tma")),
                 "exhaustive_rotations": recorded_rotations(s),
                 "tf32": tf32_run(s),
+                "constant_ints": tuple(s.get("constant_ints") or ()),  # none where unrecorded
             }
         )
     if not recorded:

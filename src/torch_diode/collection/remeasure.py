@@ -81,8 +81,9 @@ def select_problems(
 
 def collection_options(settings: dict) -> dict[str, Any]:
     """The `diode collect` options (argument names) that measure as the recorded ``settings``
-    (:func:`.provenance.measurement_settings`) say: the mode, the fast mode's sample, seed and
-    repetitions or Inductor's search space and backends, and the TF32 setting."""
+    (:func:`.provenance.measurement_settings`) say: the mode, the fast mode's sample, seed,
+    repetitions and ints held as constants or Inductor's search space and backends, and the TF32
+    setting."""
     mode = "fast" if settings["mode"] == "fast" else "max-autotune"
     options: dict[str, Any] = {"search_mode": mode}
     if mode == "fast":
@@ -98,6 +99,7 @@ def collection_options(settings: dict) -> dict[str, Any]:
             backends=settings["max_autotune_gemm_backends"] or "ATEN,TRITON",
         )
     options["float32_matmul_precision"] = "high" if settings["tf32"] else "highest"
+    options["constant_ints"] = settings["constant_ints"]  # none in Inductor's mode, which takes none
     return options
 
 
