@@ -327,7 +327,7 @@ def test_constant_ints_are_named_fast_mode_only_and_measured_again_as_recorded(t
     from torch_diode.collection.fast_sweep import FastSweep
     from torch_diode.collection.sweep_state import SweepSummary
 
-    assert cli_measure.constant_ints("K, M") == ("K", "M")
+    assert cli_measure.constant_ints("K, M") == cli_measure.constant_ints("M,K") == ("M", "K")  # one order
     assert cli_measure.constant_ints("all") == tuple(dict.fromkeys(kernel_spec.MM_INTS + kernel_spec.BMM_INTS))
     assert cli_measure.constant_ints("none") == ()
     for bad, mode in (("Q", "fast"), ("K", "max-autotune")):
@@ -355,3 +355,8 @@ def test_constant_ints_are_named_fast_mode_only_and_measured_again_as_recorded(t
     assert proc.returncode == 2 and "different settings" in proc.stderr
     proc = diode("remeasure", tmp_path / "held.json", "--constant-ints", "X", "-o", tmp_path / "out.json", check=False)
     assert proc.returncode == 2 and "--constant-ints" in proc.stderr and "Traceback" not in proc.stderr
+    inductor = {"mode": "inductor", "max_autotune_gemm_backends": "ATEN", "tf32": False}
+    save_dataset(one_bmm(20, [{"tool": "torch_diode.collect", "settings": inductor}]), tmp_path / "inductor.json")
+    code, out, err = diode_cli("remeasure", tmp_path / "inductor.json", "--constant-ints", "K", "--device", "cpu",
+                               "-o", tmp_path / "out.json")  # fmt: skip
+    assert code == 2 and "inductor.json was measured in Inductor's mode" in err and not out, (out, err)

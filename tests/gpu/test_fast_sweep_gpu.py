@@ -124,18 +124,22 @@ def test_fast_sweep_end_to_end(tmp_path):
 
 
 def test_fast_sweep_with_constant_ints_compiles_them_in_its_workers_and_records_them(tmp_path, monkeypatch):
-    """kernel_spec.CONSTANT_INTS reaches the compile workers (the timing process launches what
-    they compiled: a kernel compiled otherwise would fail or be compiled again there, and time
-    like the runtime one) and the file's settings record it; the times stay close to those of
-    the kernels with runtime ints."""
+    """kernel_spec.CONSTANT_INTS reaches the compile workers, and the timing process launches what
+    they compiled (a kernel keyed otherwise there would be compiled again: a binary more in the
+    cache); the file's settings record it; the times stay close to those of the kernels with
+    runtime ints."""
     from torch_diode.collection import kernel_spec
 
     problem = Problem("mm", 1, 308, 320, 768, "float16", "float16", "float16", transpose_b=True)
     sweep = FastSweep(exhaustive_sample=20, reps=5, workers=4, progress=False)
     runtime = sweep.run([problem], tmp_path / "runtime.msgpack")
     monkeypatch.setattr(kernel_spec, "CONSTANT_INTS", kernel_spec.MM_INTS)
+    cache = tmp_path / "triton_cache"  # the constants' kernels alone: what the workers compiled, nothing more
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
     summary = sweep.run([problem], tmp_path / "const.msgpack")
     assert summary.problems_measured == 1 and summary.failed_configs == runtime.failed_configs
+    binaries = {p.parent for p in cache.rglob("*.cubin")}
+    assert 0 < len(binaries) <= summary.kernels_compiled  # the timing process compiled none again
     (const,) = load_dataset(tmp_path / "const.msgpack").metadata["sources"]
     assert const["settings"]["constant_ints"] == list(kernel_spec.MM_INTS)
     times = [

@@ -112,21 +112,21 @@ def backends(text: str) -> str:
 
 def constant_ints(text: str) -> tuple[str, ...]:
     """--constant-ints: "none", "all" (every size and stride) or comma-separated names of the
-    kernels' ints (collection.kernel_spec.MM_INTS, BMM_INTS) (argparse type)."""
+    kernels' ints (collection.kernel_spec.MM_INTS, BMM_INTS), in their order there (argparse type)."""
     from ..collection.kernel_spec import BMM_INTS, MM_INTS
 
     known = tuple(dict.fromkeys(MM_INTS + BMM_INTS))
     word = text.strip().lower()
     if word in ("none", "all"):
         return () if word == "none" else known
-    names = tuple(dict.fromkeys(w.strip() for w in text.split(",")))
-    unknown = [n for n in names if n not in known]
+    names = {w.strip() for w in text.split(",")}
+    unknown = sorted(names - set(known))
     if unknown or not names:
         raise argparse.ArgumentTypeError(
             f"unknown int {', '.join(repr(n) for n in unknown) or repr(text)}; expected none, all or a "
             f"comma-separated list of {', '.join(known)}"
         )
-    return names
+    return tuple(n for n in known if n in names)  # in one order, whatever the order given
 
 
 def _same_device(device: str) -> str:
@@ -162,8 +162,15 @@ def check_devices(args: argparse.Namespace) -> None:
             raise OptionError(option, str(e)) from None
 
 
+def check_constant_ints(args: argparse.Namespace, why: str = "(--search-mode fast)") -> None:
+    """--constant-ints only where the fast collector measures: Inductor compiles its own kernels."""
+    if getattr(args, "constant_ints", ()) and args.search_mode != "fast":
+        raise OptionError("--constant-ints", f"fast mode only {why}: Inductor compiles its own kernels")
+
+
 def check_files(args: argparse.Namespace, inputs: dict) -> str:
-    """The output file (see output_path), checked against the command's inputs."""
+    """The output file (see output_path), checked against the command's inputs and options."""
+    check_constant_ints(args)
     output = output_path(args.output, args.format)
     check_outputs(inputs, {"--output": output}, dataset_outputs=["--output"])
     shard_of(args)  # a bad --shard or torchrun environment fails here, before anything is drawn
@@ -194,14 +201,12 @@ def measure(
         problems = list(problems)[index::count]
         output = shard_path(output, index)
         record = {**record, "shard": f"{index}/{count}", "device": args.device}
-    held = getattr(args, "constant_ints", ())
-    if held and args.search_mode != "fast":
-        raise OptionError("--constant-ints", "fast mode only (--search-mode fast): Inductor compiles its own kernels")
+    check_constant_ints(args)
     if args.search_mode == "fast":
         from ..collection import kernel_spec
         from ..collection.fast_sweep import FastSweep
 
-        kernel_spec.CONSTANT_INTS = held
+        kernel_spec.CONSTANT_INTS = getattr(args, "constant_ints", ())
 
         sweep = FastSweep(
             exhaustive_sample=args.exhaustive_sample,

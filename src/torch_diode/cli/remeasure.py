@@ -8,7 +8,15 @@ from pathlib import Path
 
 from ..errors import OptionError
 from .common import check_outputs
-from .measure import check_devices, constant_ints_option, measure, output_options, output_path, shard_of
+from .measure import (
+    check_constant_ints,
+    check_devices,
+    constant_ints_option,
+    measure,
+    output_options,
+    output_path,
+    shard_of,
+)
 
 
 def _cmd_remeasure(args: argparse.Namespace) -> int:
@@ -59,6 +67,7 @@ def _remeasure(args: argparse.Namespace, source, settings: dict, selection) -> i
     vars(args).update(collection_options(settings))
     if args.constant_ints_instead is not None:
         args.constant_ints = args.constant_ints_instead
+        check_constant_ints(args, f"({args.input} was measured in Inductor's mode)")
     offer_persistent_tma(settings)
     problems = selection.problems
     print(

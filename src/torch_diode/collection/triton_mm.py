@@ -471,7 +471,7 @@ def launch_args(a: Any, b: Any, out: Any, bias: Any, config: KernelConfig) -> tu
     batched, grid, spec = launch_spec(a, b, out, bias, config)
     if config.template_id == kernel_spec.TMA_TEMPLATE_ID:
         return (_tma_mm_kernel_spec if kernel_spec.SPECIALIZE_SIZES else _tma_mm_kernel), grid, spec
-    constant = tuple(n for n in kernel_spec.CONSTANT_INTS if n in kernel_spec.int_names(batched))
+    constant = tuple(n for n in kernel_spec.int_names(batched) if n in kernel_spec.CONSTANT_INTS)  # one order
     if constant:
         return retyped_kernel(batched, constant, specialize_sizes=kernel_spec.SPECIALIZE_SIZES), grid, spec
     if batched:
