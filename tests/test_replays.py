@@ -446,3 +446,45 @@ def test_an_adaptation_curve_refuses_an_adapted_source(tmp_path):
     write_model(tmp_path / "adapted.diode", dataclasses.replace(alone, metadata=metadata))
     with pytest.raises(SystemExit, match="was adapted from NVIDIA-H200-matmul"):
         adapt_curve.source_model("h100", "h200", str(tmp_path / "adapted.diode"))
+
+
+def test_graph_timing_rows_compare_each_methods_pick_under_the_graph():
+    """benchmarks.studies.graph_timing: a problem where the collector's method finds cuBLAS
+    fastest and the graph a Triton config counts as a different pick, with the collector's pick's
+    cost under the graph and cuBLAS over the best Triton config each way; a choice that failed
+    either way is left out."""
+    from types import SimpleNamespace
+
+    from benchmarks.studies.graph_timing import compare, summarise
+
+    def timing(name: str, tiled: bool, recorded_us: float):
+        return SimpleNamespace(config=SimpleNamespace(short=lambda: name, is_tiled=tiled), time_us=recorded_us)
+
+    problem = SimpleNamespace(short=lambda: "mm 308x320x768 float16 NT")
+    timings = [timing("aten::mm", False, 6.6), timing("triton::mm a", True, 6.6), timing("triton::mm b", True, 7.0)]
+    row = compare(problem, timings, [(6.2, 4.14), (6.4, 4.04), (None, 3.0)])
+    assert (row["collector_pick"], row["graph_pick"]) == ("aten::mm", "triton::mm a")
+    assert row["collector_pick_graph_slowdown"] == pytest.approx(4.14 / 4.04)
+    assert row["aten_over_triton_collector"] == pytest.approx(6.2 / 6.4)
+    assert row["aten_over_triton_graph"] == pytest.approx(4.14 / 4.04)
+    assert [c["choice"] for c in row["choices"]] == ["aten::mm", "triton::mm a"]
+    summary = summarise([row])
+    assert summary["different_pick"] == 1 and summary["aten_faster_collector_not_graph"] == 1
+    assert compare(problem, timings[:1], [(6.2, 4.14)]) is None  # no Triton config: nothing to compare
+
+
+def test_kernel_gap_summary_reads_each_constant_variant_against_the_collectors_kernel():
+    """benchmarks.studies.kernel_gap: the collector's time over each constant variant's, over the
+    configs timed both ways (a report without a variant's column gives no figure for it)."""
+    from benchmarks.studies.kernel_gap import CONSTANTS, summarise
+
+    rows = [
+        {"collector_us": 6.6, "k_constexpr_us": 6.0, "all_constexpr_us": 6.3},
+        {"collector_us": 8.0, "k_constexpr_us": None, "all_constexpr_us": 8.0},
+    ]
+    summary = summarise([{"rows": rows}])
+    assert set(summary) == {f"collector_over_{v}" for v in CONSTANTS}
+    assert summary["collector_over_k_constexpr"]["configs"] == 1
+    assert summary["collector_over_k_constexpr"]["median"] == pytest.approx(1.1)
+    assert summary["collector_over_all_constexpr"]["median"] == pytest.approx((6.6 / 6.3 + 1.0) / 2)
+    assert summary["collector_over_sizes_constexpr"] == {"configs": 0, "median": None, "p10": None, "p90": None}
