@@ -74,7 +74,7 @@ graph, its operands' shapes and whether one is padded (made by ``constant_pad_nd
 on-disk cache (TORCHINDUCTOR_CACHE_DIR/cache/<system hash>, shared by every compile of the
 worker). pad_mm's decision is Inductor's own benchmark of padded against unpadded GEMM, taken
 ahead of any kernel choice and noisy near its 1.1x margin: two processes can decide differently
-on the same GEMM, and a padded M=199 can run 1.3x slower than the unpadded one
+on the same GEMM, and a padded M=199 can take 1.3x the unpadded one's time
 (benchmarks/results/pad_mm_falcon_h100.log). So that a row
 compares kernel choices, not two draws of that benchmark, the workers share one decision per
 GEMM, taken by an unmeasured pass that runs ahead of them and compiles every item once in default
