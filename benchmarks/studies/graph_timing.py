@@ -45,19 +45,27 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+def short_problems(recorded: list[str], below_us: float) -> list[tuple]:
+    """(problem, its successful timings fastest first) of the recorded problems whose fastest
+    choice ran under ``below_us``, shortest first."""
+    picked = []
+    for _, problem, timings in load_datasets(recorded).problems():
+        ok = sorted((t for t in timings if not t.failed), key=lambda t: t.time_us)
+        if ok and ok[0].time_us < below_us:
+            picked.append((problem, ok))
+    return sorted(picked, key=lambda x: x[1][0].time_us)
+
+
 def chosen(recorded: list[str], below_us: float, top: int, max_problems: int) -> list:
     """(problem, timings to measure): the problems under ``below_us``, shortest first, each with its
     ATen choices and its ``top`` fastest Triton configs as recorded."""
-    source = load_datasets(recorded)
     picked = []
-    for _, problem, timings in source.problems():
-        ok = sorted((t for t in timings if not t.failed), key=lambda t: t.time_us)
+    for problem, ok in short_problems(recorded, below_us):
         aten = [t for t in ok if not t.config.is_tiled and t.config.template_id.startswith("aten::")]
         triton = [t for t in ok if t.config.is_tiled][:top]
-        if ok and ok[0].time_us < below_us and aten and triton:
-            picked.append((ok[0].time_us, problem, aten + triton))
-    picked.sort(key=lambda x: x[0])
-    return [(p, ts) for _, p, ts in picked[:max_problems]]
+        if aten and triton:
+            picked.append((problem, aten + triton))
+    return picked[:max_problems]
 
 
 def measure(problem, timings, reps: int, flush) -> list[tuple[float | None, float | None]]:

@@ -33,13 +33,14 @@ import numpy as np
 
 from benchmarks.common import command_line, report_header, stage, write_json
 from benchmarks.studies.collector_fault import parse_problem
+from benchmarks.studies.graph_timing import short_problems
 from torch_diode.collection import collect, kernel_spec
 from torch_diode.collection.fast_sweep import FastSweep
 from torch_diode.collection.inductor_sweep import compile_and_run, inductor_settings
 from torch_diode.collection.kernel_compiler import precompile
 from torch_diode.collection.operands import layout_tensors
 from torch_diode.collection.timing import flush_buffer, time_launchers
-from torch_diode.dataset_io import load_dataset, load_datasets
+from torch_diode.dataset_io import load_dataset
 
 # each variant's kernel_spec settings: the collector's kernel as it collects, K, then M, N and K,
 # then every size and stride held as constants (Inductor's kernels), sizes not specialised at all
@@ -90,17 +91,6 @@ def inductor_timings(problem) -> list:
     with collect(path):
         compile_and_run(problem, "cuda", inductor_settings("DEFAULT", "ATEN,TRITON"))
     return [t for _, _, ts in load_dataset(path).problems() for t in ts if not t.failed]
-
-
-def recorded_timings(paths: list[str], below_us: float, max_problems: int) -> list[tuple]:
-    """(problem, recorded timings): the problems of ``paths`` under ``below_us``, shortest first."""
-    picked = []
-    for _, problem, timings in load_datasets(paths).problems():
-        ok = [t for t in timings if not t.failed]
-        if ok and min(t.time_us for t in ok) < below_us:
-            picked.append((min(t.time_us for t in ok), problem, ok))
-    picked.sort(key=lambda x: x[0])
-    return [(p, ts) for _, p, ts in picked[:max_problems]]
 
 
 def measure(problem, timings: list, triton: list, reps: int, flush, reference: str) -> dict:
@@ -162,7 +152,7 @@ def main() -> int:
     if bool(args.problem) == bool(args.recorded):
         parser.error("give --problem or --recorded (one of them)")
     if args.recorded:
-        reference, chosen = "recorded", recorded_timings(args.recorded, args.below_us, args.max_problems)
+        reference, chosen = "recorded", short_problems(args.recorded, args.below_us)[: args.max_problems]
     else:
         problems = [parse_problem(label) for label in args.problem]
         # Inductor first, every problem, before this process compiles or allocates anything of its own

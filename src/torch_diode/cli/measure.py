@@ -201,7 +201,6 @@ def measure(
         problems = list(problems)[index::count]
         output = shard_path(output, index)
         record = {**record, "shard": f"{index}/{count}", "device": args.device}
-    check_constant_ints(args)
     if args.search_mode == "fast":
         from ..collection import kernel_spec
         from ..collection.fast_sweep import FastSweep
