@@ -14,8 +14,9 @@ KV lengths 1,500-6,500, half precision, NN), split by whether the KV length is a
 (``h100_alone.diode``: ``benchmarks.adapt_curve``'s recipe for a model of the H100's data alone,
 trained on a folder of links to the files of ``data/h100/train`` and ``data/h100/decode_pv_long``;
 the report also holds the model of the H100's data that ``adapt_curve_cpu.json`` adapts, trained
-without ``data/h100/decode_pv_long``, and one member of the recipe at ``--hidden-dim`` 48 and one at
-96, to see whether a wider model fits cuBLAS there.)
+without ``data/h100/decode_pv_long``, one member of the recipe at ``--hidden-dim`` 48 and one at
+96, to see whether a wider model fits cuBLAS there, and ``h100_alone_ew8.diode``, that model's recipe
+with ``--extern-weight 8``, to see whether weighting cuBLAS's rows in the loss does.)
 """
 
 from __future__ import annotations
