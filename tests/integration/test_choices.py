@@ -171,6 +171,23 @@ def test_model_decides_and_caches(cpu_model):
     assert prof["total_predictions"] == 2 and prof["fallbacks"] == 0
 
 
+def test_every_counted_call_ends_in_a_selection_or_a_fallback(cpu_model, tmp_path):
+    """An addmm asks the handler twice, for its ATen choices and apart for its Triton templates,
+    which offer none on a CPU: that call counts under no_candidates, so total_calls adds up."""
+    other = read_model(cpu_model)
+    other.metadata["hardware"]["device_name"] = "NVIDIA H100 80GB HBM3"
+    other_path = write_model(tmp_path / "h100.diode", other)
+    bias, a, b = torch.randn(56), torch.randn(40, 24), torch.randn(24, 56)
+    for model in (cpu_model, other_path):
+        torch._dynamo.reset()
+        with diode_choices(model) as choices, inductor_config.patch(CPU_BMM):
+            out = torch.compile(torch.addmm)(bias, a, b)
+            stats = choices.get_stats()
+        torch.testing.assert_close(out, torch.addmm(bias, a, b))
+        decided = stats["model_selections"] + stats["fallbacks_total"]
+        assert decided == 1 and stats["total_calls"] == decided + stats["no_candidates"], stats
+
+
 def test_a_stale_cached_decision_goes_to_the_full_path(cpu_model):
     """The cache answers only with the configs it decided; if one of them is not among the
     candidates, the problem is decided again from every candidate."""

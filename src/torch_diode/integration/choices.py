@@ -251,7 +251,8 @@ class DiodeInductorChoices(InductorChoices):
             if chosen is not None:
                 return chosen
         stock = self._stock(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
-        if not stock:
+        if not stock:  # e.g. addmm's Triton templates, asked for apart from its ATen choices, on a CPU
+            self.stats.count("no_candidates")
             return stock
         try:
             chosen = self._choose(stock, problem, problem_error, kernel_inputs, op_name, templates, dynamic)

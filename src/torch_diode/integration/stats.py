@@ -31,6 +31,7 @@ _HANDLER_COUNTS = (
     "dynamic_decisions",
     "dynamic_kept_aten",
     "not_gemm",
+    "no_candidates",
     "fast_autotune_off",
 )
 
