@@ -113,7 +113,7 @@ def test_convert_merge_split(tmp_path):
     save_dataset(t, folder / "a.json")
     save_dataset(v, folder / "b.msgpack")
     merged = tmp_path / "merged.json"
-    diode("dataset", "merge", folder, "-o", merged)
+    assert "merged 2 file(s)" in diode("dataset", "merge", folder, "-o", merged).stdout  # a folder's files
     assert {p for _, p, _ in load_dataset(merged).problems()} == tp | vp
 
 

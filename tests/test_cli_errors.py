@@ -203,6 +203,17 @@ def test_user_errors_are_one_line_naming_the_culprit(diode_cli, data, case):
     assert not (tmp_path / "c.json").exists()  # no collection started
 
 
+def test_a_whole_file_or_folder_is_named_as_it_is(diode_cli, data):
+    """A file that is not a dataset has no field to name; an empty folder is named by its path."""
+    tmp_path, _ = data
+    for name in ("zero.json", "notes.txt"):
+        code, _, err = diode_cli("dataset", "stats", str(tmp_path / name))
+        assert_user_error(code, err, name)
+        assert "field" not in err, err
+    code, _, err = diode_cli("dataset", "stats", str(tmp_path / "empty"))
+    assert_user_error(code, err, f"no dataset files in {tmp_path / 'empty'}")
+
+
 def test_split_refusals_lose_nothing(diode_cli, data):
     """`split --train X --validation X` used to keep only the validation part in X; `--train IN`
     replaced the input."""

@@ -357,7 +357,7 @@ def load_each(paths: Iterable[str | os.PathLike], extensions: Iterable[str] | No
     paths = list(paths)
     files = unique_files(f for p in paths for f in dataset_files(p, extensions))
     if not files:
-        raise FileNotFoundError(f"no dataset files in {[str(p) for p in paths]}")
+        raise FileNotFoundError(f"no dataset files in {' '.join(str(p) for p in paths)}")
     return (load_dataset(f) for f in files)
 
 

@@ -33,7 +33,9 @@ class DatasetFormatError(UserError):
         self.source = str(source) if source is not None else "<dict>"
         self.field_path = field_path or "<root>"
         self.detail = message
-        super().__init__(f"{self.source}: field '{self.field_path}': {message}")
+        # "<file>", "<suffix>", "<root>": the file as a whole, its name or its top level, no field
+        where = "" if self.field_path.startswith("<") else f"field '{self.field_path}': "
+        super().__init__(f"{self.source}: {where}{message}")
 
 
 class Reader:

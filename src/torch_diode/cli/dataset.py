@@ -17,18 +17,18 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     dataset = load_datasets(args.inputs, args.file_extensions)
     stats = dataset_stats(dataset)
     print(
-        f"{stats['num_problems']} problems, {stats['num_timed_configs']} timed configs, "
-        f"{stats['num_failures']} failures"
+        f"{stats['num_problems']} problems, {stats['num_timed_configs']} configs timed "
+        f"({stats['num_failures']} of them failed)"
     )
     for hw in stats["hardware"]:
         print(
-            f"hardware: {hw['device_name']} (sm {hw['sm_count']}, torch {hw['torch_version']}, "
+            f"hardware: {hw['device_name']} ({hw['sm_count']} SMs, torch {hw['torch_version']}, "
             f"triton {hw['triton_version']}): {hw['problems']} problems"
         )
     for op, counts in stats["ops"].items():
         print(
-            f"  op {op:8s} {counts['problems']:6d} problems {counts['timed_configs']:9d} timed configs "
-            f"{counts['failures']:7d} failures"
+            f"  op {op:8s} {counts['problems']:6d} problems {counts['timed_configs']:9d} configs timed "
+            f"{counts['failures']:7d} failed"
         )
     print("  dtypes: " + ", ".join(f"{k} {v}" for k, v in stats["dtypes"].items()))
     print("  templates: " + ", ".join(f"{k} {v}" for k, v in stats["templates"].items()))
@@ -54,7 +54,7 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
     check_outputs({"inputs": args.inputs}, {"--report-json": args.report_json}, force=args.force)
     files = [f for path in args.inputs for f in dataset_files(path, args.file_extensions)]
     if not files:
-        raise FileNotFoundError(f"no dataset files in {args.inputs}")
+        raise FileNotFoundError(f"no dataset files in {' '.join(args.inputs)}")
     coverage = Coverage()
     for f in tqdm(files, desc="coverage", unit="file", disable=len(files) < 2):
         coverage.add(load_dataset(f))  # file by file: a file's settings say whether it ran with TF32
@@ -82,7 +82,7 @@ def _merge_replacing(datasets: list) -> tuple:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
-    from ..dataset_io import load_datasets, save_dataset
+    from ..dataset_io import dataset_files, load_datasets, save_dataset, unique_files
 
     check_outputs(
         {"inputs": args.inputs},
@@ -96,9 +96,10 @@ def _cmd_merge(args: argparse.Namespace) -> int:
     else:
         merged, replaced = load_datasets(args.inputs, args.file_extensions), 0
     save_dataset(merged, args.output)
+    files = unique_files(f for i in args.inputs for f in dataset_files(i, args.file_extensions))
     print(
-        f"merged {len(args.inputs)} input(s): {merged.num_problems} problems, "
-        f"{merged.num_timed_configs} timed configs"
+        f"merged {len(files)} file(s): {merged.num_problems} problems, "
+        f"{merged.num_timed_configs} configs timed"
         + (f", {replaced} problem(s) taken from a later input alone" if args.replace else "")
         + f" -> {args.output}"
     )
