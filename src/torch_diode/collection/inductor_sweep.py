@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -58,7 +59,10 @@ def compile_and_run(problem: Problem, device: str, settings: dict[str, Any]) -> 
     inputs = make_inputs(problem, device)
     fn = torch.compile(op_function(problem.op), dynamic=False, fullgraph=True)
     start = time.perf_counter()
-    with inductor_config.patch(settings):
+    with inductor_config.patch(settings), warnings.catch_warnings():
+        # the caches are off on purpose (every measurement compiles afresh): Dynamo's warning that
+        # this turns its profile-guided cache off too would repeat for every problem
+        warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
         fn(*inputs)
     if device.startswith("cuda"):
         torch.cuda.synchronize()
