@@ -483,3 +483,11 @@ def test_training_fits_a_loss_calibration_of_the_misaligned_problems_alone():
     expected = fit_loss_calibration(loss_cases(ensemble, arrays, misaligned, policy))
     assert expected is not None and expected.problems < training["loss_calibration"]["problems"]
     assert training["misaligned_loss_calibration"] == expected.to_dict()
+
+
+def test_the_summary_says_how_the_members_were_fitted():
+    assert TrainConfig().fitted(1) == "1 member"
+    assert TrainConfig(ensemble=3, bootstrap=True).fitted(3) == "3 members (bootstrap)"
+    adapted = TrainConfig(init_model="NVIDIA-H100-matmul", trainable_layers=1)
+    assert adapted.fitted(4) == "4 members, from NVIDIA-H100-matmul (last 1 layer(s) fitted)"
+    assert replace(adapted, trainable_layers=None).fitted(4).endswith("(every layer fitted)")

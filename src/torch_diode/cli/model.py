@@ -229,13 +229,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     )
     write_model(args.model, model)
     val = f"{report.validation_mse:.4f}" if report.validation_mse is not None else "-"
-    members = len(model.members)
-    form = f"{members} members" + (" (bootstrap)" if config.bootstrap else "") if members > 1 else "1 member"
-    if config.init_model:
-        fitted = f"last {config.trainable_layers} layer(s)" if config.trainable_layers else "every layer"
-        form += f", from {config.init_model} ({fitted} fitted)"
     print(
-        f"trained {config.model_type} ({model.dims}, {form}) on {report.train_problems} problems, {report.rows} rows: "
+        f"trained {config.model_type} ({model.dims}, {config.fitted(len(model.members))}) "
+        f"on {report.train_problems} problems, {report.rows} rows: "
         f"train MSE {report.train_mse:.4f}, held-out MSE {val} (ln time_us), "
         f"best epoch {report.best_epoch + 1}/{report.epochs_run}"
     )

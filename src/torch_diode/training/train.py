@@ -84,6 +84,14 @@ class TrainConfig:
     # problems unlike the sample's (benchmarks/results/adapt_layers_cpu.json)
     trainable_layers: int | None = None
 
+    def fitted(self, members: int) -> str:
+        """How a model of ``members`` members was fitted under this config, for a summary line."""
+        form = f"{members} member{'s' if members > 1 else ''}" + (" (bootstrap)" if self.bootstrap else "")
+        if self.init_model:
+            layers = f"last {self.trainable_layers} layer(s)" if self.trainable_layers else "every layer"
+            form += f", from {self.init_model} ({layers} fitted)"
+        return form
+
     def resolved(self) -> tuple[int, int]:
         if self.lr_schedule not in LR_SCHEDULES:
             raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
