@@ -171,7 +171,7 @@ def test_model_decides_and_caches(cpu_model):
     assert prof["total_predictions"] == 2 and prof["fallbacks"] == 0
 
 
-def test_every_counted_call_ends_in_a_selection_or_a_fallback(cpu_model, tmp_path):
+def test_every_gemm_call_ends_in_a_selection_a_fallback_or_no_candidates(cpu_model, tmp_path):
     """An addmm asks the handler twice, for its ATen choices and apart for its Triton templates,
     which offer none on a CPU: that call counts under no_candidates, so total_calls adds up."""
     other = read_model(cpu_model)
