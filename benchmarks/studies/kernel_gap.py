@@ -48,7 +48,7 @@ VARIANTS = {
     "collector": {},
     "k_constexpr": {"CONSTANT_INTS": ("K",)},
     "sizes_constexpr": {"CONSTANT_INTS": ("M", "N", "K")},
-    "all_constexpr": {"CONSTANT_INTS": tuple(dict.fromkeys(kernel_spec.MM_INTS + kernel_spec.BMM_INTS))},
+    "all_constexpr": {"CONSTANT_INTS": kernel_spec.ALL_INTS},
     "sizes_unspecialized": {"SPECIALIZE_SIZES": False},
 }
 CONSTANTS = [v for v, settings in VARIANTS.items() if "CONSTANT_INTS" in settings]

@@ -113,9 +113,8 @@ def backends(text: str) -> str:
 def constant_ints(text: str) -> tuple[str, ...]:
     """--constant-ints: "none", "all" (every size and stride) or comma-separated names of the
     kernels' ints (collection.kernel_spec.MM_INTS, BMM_INTS), in their order there (argparse type)."""
-    from ..collection.kernel_spec import BMM_INTS, MM_INTS
+    from ..collection.kernel_spec import ALL_INTS as known
 
-    known = tuple(dict.fromkeys(MM_INTS + BMM_INTS))
     word = text.strip().lower()
     if word in ("none", "all"):
         return () if word == "none" else known

@@ -26,6 +26,8 @@ BMM_INTS = (
     "M", "N", "K", "BATCH", "stride_aq", "stride_am", "stride_ak", "stride_bq", "stride_bk", "stride_bn",
     "stride_cq", "stride_cm", "stride_cn",
 )  # fmt: skip
+# Every int of either kernel, once, in that order: what `--constant-ints all` holds
+ALL_INTS = tuple(dict.fromkeys(MM_INTS + BMM_INTS))
 # Those of them compiled as constants, their values baked into the binary as in Inductor's generated
 # kernels, instead of runtime arguments that one binary per variant class serves (empty: none). On
 # short GEMMs the constants make the kernels faster (python -m benchmarks.studies.kernel_gap); each
